@@ -1,0 +1,213 @@
+"""Triton backward of decayed linear attention, in fla's chunk_bwd_dh / chunk_bwd_dv / chunk_bwd_dqk split.
+
+Per chunk, with h = state entering the chunk, dh = gradient of the state leaving it, b the in-chunk
+cumulative log decay and R_ij = e^{b_i - b_j} on the causal triangle (notes/chunked-algorithms.md §1):
+    dQ = scale · (e^b dO hᵀ + (R ⊙ dO Vᵀ) K)
+    dK = scale · (R ⊙ dO Vᵀ)ᵀ Q + e^{b_C - b} V dhᵀ
+    dV = scale · (R ⊙ Q Kᵀ)ᵀ dO + e^{b_C - b} K dh
+    dh_prev = e^{b_C} dh + scale · (e^b Q)ᵀ dO          (the reverse serial pass)
+The decay gradient uses dL/dG_t = q_t·dq_t − k_t·dk_t (+ <S_T, dS_T> at each sequence's last token) for
+the global cumulative log decay G; dg is its reverse cumulative sum per sequence, taken by the caller.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..common.triton_utils import autotune, dot_precision
+from .triton_fwd import CHUNK_SIZE, block_size
+
+_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@triton.jit
+def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scale,
+                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_DHT: tl.constexpr,
+                        STORE_DH0: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    T = eos - bos
+    NT = tl.cdiv(T, BT)
+    boh = tl.load(chunk_offsets + i_n)
+
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    o_kv = o_k[:, None] * V + o_v[None, :]
+    m_kv = m_k[:, None] & m_v[None, :]
+
+    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_DHT:
+        b_dh += tl.load(dht + tl.cast(i_nh, tl.int64) * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    for i_r in range(0, NT):
+        i_t = tl.cast(NT - 1 - i_r, tl.int64)
+        tl.store(dh + ((boh + i_t) * H + i_h) * K * V + o_kv, b_dh.to(dh.dtype.element_ty), mask=m_kv)
+        o_t = i_t * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        b_qt = tl.load(q + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
+                       mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_do = tl.load(do + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
+                       mask=m_t[:, None] & m_v[None, :], other=0.)
+        if USE_G:
+            last = tl.minimum(i_t * BT + BT, T) - 1
+            b_g_last = tl.load(gc + (bos + last) * H + i_h)
+            b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+            b_dh *= tl.exp(b_g_last)
+            b_qt = (b_qt * tl.where(m_t, tl.exp(b_g), 0.)[None, :] * scale).to(b_qt.dtype)
+        else:
+            b_qt = (b_qt * scale).to(b_qt.dtype)
+        b_dh += tl.dot(b_qt, b_do, input_precision=DOT_PRECISION)
+    if STORE_DH0:
+        tl.store(dh0 + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_dh, mask=m_kv)
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@triton.jit
+def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
+                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_n = tl.load(chunk_indices + i_c * 2)
+    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    T = eos - bos
+    o_i = tl.arange(0, BT)
+    o_t = i_t * BT + o_i
+    m_t = o_t < T
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_v = o_v < V
+    p_dh = dh + (tl.cast(i_c, tl.int64) * H + i_h) * K * V
+
+    b_dv = tl.zeros([BT, BV], dtype=tl.float32)
+    b_At = tl.zeros([BT, BT], dtype=tl.float32)  # At[j, i] = k_j · q_i
+    for i_k in range(0, tl.cdiv(K, BK)):
+        o_k = tl.cast(i_k, tl.int64) * BK + tl.arange(0, BK)
+        m_k = o_k < K
+        b_k = tl.load(k + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :],
+                      mask=m_t[:, None] & m_k[None, :], other=0.)
+        b_qt = tl.load(q + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
+                       mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_dh = tl.load(p_dh + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.)
+        b_At += tl.dot(b_k, b_qt, input_precision=DOT_PRECISION)
+        b_dv += tl.dot(b_k, b_dh.to(b_k.dtype), input_precision=DOT_PRECISION)
+
+    m_A = (o_i[:, None] <= o_i[None, :]) & m_t[None, :]
+    if USE_G:
+        last = tl.minimum(i_t * BT + BT, T) - 1
+        b_g_last = tl.load(gc + (bos + last) * H + i_h)
+        b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+        b_dv *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
+        b_At = tl.where(m_A, b_At * tl.exp(b_g[None, :] - b_g[:, None]), 0.)
+    else:
+        b_At = tl.where(m_A, b_At, 0.)
+    b_do = tl.load(do + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
+                   mask=m_t[:, None] & m_v[None, :], other=0.)
+    b_dv += tl.dot((b_At * scale).to(b_do.dtype), b_do, input_precision=DOT_PRECISION)
+    tl.store(dv + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], b_dv.to(dv.dtype.element_ty),
+             mask=m_t[:, None] & m_v[None, :])
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@triton.jit
+def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens, chunk_indices, scale, TOTAL,
+                         H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+                         BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    i_c, i_k, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_n = tl.load(chunk_indices + i_c * 2)
+    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    T = eos - bos
+    o_i = tl.arange(0, BT)
+    o_t = i_t * BT + o_i
+    m_t = o_t < T
+    o_k = i_k * BK + tl.arange(0, BK)
+    m_k = o_k < K
+    m_tk = m_t[:, None] & m_k[None, :]
+    o_state = (tl.cast(i_c, tl.int64) * H + i_h) * K * V
+
+    b_dq = tl.zeros([BT, BK], dtype=tl.float32)
+    b_dk = tl.zeros([BT, BK], dtype=tl.float32)
+    b_ds = tl.zeros([BT, BT], dtype=tl.float32)  # ds[i, j] = do_i · v_j
+    for i_v in range(0, tl.cdiv(V, BV)):
+        o_v = tl.cast(i_v, tl.int64) * BV + tl.arange(0, BV)
+        m_v = o_v < V
+        m_tv = m_t[:, None] & m_v[None, :]
+        b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], mask=m_tv, other=0.)
+        b_do = tl.load(do + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], mask=m_tv, other=0.)
+        # states loaded transposed, [BV, BK]
+        o_vk = o_v[:, None] + o_k[None, :] * V
+        m_vk = m_v[:, None] & m_k[None, :]
+        b_h_vk = tl.load(h + o_state + o_vk, mask=m_vk, other=0.).to(b_v.dtype)
+        b_dh_vk = tl.load(dh + o_state + o_vk, mask=m_vk, other=0.).to(b_v.dtype)
+        b_ds += tl.dot(b_do, tl.trans(b_v), input_precision=DOT_PRECISION)
+        b_dq += tl.dot(b_do, b_h_vk, input_precision=DOT_PRECISION)
+        b_dk += tl.dot(b_v, b_dh_vk, input_precision=DOT_PRECISION)
+
+    m_A = (o_i[:, None] >= o_i[None, :]) & m_t[None, :]
+    if USE_G:
+        last = tl.minimum(i_t * BT + BT, T) - 1
+        b_g_last = tl.load(gc + (bos + last) * H + i_h)
+        b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+        b_dq *= tl.where(m_t, tl.exp(b_g), 0.)[:, None]
+        b_dk *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
+        b_ds = tl.where(m_A, b_ds * tl.exp(b_g[:, None] - b_g[None, :]), 0.)
+    else:
+        b_ds = tl.where(m_A, b_ds, 0.)
+    b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
+    b_k = tl.load(k + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
+    b_ds = (b_ds * scale).to(b_q.dtype)
+    b_dq = b_dq * scale + tl.dot(b_ds, b_k, input_precision=DOT_PRECISION)
+    b_dk += tl.dot(tl.trans(b_ds), b_q, input_precision=DOT_PRECISION)
+    p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
+    tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
+    tl.store(dk + p_out, b_dk.to(dk.dtype.element_ty), mask=m_tk)
+    if USE_G:
+        b_dg = tl.sum(b_q.to(tl.float32) * b_dq, axis=1) - tl.sum(b_k.to(tl.float32) * b_dk, axis=1)
+        tl.store(dg_partial + (tl.cast(i_k, tl.int64) * TOTAL + bos + o_t) * H + i_h, b_dg, mask=m_t)
+
+
+def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index, state_dtype):
+    """dh [NT, H, K, V]: gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
+    _, _, H, K = q.shape
+    V = do.shape[-1]
+    BK, BV = block_size(K), block_size(V)
+    dh = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype, device=q.device)
+    dh0 = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=q.device) if want_dh0 else None
+    grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
+    chunk_bwd_dh_kernel[grid](q, do, gc, dh, final_state_grad, dh0, index.cu_seqlens, index.chunk_offsets, scale,
+                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
+                              USE_DHT=final_state_grad is not None, STORE_DH0=want_dh0,
+                              DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+    return dh, dh0
+
+
+def chunk_bwd_dv(q, k, do, gc, dh, scale, index):
+    _, _, H, K = q.shape
+    V = do.shape[-1]
+    BK, BV = block_size(K), block_size(V)
+    dv = torch.empty_like(do)
+    grid = (index.num_chunks, triton.cdiv(V, BV), H)
+    chunk_bwd_dv_kernel[grid](q, k, do, gc, dh, dv, index.cu_seqlens, index.chunk_indices, scale,
+                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
+                              DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+    return dv
+
+
+def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index):
+    """dq, dk [1, T, H, K] and dL/dG [1, T, H] fp32 (None without decay)."""
+    _, TOTAL, H, K = q.shape
+    V = v.shape[-1]
+    BK, BV = block_size(K), block_size(V)
+    NK = triton.cdiv(K, BK)
+    dq, dk = torch.empty_like(q), torch.empty_like(k)
+    dg_partial = torch.empty(NK, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None
+    grid = (index.num_chunks, NK, H)
+    chunk_bwd_dqk_kernel[grid](q, k, v, do, gc, h, dh, dq, dk, dg_partial, index.cu_seqlens, index.chunk_indices,
+                               scale, TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
+                               DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+    dG = dg_partial.sum(0, keepdim=True) if gc is not None else None
+    return dq, dk, dG

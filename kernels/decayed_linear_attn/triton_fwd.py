@@ -1,0 +1,161 @@
+"""Triton forward of decayed linear attention, in fla's chunk_h / chunk_o decomposition.
+
+Inputs are packed as [1, total tokens, H, D] with cu_seqlens (see ``chunk_index``). Per chunk of BT
+positions, b is the in-chunk cumulative log decay (notes/chunked-algorithms.md §1):
+1. ``chunk_local_cumsum_kernel``: b = cumsum of g inside each chunk, fp32.
+2. ``chunk_fwd_h_kernel``: the only serial pass; per (sequence, head, K-block, V-block) it walks the
+   chunks, stores the state entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V.
+3. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..common.triton_utils import autotune, dot_precision
+
+CHUNK_SIZE = 64
+
+_CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
+
+
+def block_size(dim: int) -> int:
+    """Tile width along a feature dim: a power of two in [16, 64] (tl.dot needs ≥ 16)."""
+    return min(64, max(16, triton.next_power_of_2(dim)))
+
+
+@triton.jit
+def chunk_local_cumsum_kernel(g, gc, cu_seqlens, chunk_indices, H: tl.constexpr, BT: tl.constexpr):
+    i_c, i_h = tl.program_id(0), tl.program_id(1)
+    i_n = tl.load(chunk_indices + i_c * 2)
+    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    o_t = i_t * BT + tl.arange(0, BT)
+    m_t = o_t < eos - bos
+    p_g = g + (bos + o_t) * H + i_h
+    b_g = tl.load(p_g, mask=m_t, other=0.).to(tl.float32)
+    tl.store(gc + (bos + o_t) * H + i_h, tl.cumsum(b_g, axis=0), mask=m_t)
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@triton.jit
+def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
+                       H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_H0: tl.constexpr,
+                       STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    T = eos - bos
+    NT = tl.cdiv(T, BT)
+    boh = tl.load(chunk_offsets + i_n)
+
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    o_kv = o_k[:, None] * V + o_v[None, :]
+    m_kv = m_k[:, None] & m_v[None, :]
+
+    b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_H0:
+        b_h += tl.load(h0 + tl.cast(i_nh, tl.int64) * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    for i_t in range(0, NT):
+        i_t64 = tl.cast(i_t, tl.int64)
+        tl.store(h + ((boh + i_t64) * H + i_h) * K * V + o_kv, b_h.to(h.dtype.element_ty), mask=m_kv)
+        o_t = i_t64 * BT + tl.arange(0, BT)
+        m_t = o_t < T
+        # k loaded transposed, [BK, BT]
+        b_kt = tl.load(k + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
+                       mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
+                      mask=m_t[:, None] & m_v[None, :], other=0.)
+        if USE_G:
+            last = tl.minimum(i_t64 * BT + BT, T) - 1
+            b_g_last = tl.load(gc + (bos + last) * H + i_h)
+            b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+            b_h *= tl.exp(b_g_last)
+            b_v = (b_v * tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]).to(b_v.dtype)
+        b_h += tl.dot(b_kt, b_v, input_precision=DOT_PRECISION)
+    if STORE_HT:
+        tl.store(ht + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_h, mask=m_kv)
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@triton.jit
+def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
+                       H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
+                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):
+    i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_n = tl.load(chunk_indices + i_c * 2)
+    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    T = eos - bos
+    o_i = tl.arange(0, BT)
+    o_t = i_t * BT + o_i
+    m_t = o_t < T
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_v = o_v < V
+    p_h = h + (tl.cast(i_c, tl.int64) * H + i_h) * K * V
+
+    b_o = tl.zeros([BT, BV], dtype=tl.float32)
+    b_A = tl.zeros([BT, BT], dtype=tl.float32)
+    for i_k in range(0, tl.cdiv(K, BK)):
+        o_k = tl.cast(i_k, tl.int64) * BK + tl.arange(0, BK)
+        m_k = o_k < K
+        b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :],
+                      mask=m_t[:, None] & m_k[None, :], other=0.)
+        b_kt = tl.load(k + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
+                       mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_h = tl.load(p_h + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.)
+        b_o += tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION)
+        b_A += tl.dot(b_q, b_kt, input_precision=DOT_PRECISION)
+
+    m_A = (o_i[:, None] >= o_i[None, :]) & m_t[None, :]
+    if USE_G:
+        b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+        b_o *= tl.exp(b_g)[:, None]
+        b_A = tl.where(m_A, b_A * tl.exp(b_g[:, None] - b_g[None, :]), 0.)
+    else:
+        b_A = tl.where(m_A, b_A, 0.)
+    b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
+                  mask=m_t[:, None] & m_v[None, :], other=0.)
+    b_o += tl.dot(b_A.to(b_v.dtype), b_v, input_precision=DOT_PRECISION)
+    tl.store(o + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], (b_o * scale).to(o.dtype.element_ty),
+             mask=m_t[:, None] & m_v[None, :])
+
+
+def chunk_local_cumsum(g: torch.Tensor, index) -> torch.Tensor:
+    """g [1, T, H] -> fp32 cumulative sum restarted at every chunk."""
+    H = g.shape[-1]
+    gc = torch.empty(g.shape, dtype=torch.float32, device=g.device)
+    chunk_local_cumsum_kernel[(index.num_chunks, H)](g, gc, index.cu_seqlens, index.chunk_indices, H=H, BT=CHUNK_SIZE)
+    return gc
+
+
+def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, state_dtype):
+    """Per-chunk entering states h [NT, H, K, V] (state_dtype) and the final state [N, H, K, V] (fp32)."""
+    _, _, H, K = k.shape
+    V = v.shape[-1]
+    BK, BV = block_size(K), block_size(V)
+    h = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype, device=k.device)
+    ht = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
+    grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
+    chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
+                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
+                             USE_H0=initial_state is not None, STORE_HT=output_final_state,
+                             DOT_PRECISION=dot_precision(k.dtype == torch.float32))
+    return h, ht
+
+
+def chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype):
+    """o [1, T, H, V] in out_dtype."""
+    _, _, H, K = q.shape
+    V = v.shape[-1]
+    BK, BV = block_size(K), block_size(V)
+    o = torch.empty(*v.shape, dtype=out_dtype, device=v.device)
+    grid = (index.num_chunks, triton.cdiv(V, BV), H)
+    chunk_fwd_o_kernel[grid](q, k, v, gc, h, o, index.cu_seqlens, index.chunk_indices, scale,
+                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
+                             DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+    return o

@@ -1,0 +1,118 @@
+"""Sequential passes over the chunks of each sequence: the only serial part of the chunked form.
+
+Forward (notes/chunked-algorithms.md §2), per chunk with entering state S_0:
+    delta = U - W S_0,    S_C = exp(b_C) S_0 + (diag(exp(b_C - b)) K)^T delta.
+Backward, carrying dS (gradient of the state leaving the chunk):
+    d_delta = scale tril(R * Q K^T)^T dO + diag(exp(b_C - b)) K dS,
+    dS_0 = exp(b_C) dS + scale (diag(exp(b)) Q)^T dO - W^T d_delta.
+One program per (V-block, sequence x head); the [K, BV] state stays in registers in fp32.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..common.triton_utils import autotune
+
+_CONFIGS = [triton.Config({"BV": bv}, num_warps=4) for bv in (32, 64)]
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])
+@triton.jit(do_not_specialize=["T"])
+def gdn_fwd_kernel_state(
+    k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, PRECISION: tl.constexpr,
+):
+    i_v, i_nh = tl.program_id(0), tl.program_id(1)
+    i_nh = tl.cast(i_nh, tl.int64)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    boh = tl.load(chunk_offsets + i_n).to(tl.int64)
+    NT = tl.cdiv(eos - bos, BT)
+    DT = k.dtype.element_ty
+
+    o_t = tl.arange(0, BT)
+    o_k = tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    m_kv = m_k[:, None] & m_v[None, :]
+    o_kv = o_k[:, None] * V + o_v[None, :]
+    b_S = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    for i_c in range(0, NT):
+        i_c = tl.cast(i_c, tl.int64)
+        tl.store(h + ((boh + i_c) * H + i_h) * K * V + o_kv, b_S.to(h.dtype.element_ty), mask=m_kv)
+        r_t = bos + i_c * BT + o_t
+        m_t = r_t < eos
+        m_tv = m_t[:, None] & m_v[None, :]
+        b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
+        p_u = (r_t[:, None] * H + i_h) * V + o_v[None, :]
+        b_u = tl.load(u + p_u, mask=m_tv, other=0.).to(tl.float32)
+        b_d = b_u - tl.dot(b_w.to(DT), b_S.to(DT), input_precision=PRECISION)
+        tl.store(v_new + p_u, b_d.to(v_new.dtype.element_ty), mask=m_tv)
+
+        b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
+        b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
+        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_kt = (b_kt * tl.exp(b_last - b_b)[None, :]).to(DT)
+        b_S = b_S * tl.exp(b_last) + tl.dot(b_kt, b_d.to(DT), input_precision=PRECISION)
+    if STORE_FINAL_STATE:
+        tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])
+@triton.jit(do_not_specialize=["T"])
+def gdn_bwd_kernel_state(
+    q, k, w, b_cum, do, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_FINAL_STATE_GRADIENT: tl.constexpr, STORE_INITIAL_STATE_GRADIENT: tl.constexpr, PRECISION: tl.constexpr,
+):
+    i_v, i_nh = tl.program_id(0), tl.program_id(1)
+    i_nh = tl.cast(i_nh, tl.int64)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    boh = tl.load(chunk_offsets + i_n).to(tl.int64)
+    NT = tl.cdiv(eos - bos, BT)
+    DT = k.dtype.element_ty
+
+    o_t = tl.arange(0, BT)
+    o_k = tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    m_kv = m_k[:, None] & m_v[None, :]
+    o_kv = o_k[:, None] * V + o_v[None, :]
+    b_dS = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_FINAL_STATE_GRADIENT:
+        b_dS += tl.load(dht + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    for i_s in range(0, NT):
+        i_c = NT - 1 - tl.cast(i_s, tl.int64)
+        tl.store(dh + ((boh + i_c) * H + i_h) * K * V + o_kv, b_dS.to(dh.dtype.element_ty), mask=m_kv)
+        r_t = bos + i_c * BT + o_t
+        m_t = r_t < eos
+        m_tk = m_t[:, None] & m_k[None, :]
+        m_kt = m_k[:, None] & m_t[None, :]
+        m_tv = m_t[:, None] & m_v[None, :]
+        b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
+        b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
+        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
+        b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
+        b_wt = tl.load(w + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
+        p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
+        b_do = tl.load(do + p_v, mask=m_tv, other=0.)
+
+        # [BT, BT] transposed intra-chunk scores: entry (j, i) = R_ij q_i.k_j for j <= i.
+        m_upper = (o_t[:, None] <= o_t[None, :]) & m_t[:, None] & m_t[None, :]
+        b_Pt = tl.dot(b_k, b_qt, input_precision=PRECISION)
+        b_Pt = tl.where(m_upper, b_Pt * tl.exp(tl.where(m_upper, b_b[None, :] - b_b[:, None], 0.)), 0.)
+        b_kd = (b_k * tl.exp(b_last - b_b)[:, None]).to(DT)
+        b_dd = scale * tl.dot(b_Pt.to(DT), b_do, input_precision=PRECISION)
+        b_dd += tl.dot(b_kd, b_dS.to(DT), input_precision=PRECISION)
+        tl.store(dv_new + p_v, b_dd.to(dv_new.dtype.element_ty), mask=m_tv)
+
+        b_qg = (b_qt * (scale * tl.exp(b_b))[None, :]).to(DT)
+        b_dS = b_dS * tl.exp(b_last) + tl.dot(b_qg, b_do, input_precision=PRECISION)
+        b_dS -= tl.dot(b_wt, b_dd.to(DT), input_precision=PRECISION)
+    if STORE_INITIAL_STATE_GRADIENT:
+        tl.store(dh0 + i_nh * K * V + o_kv, b_dS, mask=m_kv)

@@ -1,0 +1,99 @@
+"""Triton backward of multi-timescale diagonal retention (notes/chunked-algorithms.md §3).
+
+With p_t = do_t ⊙ q_t and the adjoint a_{t,s} = mix_{t,s} p_t + λ_s a_{t+1,s} of M_{t,s}:
+- ``forward_sweep`` re-walks each block from its saved start state: dq = do ⊙ m,
+  dmix_{t,s} = Σ_c p_t M_{t,s} (one partial per channel block), and the block's adjoint from a zero
+  right carry, G_n = Σ_{j in block} λ^{j - start} mix_j p_j, which feeds the reverse block scan;
+- ``reverse_sweep`` walks each block backwards from its true right carry R_n (= λ a of the token
+  after the block): du = Σ_s a, dk = du ⊙ gate ⊙ v, dv = du ⊙ gate ⊙ k, dgate = du ⊙ k ⊙ v
+  (one partial per channel block when the gate is per token); block 0 writes d(initial state) = λ a_1.
+Grid (C / BC, N blocks, B) as in the forward.
+"""
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..common.triton_utils import autotune
+
+WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
+
+
+@autotune(WARP_CONFIGS, key=["C", "S", "BT", "BC"])
+@triton.jit(do_not_specialize=["T"])
+def multiscale_retention_bwd_kernel_forward_sweep(
+    q, k, v, gate, mix, do, log_decays, block_start, dq, dmix_partial, block_adjoint, T,
+    B: tl.constexpr, C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+    BS: tl.constexpr, GATE_PER_CHANNEL: tl.constexpr,
+):
+    i_c, i_n, i_b = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
+    NT = tl.cdiv(T, BT)
+    o_c = i_c * BC + tl.arange(0, BC)
+    m_c = o_c < C
+    o_s = tl.arange(0, BS)
+    m_s = o_s < S
+    m_h = m_s[:, None] & m_c[None, :]
+    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    p_h = ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :]
+    b_h = tl.load(block_start + p_h, mask=m_h, other=0.0)
+    b_g = tl.zeros([BS, BC], dtype=tl.float32)
+    b_w = tl.full([BS], 1.0, dtype=tl.float32)
+    t0 = i_n * BT
+    for i in range(0, tl.minimum(BT, T - t0)):
+        i_t = i_b * T + t0 + tl.cast(i, tl.int64)
+        p_x = i_t * C + o_c
+        b_u = tl.load(k + p_x, mask=m_c, other=0.0).to(tl.float32) * tl.load(v + p_x, mask=m_c, other=0.0).to(tl.float32)
+        if GATE_PER_CHANNEL:
+            b_u *= tl.load(gate + p_x, mask=m_c, other=0.0).to(tl.float32)
+        else:
+            b_u *= tl.load(gate + i_t).to(tl.float32)
+        b_h = b_decay[:, None] * b_h + b_u[None, :]
+        b_mix = tl.load(mix + i_t * S + o_s, mask=m_s, other=0.0).to(tl.float32)
+        b_do = tl.load(do + p_x, mask=m_c, other=0.0).to(tl.float32)
+        b_q = tl.load(q + p_x, mask=m_c, other=0.0).to(tl.float32)
+        tl.store(dq + p_x, (b_do * tl.sum(b_mix[:, None] * b_h, 0)).to(dq.dtype.element_ty), mask=m_c)
+        b_p = b_do * b_q
+        tl.store(dmix_partial + ((i_c * B * T + i_t) * S + o_s), tl.sum(b_h * b_p[None, :], 1), mask=m_s)
+        b_g += (b_w * b_mix)[:, None] * b_p[None, :]
+        b_w *= b_decay
+    tl.store(block_adjoint + p_h, b_g, mask=m_h)
+
+
+@autotune(WARP_CONFIGS, key=["C", "S", "BT", "BC"])
+@triton.jit(do_not_specialize=["T"])
+def multiscale_retention_bwd_kernel_reverse_sweep(
+    q, k, v, gate, mix, do, log_decays, block_carry, dk, dv, dgate, dinitial_state, T,
+    B: tl.constexpr, C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+    BS: tl.constexpr, GATE_PER_CHANNEL: tl.constexpr,
+):
+    i_c, i_n, i_b = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
+    NT = tl.cdiv(T, BT)
+    o_c = i_c * BC + tl.arange(0, BC)
+    m_c = o_c < C
+    o_s = tl.arange(0, BS)
+    m_s = o_s < S
+    m_h = m_s[:, None] & m_c[None, :]
+    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    b_r = tl.load(block_carry + ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :], mask=m_h, other=0.0)
+    t0 = i_n * BT
+    n = tl.minimum(BT, T - t0)
+    for i in range(0, n):
+        i_t = i_b * T + t0 + n - 1 - tl.cast(i, tl.int64)
+        p_x = i_t * C + o_c
+        b_mix = tl.load(mix + i_t * S + o_s, mask=m_s, other=0.0).to(tl.float32)
+        b_p = tl.load(do + p_x, mask=m_c, other=0.0).to(tl.float32) * tl.load(q + p_x, mask=m_c, other=0.0).to(tl.float32)
+        b_a = b_mix[:, None] * b_p[None, :] + b_r
+        b_du = tl.sum(b_a, 0)
+        b_r = b_decay[:, None] * b_a
+        b_k = tl.load(k + p_x, mask=m_c, other=0.0).to(tl.float32)
+        b_v = tl.load(v + p_x, mask=m_c, other=0.0).to(tl.float32)
+        if GATE_PER_CHANNEL:
+            b_gate = tl.load(gate + p_x, mask=m_c, other=0.0).to(tl.float32)
+            tl.store(dgate + p_x, (b_du * b_k * b_v).to(dgate.dtype.element_ty), mask=m_c)
+        else:
+            b_gate = tl.load(gate + i_t).to(tl.float32)
+            tl.store(dgate + i_c * B * T + i_t, tl.sum(b_du * b_k * b_v, 0))
+        tl.store(dk + p_x, (b_du * b_gate * b_v).to(dk.dtype.element_ty), mask=m_c)
+        tl.store(dv + p_x, (b_du * b_gate * b_k).to(dv.dtype.element_ty), mask=m_c)
+    if i_n == 0:
+        tl.store(dinitial_state + (i_b * S + o_s[:, None]) * C + o_c[None, :], b_r, mask=m_h)

@@ -1,0 +1,28 @@
+"""Readable fp32 reference for multi-timescale diagonal retention (LIA-MTR, eqs. 3-5).
+
+Per channel and scale s: M_{t,s} = λ_s M_{t-1,s} + u_t with u_t = gate_t ⊙ k_t ⊙ v_t (eq. 3),
+o_t = q_t ⊙ Σ_s mix_{t,s} M_{t,s} (eqs. 4-5 before the output projection).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def naive_multiscale_diag_retention(q, k, v, gate, mix, log_decays, initial_state=None,
+                                    output_final_state=False):
+    """One step per token in fp32; differentiable through autograd.
+
+    q, k, v: [B, T, C]; gate: [B, T, C] or [B, T, 1]; mix: [B, T, S]; log_decays: [S] (log λ_s);
+    initial_state: [B, S, C]. Returns o [B, T, C] in q's dtype and the final state [B, S, C] fp32.
+    """
+    dtype = q.dtype
+    q, k, v, gate, mix = (x.float() for x in (q, k, v, gate, mix))
+    B, T, C = q.shape
+    decay = log_decays.float().exp()[:, None]
+    state = q.new_zeros(B, mix.shape[-1], C) if initial_state is None else initial_state.float()
+    outputs = []
+    for t in range(T):
+        state = decay * state + (gate[:, t] * k[:, t] * v[:, t])[:, None, :]
+        outputs.append(q[:, t] * torch.einsum("bs,bsc->bc", mix[:, t], state))
+    o = torch.stack(outputs, 1).to(dtype)
+    return o, (state if output_final_state else None)

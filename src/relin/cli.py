@@ -1,0 +1,85 @@
+"""``relin``: one command per DAG stage, plus workflow utilities.
+
+    relin <stage> [--params params.yaml] [--overlay smoke.yaml] [--config JSON] <stage arguments>
+    relin schema            write workflow/schemas/params.schema.yaml from the typed configs
+    relin check-config      validate params.yaml (+ overlays) and print one line
+
+A stage reads its config sections either from ``--config`` (JSON of exactly the sections it
+declares: what its Snakemake rule passes) or from ``--params`` plus overlays. User mistakes end with
+one line on stderr and a non-zero exit; nothing is written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import UserError
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument("--overlay", action="append", default=[], help="config overlay(s), deep-merged in order")
+    parser.add_argument("--config", default=None, help="JSON of the config sections this stage reads")
+
+
+def _parser(command: str | None) -> argparse.ArgumentParser:
+    """The CLI parser; only the chosen stage's module is imported (for its arguments)."""
+    from .stages import STAGES, load_stage
+
+    parser = argparse.ArgumentParser(prog="relin", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    schema = sub.add_parser("schema", help="write the params JSON schema (generated from the typed configs)")
+    schema.add_argument("--out", default="workflow/schemas/params.schema.yaml")
+    check = sub.add_parser("check-config", help="validate params.yaml and overlays")
+    _common(check)
+    for name, (_, help_text) in STAGES.items():
+        p = sub.add_parser(name, help=help_text)
+        _common(p)
+        if name == command:
+            load_stage(name).add_arguments(p)
+    return parser
+
+
+def _sections(args, stage):
+    from .config import Sections
+
+    if args.config is not None:
+        try:
+            raw = json.loads(args.config)
+        except json.JSONDecodeError as err:
+            raise UserError(f"--config: not valid JSON ({err.msg} at char {err.pos})") from None
+        missing = [s for s in stage.SECTIONS(args) if s not in raw]
+        if missing:
+            raise UserError(f"--config: missing section(s) {', '.join(missing)} that this stage reads")
+        return Sections(raw)
+    return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser(argv[0] if argv else None).parse_args(argv)
+    try:
+        if args.command == "schema":
+            from .schema import write_schema
+
+            write_schema(args.out)
+            return 0
+        if args.command == "check-config":
+            from .config import load_params
+
+            load_params(args.params, args.overlay)
+            print(f"{args.params}: ok")
+            return 0
+        from .stages import load_stage
+
+        stage = load_stage(args.command)
+        stage.run(args, _sections(args, stage))
+        return 0
+    except UserError as err:
+        print(f"relin {args.command}: error: {err}", file=sys.stderr)
+        return err.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""One CLI entry point per DAG stage: ``relin <stage> ...``.
+
+Stage modules import heavy libraries (torch, transformers) inside ``run`` so that ``relin --help``
+stays fast. Each stage module defines ``SECTIONS`` (the dotted config sections it reads), ``add_arguments(parser)``
+(its input/output paths and wildcards) and ``run(args, sections)``. The registry maps stage names to
+modules; an unknown name is an error listing the known ones.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+STAGES: dict[str, tuple[str, str]] = {
+    "synth-text": ("relin.stages.synth_text", "generate the synthetic text tasks and tokenizer"),
+    "teacher-lm": ("relin.stages.teacher_lm", "build and train one teacher language model"),
+    "eval-lm": ("relin.stages.eval_lm", "evaluate a language model: perplexity, accuracy per task and length"),
+    "report": ("relin.stages.report", "build the HTML/Markdown report from stage outputs"),
+}
+
+
+def load_stage(name: str) -> ModuleType:
+    if name not in STAGES:
+        raise KeyError(f"unknown stage {name!r} (expected one of: {', '.join(STAGES)})")
+    return importlib.import_module(STAGES[name][0])
