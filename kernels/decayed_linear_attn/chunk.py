@@ -1,0 +1,115 @@
+"""Chunked decayed linear attention: Triton forward and backward on GPU, chunked PyTorch on CPU.
+
+S_t = exp(g_t) S_{t-1} + k_t v_tᵀ, o_t = scale · S_tᵀ q_t (notes/chunked-algorithms.md §1; Hedgehog with
+g = None, Mamba-2/SSD with g = dt·A), optionally normalized by q_t·z_t (see ``inputs``).
+"""
+from __future__ import annotations
+
+import torch
+
+from ..common.backend import use_triton
+from .chunk_index import build_chunk_index
+from .inputs import check_inputs, pack_normalizer, unpack_normalizer
+from .torch_chunk import chunk_decayed_linear_attn_torch
+from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv
+from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o, chunk_local_cumsum
+
+
+def _reverse_cumsum_per_sequence(x: torch.Tensor, index) -> torch.Tensor:
+    """x [T, H] -> Σ_{u ≥ t, same sequence} x_u, accumulated in float64 (dg is the fragile gradient)."""
+    x = x.double()
+    suffix = torch.cat([x.flip(0).cumsum(0).flip(0), x.new_zeros(1, x.shape[1])])
+    seq_end = index.cu_seqlens[1:][index.seq_of_token]
+    return (suffix[:-1] - suffix[seq_end]).float()
+
+
+class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
+    """Packed inputs: q, k [1, T, H, K], v [1, T, H, V] (one dtype), g [1, T, H] fp32 or None,
+    initial_state [N, H, K, V] fp32 or None. Returns o [1, T, H, V] (out_dtype) and the fp32 final state."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, g, scale, initial_state, output_final_state, index, out_dtype):
+        gc = chunk_local_cumsum(g, index) if g is not None else None
+        h, final_state = chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, state_dtype=q.dtype)
+        o = chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype)
+        ctx.save_for_backward(q, k, v, g, initial_state)
+        ctx.scale, ctx.index = scale, index
+        return o, final_state
+
+    @staticmethod
+    def backward(ctx, do, dht):
+        q, k, v, g, initial_state = ctx.saved_tensors
+        scale, index = ctx.scale, ctx.index
+        do = do.to(q.dtype).contiguous()
+        dht = dht.float().contiguous() if dht is not None else None
+        gc = chunk_local_cumsum(g, index) if g is not None else None
+        need_final = g is not None and dht is not None
+        h, final_state = chunk_fwd_h(k, v, gc, initial_state, need_final, index, state_dtype=q.dtype)
+        dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index, state_dtype=q.dtype)
+        dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index)
+        dq, dk, dG = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index)
+        dg = None
+        if g is not None:
+            dG = dG[0]
+            if need_final:
+                # G_T also scales the final state: dL/dG_T gains <S_T, dS_T>
+                dG = dG.index_add(0, index.cu_seqlens[1:] - 1, (final_state * dht).sum((-2, -1)))
+            dg = _reverse_cumsum_per_sequence(dG, index)[None]
+        return dq, dk, dv, dg, None, dh0, None, None, None
+
+
+def _triton_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
+    B, T, H, K = q.shape
+    index = build_chunk_index(B, T, cu_seqlens, CHUNK_SIZE, q.device)
+    packed = [x.reshape(1, B * T, *x.shape[2:]).contiguous() for x in (q, k, v)]
+    g = g.float().reshape(1, B * T, H).contiguous() if g is not None else None
+    initial_state = initial_state.float().contiguous() if initial_state is not None else None
+    o, final_state = ChunkDecayedLinearAttnFunction.apply(*packed, g, scale, initial_state, output_final_state,
+                                                          index, out_dtype)
+    return o.reshape(B, T, H, -1), final_state
+
+
+def _torch_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
+    if cu_seqlens is None:
+        o, final_state = chunk_decayed_linear_attn_torch(q, k, v, g, scale, initial_state)
+    else:
+        outputs, states = [], []
+        bounds = cu_seqlens.tolist()
+        for n, (bos, eos) in enumerate(zip(bounds[:-1], bounds[1:])):
+            o_n, s_n = chunk_decayed_linear_attn_torch(
+                q[:, bos:eos], k[:, bos:eos], v[:, bos:eos], g[:, bos:eos] if g is not None else None, scale,
+                initial_state[n:n + 1] if initial_state is not None else None)
+            outputs.append(o_n)
+            states.append(s_n)
+        o, final_state = torch.cat(outputs, dim=1), torch.cat(states)
+    return o.to(out_dtype), (final_state if output_final_state else None)
+
+
+def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, initial_state=None,
+                              output_final_state=False, cu_seqlens=None):
+    """Decayed linear attention over whole sequences.
+
+    Args:
+        q, k: [B, T, H, K]; v: [B, T, H, V] (K may differ from V); any float dtype (k, v cast to q's).
+        g: [B, T, H] log decay (≤ 0 for a contraction), or None for plain linear attention.
+        scale: multiplies q·k, default K^-0.5; unused when ``normalize``.
+        normalize: divide by q_t·z_t + 1e-6 with z_t = exp(g_t) z_{t-1} + k_t.
+        initial_state: S [N, H, K, V], or (S, z [N, H, K]) when ``normalize``; N = B, or sequences in cu_seqlens.
+        output_final_state: also return the state after the last token (fp32, same structure).
+        cu_seqlens: LongTensor [N+1] of packed sequence offsets (B must be 1).
+    Returns:
+        o [B, T, H, V] in q's dtype, and the final state or None.
+    """
+    check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
+    k, v = k.to(q.dtype), v.to(q.dtype)
+    out_dtype = q.dtype
+    if normalize:
+        scale, out_dtype = 1.0, torch.float32
+        v, initial_state = pack_normalizer(v, initial_state)
+    elif scale is None:
+        scale = q.shape[-1] ** -0.5
+    core = _triton_core if use_triton(q) else _torch_core
+    o, final_state = core(q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens, out_dtype)
+    if normalize:
+        o, final_state = unpack_normalizer(o, final_state, q.dtype)
+    return o, final_state
