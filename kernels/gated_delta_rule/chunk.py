@@ -1,0 +1,147 @@
+"""Chunked gated delta rule (OPAL's Gated DeltaNet; Yang, Kautz, Hatamizadeh 2025): public op.
+
+Triton pipeline, chunk size 64 (notes/chunked-algorithms.md §2):
+forward  ``wy`` (parallel over chunks) -> ``state`` (sequential over chunks) -> ``output`` (parallel);
+backward recomputes ``wy`` and ``state``, then the reverse ``state`` pass and per-chunk ``grad``.
+Only q, k, v, g, beta and the initial state are saved for backward.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+
+from ..common.backend import use_triton
+from .grad import gdn_bwd_kernel_grad
+from .output import gdn_fwd_kernel_output
+from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
+from .torch_chunk import torch_chunk_gated_delta_rule
+from .utils import check_inputs, l2norm, prepare_chunks
+from .wy import gdn_fwd_kernel_wy
+
+BT = 64
+MAX_HEAD_DIM = 256
+
+
+def _precision(x: torch.Tensor) -> str:
+    return "ieee" if x.dtype == torch.float32 else "tf32"
+
+
+def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, store_final):
+    """Run wy + state on packed inputs [1, T, H, *]; return the intermediates the other kernels read."""
+    _, T, H, K = k.shape
+    V = v.shape[-1]
+    N, NT = cu_seqlens.numel() - 1, chunk_indices.shape[0]
+    BK = max(triton.next_power_of_2(K), 16)
+    precision = _precision(k)
+    b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
+    m_inv = torch.empty(NT, H, BT, BT, dtype=torch.float32, device=k.device)
+    w = torch.empty_like(k)
+    u = torch.empty_like(v)
+    gdn_fwd_kernel_wy[(NT, H)](
+        k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
+        H=H, K=K, V=V, BT=BT, BK=BK, BV=min(max(triton.next_power_of_2(V), 16), 64), PRECISION=precision)
+    h = torch.empty(NT, H, K, V, dtype=k.dtype, device=k.device)
+    v_new = torch.empty_like(v)
+    ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
+    gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
+        k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T,
+        H=H, K=K, V=V, BT=BT, BK=BK, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=store_final,
+        PRECISION=precision)
+    return b_cum, m_inv, w, h, v_new, ht
+
+
+class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
+    """Triton chunked gated delta rule on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H]."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens):
+        q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
+        h0 = None if initial_state is None else initial_state.contiguous()
+        chunk_indices, chunk_offsets = prepare_chunks(cu_seqlens, BT)
+        b_cum, _, _, h, v_new, ht = _forward_pipeline(
+            q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, output_final_state)
+        _, T, H, K = k.shape
+        V = v.shape[-1]
+        o = torch.empty_like(v)
+        gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), chunk_indices.shape[0], H)](
+            q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
+            H=H, K=K, V=V, BT=BT, BK=max(triton.next_power_of_2(K), 16), PRECISION=_precision(k))
+        ctx.save_for_backward(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets)
+        ctx.scale = scale
+        return o, ht
+
+    @staticmethod
+    def backward(ctx, do, dht):
+        q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets = ctx.saved_tensors
+        _, T, H, K = k.shape
+        V = v.shape[-1]
+        N, NT = cu_seqlens.numel() - 1, chunk_indices.shape[0]
+        BK = max(triton.next_power_of_2(K), 16)
+        precision = _precision(k)
+        b_cum, m_inv, w, h, v_new, _ = _forward_pipeline(
+            q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, False)
+        do = do.contiguous()
+        dh = torch.empty(NT, H, K, V, dtype=torch.float32, device=k.device)
+        dv_new = torch.empty(v.shape, dtype=torch.float32, device=k.device)
+        dh0 = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if h0 is not None else None
+        gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
+            q, k, w, b_cum, do, dh, dv_new, None if dht is None else dht.contiguous(), dh0,
+            cu_seqlens, chunk_offsets, ctx.scale, T,
+            H=H, K=K, V=V, BT=BT, BK=BK, USE_FINAL_STATE_GRADIENT=dht is not None,
+            STORE_INITIAL_STATE_GRADIENT=h0 is not None, PRECISION=precision)
+        dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+        dg = torch.empty(g.shape, dtype=torch.float32, device=g.device)
+        dbeta = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)
+        gdn_bwd_kernel_grad[(NT, H)](
+            q, k, v, b_cum, beta, m_inv, h, dh, v_new, dv_new, do, dq, dk, dv, dg, dbeta,
+            cu_seqlens, chunk_indices, ctx.scale, T,
+            H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision)
+        return dq, dk, dv, dg.to(g.dtype), dbeta.to(beta.dtype), None, dh0, None, None
+
+
+def chunk_gated_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    use_qk_l2norm_in_kernel: bool = False,
+    cu_seqlens: torch.LongTensor | None = None,
+):
+    """Gated delta rule, chunked (fla 0.6.0 ``chunk_gated_delta_rule`` semantics).
+
+    Per head: S_t = exp(g_t)(I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T, o_t = scale S_t^T q_t.
+
+    Args:
+        q, k (torch.Tensor): [B, T, H, K], K <= 256.
+        v (torch.Tensor): [B, T, H, V], V <= 256.
+        g (torch.Tensor): [B, T, H] log-space decay (<= 0).
+        beta (torch.Tensor): [B, T, H] write strength.
+        scale (float, Optional): Default: K ** -0.5.
+        initial_state (torch.Tensor, Optional): [N, H, K, V]; N = B, or the number of sequences.
+        output_final_state (bool): also return the final states [N, H, K, V] in fp32.
+        use_qk_l2norm_in_kernel (bool): L2-normalise q and k along K first (differentiably).
+        cu_seqlens (torch.LongTensor, Optional): [N+1] boundaries of sequences packed along T; B must be 1.
+    Returns:
+        o [B, T, H, V] in v's dtype, and the final state (or None).
+    """
+    N = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    scale = K ** -0.5 if scale is None else scale
+    if use_qk_l2norm_in_kernel:
+        q, k = l2norm(q).to(q.dtype), l2norm(k).to(k.dtype)
+    if not use_triton(q):
+        o, final = torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, cu_seqlens)
+        return o.to(v.dtype), (final if output_final_state else None)
+    if max(K, V) > MAX_HEAD_DIM:
+        raise ValueError(f"head dims K={K}, V={V}: the Triton kernels support at most {MAX_HEAD_DIM}")
+    if cu_seqlens is None:
+        cu_seqlens = torch.arange(0, (B + 1) * T, T, dtype=torch.int64, device=q.device)
+        q, k, v, g, beta = (x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta))
+    o, final = ChunkGatedDeltaRuleFunction.apply(
+        q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens.to(q.device))
+    return o.reshape(B, T, H, V), final
