@@ -9,3 +9,4 @@ Three op families serve all three papers (layout ``[B, T, H, D]``, fp32 states):
 On CUDA tensors they run Triton kernels; on CPU tensors a chunked PyTorch path (see
 ``relin.kernels.common.backend``).
 """
+from .multiscale_retention import multiscale_diag_retention, multiscale_diag_retention_step  # noqa: E402,F401

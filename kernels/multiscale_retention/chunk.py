@@ -1,0 +1,93 @@
+"""Public op: fused multi-timescale diagonal retention (LIA-MTR, eqs. 3-5), two-level over T.
+
+M_{t,s} = λ_s M_{t-1,s} + gate_t ⊙ k_t ⊙ v_t per channel, o_t = q_t ⊙ Σ_s mix_{t,s} M_{t,s}.
+On CUDA tensors (or any tensor with ``RELIN_KERNEL_BACKEND=triton`` under ``TRITON_INTERPRET=1``)
+the Triton kernels of ``fwd.py``/``bwd.py`` run; otherwise the chunked PyTorch path.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+
+from .bwd import multiscale_retention_bwd_kernel_forward_sweep, multiscale_retention_bwd_kernel_reverse_sweep
+from .fwd import multiscale_retention_fwd_kernel_block_end, multiscale_retention_fwd_kernel_output
+from .scan import block_start_states
+
+TARGET_PROGRAMS = 4096  # enough resident programs to keep HBM busy with one token in flight each
+MIN_BLOCK_LEN = 64
+
+
+def channel_block(C: int) -> int:
+    return min(128, triton.next_power_of_2(C))
+
+
+def default_block_len(B: int, T: int, C: int) -> int:
+    """Tokens per block: split T until about TARGET_PROGRAMS programs run, never below 64 tokens."""
+    blocks_wanted = max(1, TARGET_PROGRAMS // (B * triton.cdiv(C, channel_block(C))))
+    return max(MIN_BLOCK_LEN, triton.next_power_of_2(triton.cdiv(T, blocks_wanted)))
+
+
+def _launch_meta(q, mix, gate, block_len):
+    B, T, C = q.shape
+    S = mix.shape[-1]
+    BT = block_len or default_block_len(B, T, C)
+    BC = channel_block(C)
+    meta = dict(C=C, S=S, BT=BT, BC=BC, BS=max(2, triton.next_power_of_2(S)), GATE_PER_CHANNEL=gate.shape[-1] == C)
+    return meta, (triton.cdiv(C, BC), triton.cdiv(T, BT), B)
+
+
+def _block_decay(log_decays, T, BT):
+    """[N, S]: λ_s to the power of each block's length (the last block may be short)."""
+    lengths = (T - torch.arange(0, T, BT, device=log_decays.device)).clamp_max(BT)
+    return torch.exp(lengths[:, None].float() * log_decays.float()[None, :])
+
+
+def retention_fwd(q, k, v, gate, mix, log_decays, initial_state, block_len=None):
+    """Returns o [B, T, C] (q's dtype), final state [B, S, C] fp32, block start states [B, N, S, C]."""
+    B, T, C = q.shape
+    S = mix.shape[-1]
+    meta, grid = _launch_meta(q, mix, gate, block_len)
+    n_blocks = grid[1]
+    if n_blocks == 1:
+        start = (initial_state.float() if initial_state is not None else q.new_zeros(B, S, C, dtype=torch.float32))
+        start = start.reshape(B, 1, S, C).contiguous()
+    else:
+        block_end = q.new_empty(B, n_blocks, S, C, dtype=torch.float32)
+        multiscale_retention_fwd_kernel_block_end[grid](k, v, gate, log_decays, block_end, T, **meta)
+        h0 = initial_state.float() if initial_state is not None else None
+        start = block_start_states(_block_decay(log_decays, T, meta["BT"]), block_end, h0).contiguous()
+    o = torch.empty_like(q)
+    final_state = q.new_empty(B, S, C, dtype=torch.float32)
+    multiscale_retention_fwd_kernel_output[grid](q, k, v, gate, mix, log_decays, start, o, final_state, T, **meta)
+    return o, final_state, start
+
+
+def retention_bwd(q, k, v, gate, mix, log_decays, start, do, dht, block_len=None):
+    """Returns dq, dk, dv, dgate, dmix, d(initial state) [B, S, C] fp32."""
+    B, T, C = q.shape
+    S = mix.shape[-1]
+    meta, grid = _launch_meta(q, mix, gate, block_len)
+    n_channel_blocks, n_blocks = grid[0], grid[1]
+    dq = torch.empty_like(q)
+    dmix_partial = q.new_empty(n_channel_blocks, B, T, S, dtype=torch.float32)
+    block_adjoint = q.new_empty(B, n_blocks, S, C, dtype=torch.float32)
+    multiscale_retention_bwd_kernel_forward_sweep[grid](
+        q, k, v, gate, mix, do, log_decays, start, dq, dmix_partial, block_adjoint, T, B=B, **meta)
+    dht = dht.float() if dht is not None else None
+    if n_blocks == 1:
+        carry = (dht if dht is not None else q.new_zeros(B, S, C, dtype=torch.float32)).reshape(B, 1, S, C)
+    else:
+        decay = log_decays.float().exp()[None, None, :, None]
+        # R_n = λ^{len_{n+1}} R_{n+1} + λ G_{n+1} with R_{N-1} = dht: a start-state scan over reversed blocks.
+        carry = block_start_states(_block_decay(log_decays, T, meta["BT"]).flip(0),
+                                   (decay * block_adjoint).flip(1), dht).flip(1)
+    carry = carry.contiguous()
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    per_channel = meta["GATE_PER_CHANNEL"]
+    dgate = torch.empty_like(gate) if per_channel else q.new_empty(n_channel_blocks, B, T, dtype=torch.float32)
+    dh0 = q.new_empty(B, S, C, dtype=torch.float32)
+    multiscale_retention_bwd_kernel_reverse_sweep[grid](
+        q, k, v, gate, mix, do, log_decays, carry, dk, dv, dgate, dh0, T, B=B, **meta)
+    if not per_channel:
+        dgate = dgate.sum(0).unsqueeze(-1).to(gate.dtype)
+    return dq, dk, dv, dgate, dmix_partial.sum(0).to(mix.dtype), dh0
