@@ -1,0 +1,94 @@
+"""Token-by-token gated delta rule for decoding (few new tokens per call): forward only, like fla.
+
+Per head: S_t = exp(g_t) S_{t-1},  S_t += k_t (beta_t (v_t - S_t^T k_t))^T,  o_t = scale S_t^T q_t
+(the same recurrence as ``ref.py``, written as a delta update). One program per (V-block, sequence x head),
+the [K, BV] state in registers.
+"""
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from ..common.backend import use_triton
+from .ref import naive_recurrent_gated_delta_rule
+from .utils import L2NORM_EPS, check_inputs
+
+
+@triton.jit(do_not_specialize=["T"])
+def gdn_fwd_kernel_fused_recurrent(
+    q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, USE_QK_L2NORM: tl.constexpr,
+    EPS: tl.constexpr,
+):
+    i_v, i_nh = tl.program_id(0), tl.program_id(1)
+    i_nh = tl.cast(i_nh, tl.int64)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    o_k = tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    m_kv = m_k[:, None] & m_v[None, :]
+    o_kv = o_k[:, None] * V + o_v[None, :]
+    b_S = tl.zeros([BK, BV], dtype=tl.float32)
+    if USE_INITIAL_STATE:
+        b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    for i_t in range(0, eos - bos):
+        r = bos + tl.cast(i_t, tl.int64)
+        b_q = tl.load(q + (r * H + i_h) * K + o_k, mask=m_k, other=0.).to(tl.float32)
+        b_k = tl.load(k + (r * H + i_h) * K + o_k, mask=m_k, other=0.).to(tl.float32)
+        b_v = tl.load(v + (r * H + i_h) * V + o_v, mask=m_v, other=0.).to(tl.float32)
+        b_g = tl.load(g + r * H + i_h).to(tl.float32)
+        b_beta = tl.load(beta + r * H + i_h).to(tl.float32)
+        if USE_QK_L2NORM:
+            b_q = b_q / tl.sqrt(tl.sum(b_q * b_q, 0) + EPS)
+            b_k = b_k / tl.sqrt(tl.sum(b_k * b_k, 0) + EPS)
+        b_S = b_S * tl.exp(b_g)
+        b_d = b_beta * (b_v - tl.sum(b_S * b_k[:, None], 0))
+        b_S += b_k[:, None] * b_d[None, :]
+        b_o = scale * tl.sum(b_S * b_q[:, None], 0)
+        tl.store(o + (r * H + i_h) * V + o_v, b_o.to(o.dtype.element_ty), mask=m_v)
+    if STORE_FINAL_STATE:
+        tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
+
+
+def fused_recurrent_gated_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    output_final_state: bool = False,
+    use_qk_l2norm_in_kernel: bool = False,
+    cu_seqlens: torch.LongTensor | None = None,
+):
+    """Gated delta rule one token at a time (decoding); arguments and returns as ``chunk_gated_delta_rule``.
+
+    The Triton path has no backward (as in fla); the PyTorch path (CPU) is the differentiable reference loop.
+    """
+    N = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    scale = K ** -0.5 if scale is None else scale
+    if not use_triton(q):
+        return naive_recurrent_gated_delta_rule(
+            q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens)
+    if torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v, g, beta, initial_state) if x is not None):
+        raise NotImplementedError(
+            "fused_recurrent_gated_delta_rule has no Triton backward; use chunk_gated_delta_rule for training")
+    if cu_seqlens is None:
+        cu_seqlens = torch.arange(0, (B + 1) * T, T, dtype=torch.int64, device=q.device)
+    q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
+    h0 = None if initial_state is None else initial_state.contiguous()
+    BK = triton.next_power_of_2(K)
+    BV = min(triton.next_power_of_2(V), 32)
+    o = torch.empty_like(v)
+    ht = torch.empty(N, H, K, V, dtype=torch.float32, device=q.device) if output_final_state else None
+    gdn_fwd_kernel_fused_recurrent[(triton.cdiv(V, BV), N * H)](
+        q, k, v, g, beta, o, h0, ht, cu_seqlens.to(q.device), scale, T,
+        H=H, K=K, V=V, BK=BK, BV=BV, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=output_final_state,
+        USE_QK_L2NORM=use_qk_l2norm_in_kernel, EPS=L2NORM_EPS, num_warps=1 if BK * BV <= 2048 else 4)
+    return o, ht
