@@ -1,0 +1,23 @@
+rule eval_lm:
+    """Perplexity and accuracy per task family, context length and needle depth of one language model."""
+    input:
+        model=lm_model,
+        data="results/data/synth_text",
+    output:
+        metrics="results/eval/{name}/metrics.json",
+        by_length="results/eval/{name}/accuracy_by_length.csv",
+    params:
+        cfg=sections("eval"),
+    log:
+        "logs/eval_lm/{name}.log",
+    benchmark:
+        "results/benchmarks/eval_lm/{name}.tsv"
+    wildcard_constraints:
+        name="|".join(map(re.escape, LM_MODELS)),
+    threads: 2
+    resources:
+        mem_mb=4000,
+        gpu=1,
+    shell:
+        "relin eval-lm --config {params.cfg:q} --model {input.model} --data {input.data} --name {wildcards.name}"
+        " --out {output.metrics} --by-length {output.by_length} > {log} 2>&1"

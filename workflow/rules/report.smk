@@ -1,0 +1,21 @@
+rule report:
+    """HTML/Markdown report (tables and figures) built only from stage outputs."""
+    input:
+        metrics=expand("results/eval/{name}/metrics.json", name=LM_MODELS),
+        by_length=expand("results/eval/{name}/accuracy_by_length.csv", name=LM_MODELS),
+        histories=expand("results/teacher/{arch}/history.csv", arch=config["teacher"]["archs"]),
+    output:
+        directory("results/report"),
+    params:
+        cfg=sections("report"),
+    log:
+        "logs/report.log",
+    benchmark:
+        "results/benchmarks/report.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    shell:
+        "relin report --config {params.cfg:q} --eval {input.metrics} --teacher-history {input.histories}"
+        " --out {output} > {log} 2>&1"

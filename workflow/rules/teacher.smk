@@ -1,0 +1,23 @@
+rule teacher_lm:
+    """Build and train one teacher language model; checkpoints let a killed run resume."""
+    input:
+        data="results/data/synth_text",
+    output:
+        model=directory("results/teacher/{arch}/model"),
+        history="results/teacher/{arch}/history.csv",
+        metrics="results/teacher/{arch}/train_metrics.json",
+    params:
+        cfg=sections("teacher.models.{arch}", "teacher.train"),
+        checkpoints=checkpoint_dir("checkpoints/teacher/{arch}", "teacher.models.{arch}", "teacher.train"),
+    log:
+        "logs/teacher_lm/{arch}.log",
+    benchmark:
+        "results/benchmarks/teacher_lm/{arch}.tsv"
+    threads: 2
+    resources:
+        mem_mb=8000,
+        gpu=1,
+    shell:
+        "relin teacher-lm --config {params.cfg:q} --arch {wildcards.arch} --data {input.data}"
+        " --out {output.model} --history {output.history} --metrics {output.metrics}"
+        " --checkpoints {params.checkpoints} > {log} 2>&1"
