@@ -1,0 +1,1 @@
+"""Models: teacher builders and loaders, greedy generation (layers and students join here)."""

@@ -1,0 +1,51 @@
+"""Greedy decoding with the model's key/value cache (evaluation now, on-policy rollouts later)."""
+from __future__ import annotations
+
+import torch
+
+
+@torch.no_grad()
+def generate(model, input_ids: torch.Tensor, max_new_tokens: int, *,
+             attention_mask: torch.Tensor | None = None, eos_token_id: int | None = None,
+             pad_token_id: int | None = None) -> torch.Tensor:
+    """Greedy continuation of left-padded prompts.
+
+    Args:
+        input_ids (torch.LongTensor): prompts ``[B, T]``, left-padded when lengths differ.
+        max_new_tokens (int): tokens to generate per prompt.
+        attention_mask (torch.LongTensor, Optional): ``[B, T]``, 0 on padding. Default: all ones.
+        eos_token_id (int, Optional): a sequence that produced it continues with ``pad_token_id``.
+        pad_token_id (int, Optional): filler after eos. Default: ``eos_token_id``.
+
+    Returns:
+        torch.LongTensor: the generated tokens only, ``[B, max_new_tokens]``.
+    """
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids: expected [B, T], got shape {list(input_ids.shape)}")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    pad = eos_token_id if pad_token_id is None else pad_token_id
+    # Left padding shifts each row's real tokens; positions count real tokens only.
+    position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
+    out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                use_cache=True)
+    cache, logits = out.past_key_values, out.logits[:, -1]
+    finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+    generated = []
+    for _ in range(max_new_tokens):
+        token = logits.argmax(-1)
+        if eos_token_id is not None:
+            token = torch.where(finished, torch.full_like(token, pad), token)
+            finished |= token == eos_token_id
+        generated.append(token)
+        if len(generated) == max_new_tokens or bool(finished.all()):
+            break
+        attention_mask = torch.cat([attention_mask, attention_mask.new_ones(attention_mask.shape[0], 1)], -1)
+        position_ids = position_ids[:, -1:] + 1
+        out = model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=position_ids,
+                    past_key_values=cache, use_cache=True)
+        cache, logits = out.past_key_values, out.logits[:, -1]
+    tokens = torch.stack(generated, dim=1)
+    if tokens.shape[1] < max_new_tokens:
+        tokens = torch.cat([tokens, tokens.new_full((tokens.shape[0], max_new_tokens - tokens.shape[1]), pad)], 1)
+    return tokens

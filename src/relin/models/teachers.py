@@ -1,0 +1,99 @@
+"""Teacher language models: tiny ``Qwen3ForCausalLM`` / ``GPTNeoXForCausalLM`` built from
+:class:`~relin.config.TeacherModelConfig`, or checkpoints loaded by Hugging Face id or local path.
+
+Loading never runs repository code (``trust_remote_code=False``), reads safetensors only, and stays
+offline (``local_files_only=True``) unless the reference is a hub id and the caller allows network.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from ..config import TeacherModelConfig
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def _special_ids(tokenizer: "PreTrainedTokenizerBase") -> dict[str, int | None]:
+    return {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
+            "eos_token_id": tokenizer.eos_token_id}
+
+
+def teacher_config(cfg: "TeacherModelConfig", vocab_size: int, special_ids: dict[str, int | None]):
+    """The transformers config of a teacher; ``vocab_size`` comes from the tokenizer."""
+    from transformers import GPTNeoXConfig, Qwen3Config
+
+    rope = {"rope_type": "default", "rope_theta": cfg.rope_theta}
+    if cfg.family == "qwen3":
+        return Qwen3Config(
+            vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
+            num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
+            head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
+            max_position_embeddings=cfg.max_position_embeddings, rope_parameters=rope,
+            tie_word_embeddings=True, **special_ids)
+    if cfg.family == "gpt_neox":
+        return GPTNeoXConfig(
+            vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
+            num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
+            max_position_embeddings=cfg.max_position_embeddings,
+            rope_parameters={**rope, "partial_rotary_factor": cfg.rotary_pct},
+            tie_word_embeddings=False, **special_ids)
+    raise InputError(f"teacher family {cfg.family!r} is not supported (expected qwen3 or gpt_neox)")
+
+
+def build_teacher(cfg: "TeacherModelConfig", tokenizer: "PreTrainedTokenizerBase",
+                  seed: int = 0) -> "PreTrainedModel":
+    """A freshly initialised teacher (fp32) whose vocabulary is the tokenizer's (``len(tokenizer)``)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    config = teacher_config(cfg, len(tokenizer), _special_ids(tokenizer))
+    torch.manual_seed(seed)
+    return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+
+
+def load_pretrained(reference: str, *, allow_network: bool = False) -> "PreTrainedModel":
+    """A causal LM from a local ``save_pretrained`` directory, or a hub id (cached, or downloaded
+    when ``allow_network``). Raises :class:`InputError` with one line when it cannot be loaded."""
+    from transformers import AutoModelForCausalLM
+
+    path = Path(reference).expanduser()
+    is_local = path.exists() or reference.startswith((".", "/", "~")) or not HUB_ID.match(reference)
+    if is_local:
+        if not path.is_dir():
+            raise InputError(f"model {reference}: no such directory (expected a save_pretrained "
+                             f"directory with config.json and *.safetensors)")
+        missing = [name for name, found in (("config.json", (path / "config.json").is_file()),
+                                            ("*.safetensors", any(path.glob("*.safetensors"))))
+                   if not found]
+        if missing:
+            raise InputError(f"model {reference}: not a save_pretrained directory (missing "
+                             f"{' and '.join(missing)})")
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            str(path) if is_local else reference, trust_remote_code=False, use_safetensors=True,
+            local_files_only=is_local or not allow_network)
+    except (OSError, ValueError, KeyError) as err:
+        where = "local directory" if is_local else ("hub" if allow_network else "local hub cache (network off)")
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"model {reference}: could not load from the {where} ({first_line})") from None
+
+
+def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
+    """The project's tokenizer saved with ``save_pretrained`` (pad/bos/eos/unk special tokens)."""
+    from transformers import AutoTokenizer
+
+    path = Path(path)
+    if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
+        raise InputError(f"tokenizer {path}: not a save_pretrained tokenizer directory "
+                         f"(expected tokenizer.json)")
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    if tokenizer.pad_token_id is None:
+        raise InputError(f"tokenizer {path}: has no pad token (expected pad/bos/eos/unk special tokens)")
+    return tokenizer

@@ -1,0 +1,118 @@
+"""``relin teacher-lm``: build one teacher from its model config and train it on the synthetic text
+tasks (all task families mixed, next-token cross-entropy on the labelled tokens), or resolve a
+pretrained checkpoint when the model config names one.
+
+Outputs (rank 0 only, each written atomically): the model directory (``save_pretrained``,
+safetensors, plus the tokenizer), ``history.csv`` (one row per logged step) and
+``train_metrics.json``. Checkpoints go under ``--checkpoints``; rerunning the same command after a
+kill resumes from the newest one. Launch with ``torchrun``/``deepspeed`` for several processes.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def SECTIONS(args: argparse.Namespace) -> list[str]:
+    return [f"teacher.models.{args.arch}", "teacher.train"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--arch", required=True, help="key of teacher.models (e.g. qwen3, gpt_neox)")
+    parser.add_argument("--data", required=True, help="synth-text dataset directory (save_to_disk + tokenizer/)")
+    parser.add_argument("--out", required=True, help="model directory to write (save_pretrained)")
+    parser.add_argument("--history", required=True, help="per-step training history CSV to write")
+    parser.add_argument("--metrics", required=True, help="final training metrics JSON to write")
+    parser.add_argument("--checkpoints", required=True, help="checkpoint root (resumed from when present)")
+
+
+def history_csv(rows: list[dict]) -> str:
+    columns = list(dict.fromkeys(key for row in rows for key in row)) or ["step", "loss", "lr", "grad_norm",
+                                                                         "tokens_per_s"]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def load_train_rows(data: Path):
+    from datasets import DatasetDict, load_from_disk
+
+    if not data.is_dir():
+        raise InputError(f"--data {data}: no such directory (expected the output of relin synth-text)")
+    try:
+        dataset = load_from_disk(str(data))
+    except (FileNotFoundError, ValueError) as err:
+        raise InputError(f"--data {data}: not a saved dataset ({err})") from None
+    if not isinstance(dataset, DatasetDict) or "train" not in dataset:
+        raise InputError(f"--data {data}: expected a DatasetDict with a 'train' split")
+    train = dataset["train"]
+    missing = {"input_ids", "labels"} - set(train.column_names)
+    if missing:
+        raise InputError(f"--data {data}: train split lacks column(s) {', '.join(sorted(missing))}")
+    return list(train["input_ids"]), list(train["labels"])
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    import torch
+
+    from ..io import atomic_dir, atomic_write_json, atomic_write_text
+    from ..models.teachers import build_teacher, load_pretrained, load_tokenizer
+    from ..tracking import stage_run
+    from ..train.batching import StepBatches
+    from ..train.distributed import barrier, dist_env
+    from ..train.loop import train
+    from ..train.objectives import build_objective
+
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    model_cfg = sections.get(f"teacher.models.{args.arch}")
+    train_cfg = sections.get("teacher.train")
+    env = dist_env()
+    data = Path(args.data)
+    outputs = [args.out, args.history, args.metrics] if env.is_main else []
+
+    with stage_run("teacher-lm", sections.raw, inputs=[data] if env.is_main else [], outputs=outputs) as tracker:
+        tracker.set_tags({"relin.arch": args.arch})
+        if model_cfg.pretrained:
+            from transformers import AutoTokenizer
+
+            model = load_pretrained(model_cfg.pretrained,
+                                    allow_network=os.environ.get("HF_HUB_OFFLINE", "0") != "1")
+            tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained, trust_remote_code=False,
+                                                      local_files_only=True)
+            history, summary = [], {"steps": 0, "pretrained": model_cfg.pretrained}
+        else:
+            tokenizer = load_tokenizer(data / "tokenizer")
+            input_ids, labels = load_train_rows(data)
+            longest = max(len(r) for r in input_ids)
+            if longest > model_cfg.max_position_embeddings:
+                raise InputError(f"--data {data}: rows of {longest} tokens exceed teacher.models.{args.arch}"
+                                 f".max_position_embeddings={model_cfg.max_position_embeddings}")
+            model = build_teacher(model_cfg, tokenizer, seed=train_cfg.seed)
+            tracker.log_params({"num_parameters": sum(p.numel() for p in model.parameters())})
+            batches = StepBatches(input_ids, labels, batch_size=train_cfg.batch_size,
+                                  pad_id=tokenizer.pad_token_id, seed=train_cfg.seed,
+                                  curriculum=train_cfg.curriculum, rank=env.rank, world_size=env.world_size)
+            result = train(model, build_objective("ce"), batches, train_cfg,
+                           checkpoint_root=args.checkpoints, tracker=tracker, env=env)
+            model, history = result.model, result.history
+            summary = {"steps": result.steps, "final_loss": result.final_loss, "wall_s": result.wall_s,
+                       "resumed_from": result.resumed_from, "world_size": env.world_size,
+                       "backend": train_cfg.backend,
+                       "final_accuracy": history[-1].get("accuracy") if history else None}
+        if env.is_main:
+            model = model.to("cpu", torch.float32)
+            with atomic_dir(args.out) as tmp:
+                model.save_pretrained(tmp, safe_serialization=True)
+                tokenizer.save_pretrained(tmp)
+            atomic_write_text(args.history, history_csv(history))
+            atomic_write_json(args.metrics, summary)
+            tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+    barrier()

@@ -1,0 +1,1 @@
+"""The one training loop, its objectives, schedules, batching, checkpoints and backends."""

@@ -1,0 +1,135 @@
+"""The one training loop: any objective, either backend, resumable, stops cleanly on divergence.
+
+Each optimizer step draws ``grad_accum`` micro-batches, scales every micro-batch's summed loss by the
+targets of the whole step (over all ranks), so accumulation and data parallelism equal one big
+batch, then clips, updates and advances the lr schedule. Every ``checkpoint_every`` steps and at the
+end the full state is checkpointed; a rerun with the same checkpoint root continues from there.
+A NaN/inf loss raises :class:`~relin.errors.TrainingDiverged` before the update, leaving the last
+good checkpoint untouched.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+import torch
+
+from ..errors import InputError, TrainingDiverged
+from ..tracking import NullTracker
+from .batching import StepBatches
+from .checkpoint import CheckpointDir
+from .distributed import DistEnv, all_reduce_sum, device_for, dist_env, init_process_group
+from .objectives import IGNORE_INDEX, Objective
+from .schedules import lr_multiplier
+
+@dataclass
+class TrainResult:
+    model: torch.nn.Module
+    history: list[dict[str, float]] = field(default_factory=list)
+    steps: int = 0
+    final_loss: float = float("nan")
+    wall_s: float = 0.0
+    resumed_from: int = 0
+
+
+def count_targets(batch: dict[str, torch.Tensor]) -> int:
+    """Supervised next-token targets of a micro-batch (labels shifted by one)."""
+    return int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
+
+
+def use_bf16(precision: str, device: torch.device) -> bool:
+    if precision == "bf16":
+        return True
+    return precision == "auto" and device.type == "cuda"
+
+
+def make_engine(model: torch.nn.Module, cfg, env: DistEnv, device: torch.device):
+    lr_fn = lr_multiplier(cfg.schedule, cfg.steps, cfg.warmup_steps, cfg.min_lr_ratio, cfg.decay_fraction)
+    bf16 = use_bf16(cfg.precision, device)
+    if cfg.backend == "deepspeed":
+        from .deepspeed_backend import DeepSpeedEngine
+
+        return DeepSpeedEngine(model, cfg, lr_fn, env, device, bf16)
+    from .torch_backend import TorchEngine
+
+    return TorchEngine(model, cfg, lr_fn, env, device, bf16)
+
+
+def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cfg, *,
+          checkpoint_root: str | Path, tracker: NullTracker | None = None, env: DistEnv | None = None,
+          progress: bool = True) -> TrainResult:
+    """Train ``model`` for ``cfg.steps`` optimizer steps (:class:`~relin.config.TrainConfig`).
+
+    Resumes from the newest checkpoint under ``checkpoint_root`` when there is one. Returns the
+    unwrapped model (on the training device) and the logged history (one row per ``log_every``).
+    """
+    env = env or dist_env()
+    tracker = tracker if tracker is not None and env.is_main else NullTracker()
+    if cfg.backend == "torch":
+        init_process_group(env)
+    device = device_for(env)
+    model.to(device).train()
+    for frozen in objective.frozen_modules():
+        frozen.to(device).eval().requires_grad_(False)
+    engine = make_engine(model, cfg, env, device)
+    checkpoints = CheckpointDir(checkpoint_root, env)
+
+    start, history, wall_before, last_saved = 0, [], 0.0, None
+    if (latest := checkpoints.latest()) is not None:
+        state = checkpoints.trainer_state(latest[1])
+        if state["step"] > cfg.steps:
+            raise InputError(f"checkpoint {latest[1]}: from step {state['step']}, beyond steps={cfg.steps}; "
+                             f"delete {checkpoint_root} to train from scratch")
+        engine.load(latest[1])
+        start, history, wall_before, last_saved = state["step"], state["history"], state["wall_s"], latest[1]
+
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.steps, initial=start, file=sys.stderr, disable=not (progress and env.is_main),
+               desc="train", dynamic_ncols=True, mininterval=1.0)
+    began = time.perf_counter()
+    interval_tokens, interval_start = 0, time.perf_counter()
+    loss_value = history[-1]["loss"] if history else float("nan")
+    for step in range(start + 1, cfg.steps + 1):
+        micro = batches.micro_batches(step, cfg.grad_accum)
+        targets = all_reduce_sum(torch.tensor(float(sum(count_targets(b) for b in micro)), device=device))
+        scale = env.world_size / targets.clamp(min=1.0)
+        totals: dict[str, torch.Tensor] = {}
+        for i, batch in enumerate(micro):
+            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+            last = i == len(micro) - 1
+            with engine.micro_step(last):
+                out = objective(engine.model, batch)
+                engine.backward(out.loss_sum * scale, last)
+            for name, value in {"loss": out.loss_sum.detach(), **out.sums}.items():
+                totals[name] = totals.get(name, 0.0) + value.float()
+            interval_tokens += int(batch["attention_mask"].sum()) * env.world_size
+        names = sorted(totals)
+        reduced = all_reduce_sum(torch.stack([totals[n] for n in names])) / targets.clamp(min=1.0)
+        metrics = dict(zip(names, reduced.tolist()))
+        loss_value = metrics["loss"]
+        if not torch.isfinite(torch.tensor(loss_value)):
+            bar.close()
+            kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
+            raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
+        lr = engine.lr()
+        grad_norm = engine.step()
+        bar.update(1)
+        if step % cfg.log_every == 0 or step == cfg.steps:
+            now = time.perf_counter()
+            row = {"step": step, **metrics, "lr": lr, "grad_norm": grad_norm,
+                   "tokens_per_s": interval_tokens / max(now - interval_start, 1e-9),
+                   "max_len": batches.max_len(step), "elapsed_s": wall_before + now - began}
+            history.append(row)
+            tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step)
+            bar.set_postfix(loss=f"{loss_value:.4f}", refresh=False)
+            interval_tokens, interval_start = 0, now
+        if step % cfg.checkpoint_every == 0 or step == cfg.steps:
+            staging = checkpoints.staging(step)
+            engine.save(staging)
+            last_saved = checkpoints.publish(step, staging, {
+                "step": step, "history": history, "wall_s": wall_before + time.perf_counter() - began})
+    bar.close()
+    return TrainResult(model=engine.module, history=history, steps=cfg.steps, final_loss=loss_value,
+                       wall_s=wall_before + time.perf_counter() - began, resumed_from=start)

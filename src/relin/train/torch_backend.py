@@ -1,0 +1,76 @@
+"""Plain PyTorch backend: AdamW + LambdaLR, DDP when launched with several processes, bf16 autocast on GPU."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from ..errors import TrainingDiverged
+from .checkpoint import rng_state, set_rng_state
+from .distributed import DistEnv
+
+STATE_FILE = "state.pt"
+
+
+def adamw(model: torch.nn.Module, cfg) -> torch.optim.AdamW:
+    params = [p for p in model.parameters() if p.requires_grad]
+    return torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+
+
+class TorchEngine:
+    """One optimizer step = ``grad_accum`` backward calls, clipping, AdamW, scheduler."""
+
+    def __init__(self, model: torch.nn.Module, cfg, lr_fn: Callable[[int], float], env: DistEnv,
+                 device: torch.device, bf16: bool):
+        self.module, self.env, self.device, self.bf16 = model, env, device, bf16
+        self.clip = cfg.clip_grad_norm
+        self.optimizer = adamw(model, cfg)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_fn)
+        if env.distributed:
+            from torch.nn.parallel import DistributedDataParallel
+
+            ids = [device.index] if device.type == "cuda" else None
+            self.model = DistributedDataParallel(model, device_ids=ids)
+        else:
+            self.model = model
+
+    def micro_step(self, last: bool):
+        """Context for one micro-batch's forward and backward: gradients sync only on the last."""
+        sync = contextlib.nullcontext() if last or not self.env.distributed else self.model.no_sync()
+        stack = contextlib.ExitStack()
+        stack.enter_context(sync)
+        if self.bf16:
+            stack.enter_context(torch.autocast(self.device.type, dtype=torch.bfloat16))
+        return stack
+
+    def backward(self, loss: torch.Tensor, last: bool) -> None:
+        loss.backward()
+
+    def step(self) -> float:
+        """Clip, update, advance the schedule; returns the pre-clip gradient norm."""
+        params = [p for g in self.optimizer.param_groups for p in g["params"]]
+        norm = torch.nn.utils.clip_grad_norm_(params, self.clip if self.clip > 0 else float("inf"))
+        if not torch.isfinite(norm):
+            raise TrainingDiverged(f"gradient norm became {norm.item()}")
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(norm)
+
+    def lr(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]
+
+    def save(self, directory: Path) -> None:
+        if self.env.is_main:
+            torch.save({"model": self.module.state_dict(), "optimizer": self.optimizer.state_dict(),
+                        "scheduler": self.scheduler.state_dict(), "rng": rng_state()}, directory / STATE_FILE)
+
+    def load(self, directory: Path) -> None:
+        # Our own checkpoint: it holds numpy/python RNG states, which the weights-only loader rejects.
+        state = torch.load(directory / STATE_FILE, map_location=self.device, weights_only=False)
+        self.module.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        set_rng_state(state["rng"])
