@@ -1,0 +1,109 @@
+"""The filler language: sentences of a tiny English-like grammar, the haystack of NIAH and the perplexity set.
+
+A sentence is ``NP VP .`` with ``NP = DET [ADJ] NOUN`` and ``VP = VERB NP [PREP NP | ADV]``; words of
+each category are drawn Zipf-distributed. The language has a low, fixed entropy rate, so a tiny LM can
+learn it and its perplexity is meaningful. Its words never include needle keys, digits or the
+needle/question wording.
+"""
+from __future__ import annotations
+
+import bisect
+from itertools import accumulate
+
+import numpy as np
+
+from ..errors import ConfigError
+from .rows import IGNORE_INDEX, row
+
+WORD_POOL: dict[str, tuple[str, ...]] = {
+    "det": ("the", "a", "every", "some", "this", "that", "each", "no"),
+    "noun": (
+        "dog", "cat", "bird", "fish", "horse", "cow", "sheep", "goat", "fox", "wolf", "bear", "deer", "mouse",
+        "frog", "duck", "owl", "hen", "pig", "rabbit", "lion", "tiger", "whale", "snake", "bee", "ant",
+        "farmer", "baker", "child", "teacher", "doctor", "sailor", "king", "queen", "girl", "boy", "man",
+        "woman", "friend", "neighbor", "stranger", "river", "lake", "hill", "forest", "field", "garden",
+        "road", "bridge", "house", "village", "town", "city", "market", "school", "tower", "castle", "boat",
+        "cart", "wagon", "stone", "tree", "flower", "leaf", "apple", "bread", "cake", "cheese", "milk",
+        "window", "door", "table", "chair", "book", "letter", "song", "story", "lamp", "basket", "coat", "hat",
+        "shoe", "cup", "ring", "drum", "rope", "bell", "nest", "wheel"),
+    "verb": (
+        "sees", "finds", "takes", "holds", "carries", "follows", "watches", "likes", "wants", "needs", "keeps",
+        "moves", "pulls", "pushes", "paints", "builds", "draws", "buys", "sells", "brings", "visits", "opens",
+        "closes", "cleans", "helps", "meets", "chases", "feeds", "calls", "reads", "writes", "hears", "loves",
+        "hides", "fixes", "lifts", "drops", "throws", "catches", "leaves"),
+    "adj": (
+        "old", "young", "big", "small", "red", "green", "blue", "yellow", "brown", "white", "black", "tall",
+        "short", "quiet", "loud", "happy", "sad", "quick", "slow", "warm", "cold", "bright", "dark", "soft",
+        "hard", "wet", "dry", "clean", "heavy", "light", "sweet", "bitter", "round", "tiny", "huge", "kind",
+        "gentle", "brave", "clever", "proud"),
+    "adv": ("slowly", "quickly", "quietly", "often", "never", "always", "gladly", "softly", "early", "late",
+            "again", "together"),
+    "prep": ("near", "under", "over", "behind", "beside", "with", "from", "into", "across", "along", "inside",
+             "around"),
+}
+POOL_SIZE = sum(len(words) for words in WORD_POOL.values())
+
+
+def _allocate(vocab_size: int) -> dict[str, int]:
+    """Words per category: proportional to the pool, at least one each, summing to ``vocab_size``."""
+    if not len(WORD_POOL) <= vocab_size <= POOL_SIZE:
+        raise ConfigError(f"data.filler.vocab_size: expected {len(WORD_POOL)}..{POOL_SIZE}, got {vocab_size}")
+    counts = {cat: max(1, round(len(words) * vocab_size / POOL_SIZE)) for cat, words in WORD_POOL.items()}
+    while sum(counts.values()) != vocab_size:
+        if sum(counts.values()) < vocab_size:
+            cat = max(counts, key=lambda c: len(WORD_POOL[c]) - counts[c])
+            counts[cat] += 1
+        else:
+            counts[max(counts, key=counts.get)] -= 1
+    return counts
+
+
+class FillerLanguage:
+    """A sampler of filler sentences over ``vocab_size`` words (fixed grammar, Zipf word choice)."""
+
+    def __init__(self, vocab_size: int):
+        self.words = {cat: WORD_POOL[cat][:n] for cat, n in _allocate(vocab_size).items()}
+        self.cumulative = {cat: list(accumulate(_zipf(len(words))))[:-1] for cat, words in self.words.items()}
+
+    @property
+    def vocabulary(self) -> list[str]:
+        return [w for words in self.words.values() for w in words]
+
+    def _pick(self, cat: str, rng: np.random.Generator) -> str:
+        return self.words[cat][bisect.bisect(self.cumulative[cat], rng.random())]
+
+    def _noun_phrase(self, rng: np.random.Generator) -> list[str]:
+        phrase = [self._pick("det", rng)]
+        if rng.random() < 0.5:
+            phrase.append(self._pick("adj", rng))
+        return phrase + [self._pick("noun", rng)]
+
+    def sentence(self, rng: np.random.Generator) -> list[str]:
+        """One sentence as whitespace-separated words, the last carrying the full stop."""
+        words = self._noun_phrase(rng) + [self._pick("verb", rng)] + self._noun_phrase(rng)
+        tail = rng.random()
+        if tail < 0.4:
+            words += [self._pick("prep", rng)] + self._noun_phrase(rng)
+        elif tail < 0.6:
+            words.append(self._pick("adv", rng))
+        words[-1] += "."
+        return words
+
+
+def generate_filler(count: int, seq_len: int, language: FillerLanguage, encoder,
+                    rng: np.random.Generator) -> list[dict]:
+    """``count`` passages of exactly ``seq_len`` tokens (bos first, cut mid-sentence); every token after bos
+    is supervised."""
+    rows = []
+    for _ in range(count):
+        ids: list[int] = []
+        while len(ids) < seq_len - 1:
+            ids += encoder.ids(language.sentence(rng))
+        ids = ids[: seq_len - 1]
+        rows.append(row("filler", [encoder.bos, *ids], [IGNORE_INDEX, *ids], length=seq_len))
+    return rows
+
+
+def _zipf(n: int) -> np.ndarray:
+    weights = 1.0 / np.arange(1, n + 1)
+    return weights / weights.sum()

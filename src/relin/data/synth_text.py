@@ -1,0 +1,79 @@
+"""Assemble the synthetic text dataset: tokenizer, then every task's train and test rows, deterministic by seed.
+
+Each (task, split, setting) draws from its own generator seeded by ``(data.seed, stream)``, so changing
+one task's config never changes another task's rows.
+"""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from ..config import DataConfig
+from .arithmetic import arithmetic_words, generate_arithmetic
+from .filler import FillerLanguage, generate_filler
+from .mqar import generate_mqar, mqar_vocabulary
+from .niah import generate_niah, niah_words
+from .rows import COLUMNS
+from .tokenizer import WordEncoder, build_tokenizer
+
+
+def vocabulary_words(cfg: DataConfig) -> list[str]:
+    """Every word any generator can emit, in a fixed order (the tokenizer's vocabulary order)."""
+    keys, values = mqar_vocabulary(cfg.mqar.num_keys, cfg.mqar.num_values)
+    filler = FillerLanguage(cfg.filler.vocab_size).vocabulary
+    return list(dict.fromkeys([*filler, *niah_words(), *arithmetic_words(), *keys, *values]))
+
+
+def _rng(seed: int, *stream: object) -> np.random.Generator:
+    tag = zlib.crc32("/".join(map(str, stream)).encode())
+    return np.random.default_rng([seed, tag])
+
+
+def generate_rows(cfg: DataConfig, tokenizer) -> dict[str, list[dict]]:
+    """All rows per split ("train", "test")."""
+    encoder = WordEncoder(tokenizer)
+    language = FillerLanguage(cfg.filler.vocab_size)
+    keys, values = mqar_vocabulary(cfg.mqar.num_keys, cfg.mqar.num_values)
+    splits: dict[str, list[dict]] = {"train": [], "test": []}
+    for split in splits:
+        for i, setting in enumerate(getattr(cfg.mqar, split)):
+            splits[split] += generate_mqar(setting, keys, values, cfg.mqar.power_a, encoder,
+                                           _rng(cfg.seed, "mqar", split, i))
+    niah = cfg.niah
+    for family in niah.families:
+        rng = _rng(cfg.seed, "niah", family, "train")
+        for i in range(niah.train_examples):
+            length = niah.train_lengths[i % len(niah.train_lengths)]
+            splits["train"] += generate_niah(family, length, [None], niah.value_digits, niah.num_keys,
+                                             language, encoder, rng, "data.niah.train_lengths")
+        for length in niah.lengths:
+            depths = [d for d in niah.depths for _ in range(niah.test_examples_per_depth)]
+            splits["test"] += generate_niah(family, length, depths, niah.value_digits, niah.num_keys,
+                                            language, encoder, _rng(cfg.seed, "niah", family, "test", length))
+    arith = cfg.arithmetic
+    for split, count in (("train", arith.train_examples), ("test", arith.test_examples)):
+        splits[split] += generate_arithmetic(count, arith.steps, arith.max_operand, encoder,
+                                             _rng(cfg.seed, "arithmetic", split))
+    for split, count in (("train", cfg.filler.train_examples), ("test", cfg.filler.test_examples)):
+        splits[split] += generate_filler(count, cfg.filler.seq_len, language, encoder,
+                                         _rng(cfg.seed, "filler", split))
+    return splits
+
+
+def build_synth_text(cfg: DataConfig):
+    """``(DatasetDict, tokenizer)``; the train split is shuffled (by seed), test keeps task order."""
+    import pyarrow as pa
+    from datasets import Dataset, DatasetDict
+
+    tokenizer = build_tokenizer(cfg.tokenizer, vocabulary_words(cfg))
+    schema = pa.schema([
+        ("task", pa.string()), ("input_ids", pa.list_(pa.int32())), ("labels", pa.list_(pa.int32())),
+        ("prompt_len", pa.int32()), ("answer", pa.string()), ("answers", pa.list_(pa.string())),
+        ("length", pa.int32()), ("depth", pa.float32()), ("num_pairs", pa.int32())])
+    splits = generate_rows(cfg, tokenizer)
+    order = _rng(cfg.seed, "shuffle").permutation(len(splits["train"]))
+    splits["train"] = [splits["train"][i] for i in order]
+    data = DatasetDict({name: Dataset(pa.Table.from_pydict({c: [r[c] for r in rows] for c in COLUMNS}, schema))
+                        for name, rows in splits.items()})
+    return data, tokenizer
