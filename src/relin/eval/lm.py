@@ -1,0 +1,108 @@
+"""The evaluation of one causal LM on the ``synth_text`` test split.
+
+Perplexity of the filler passages (token-weighted), MQAR accuracy at the labelled positions
+(teacher-forced), NIAH string-match and arithmetic exact match of greedy continuations; every score
+grouped per task family, context length and needle depth.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from .generation import Generator, continuations, greedy_generator
+from .perplexity import Perplexity, perplexity
+from .results import ExampleScore, by_task, by_task_length, by_task_length_depth
+from .tasks import PERPLEXITY_TASK, TASKS
+from .teacher_forced import IGNORE_INDEX, score_labels
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from ..config import EvalConfig
+
+
+@dataclass
+class LMEvaluation:
+    """Scores of one model: perplexity, per-example task scores and seconds spent per family."""
+
+    name: str
+    perplexity: Perplexity
+    scores: list[ExampleScore]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def metrics(self) -> dict[str, Any]:
+        """``metrics.json``: perplexity, accuracy per family, their mean (``overall``), by length."""
+        accuracy = {g.task: g.accuracy for g in by_task(self.scores)}
+        by_length: dict[str, dict[str, float]] = {}
+        for g in by_task_length(self.scores):
+            by_length.setdefault(g.task, {})[str(g.length)] = g.accuracy
+        ppl = self.perplexity.value
+        return {
+            "name": self.name,
+            "perplexity": None if math.isnan(ppl) else ppl,
+            "perplexity_tokens": self.perplexity.tokens,
+            "accuracy": accuracy,
+            "overall": sum(accuracy.values()) / len(accuracy) if accuracy else None,
+            "accuracy_by_length": by_length,
+            "n": {g.task: g.n for g in by_task(self.scores)},
+            "seconds": self.seconds,
+        }
+
+    def by_length_rows(self) -> list[dict[str, Any]]:
+        """Rows of ``accuracy_by_length.csv``: task, length, depth, accuracy, n."""
+        return [{"task": g.task, "length": g.length, "depth": g.depth, "accuracy": g.accuracy, "n": g.n}
+                for g in by_task_length_depth(self.scores)]
+
+
+def _answer_tokens(labels: list[int], prompt_len: int, eos_token_id: int | None) -> int:
+    return sum(1 for t in labels[prompt_len:] if t != IGNORE_INDEX and t != eos_token_id)
+
+
+def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: str,
+                generator: Generator | None = None) -> LMEvaluation:
+    """Evaluate ``model`` on ``rows`` (the test split); ``generator`` defaults to greedy decoding.
+
+    Raises :class:`ConfigError` when ``cfg.max_new_tokens`` cannot hold the longest gold answer:
+    such a run would score truncation, not recall.
+    """
+    eos = tokenizer.eos_token_id
+    if generator is None:
+        generator = greedy_generator(model, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id)
+    columns = {c: rows[c] for c in ("task", "input_ids", "labels", "prompt_len", "answer", "answers",
+                                    "length", "depth")}
+    examples = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    seconds: dict[str, float] = {}
+
+    start = time.perf_counter()
+    filler = [r for r in examples if r["task"] == PERPLEXITY_TASK]
+    ppl = perplexity(score_labels(model, [r["input_ids"] for r in filler], [r["labels"] for r in filler],
+                                  cfg.batch_size))
+    seconds[PERPLEXITY_TASK] = time.perf_counter() - start
+
+    scores: list[ExampleScore] = []
+    for task, scoring in TASKS.items():
+        chosen = [r for r in examples if r["task"] == task]
+        if not chosen:
+            continue
+        start = time.perf_counter()
+        if scoring.kind == "labels":
+            label_scores = score_labels(model, [r["input_ids"] for r in chosen], [r["labels"] for r in chosen],
+                                        cfg.batch_size)
+            results = [(s.correct, s.count) for s in label_scores]
+        else:
+            longest = max(_answer_tokens(r["labels"], r["prompt_len"], eos) for r in chosen)
+            if longest > cfg.max_new_tokens:
+                raise ConfigError(f"eval.max_new_tokens: {cfg.max_new_tokens} cannot hold the longest "
+                                  f"{task} answer ({longest} tokens); expected >= {longest}")
+            prompts = [r["input_ids"][:r["prompt_len"]] for r in chosen]
+            generated = continuations(generator, prompts, cfg.max_new_tokens, cfg.batch_size, eos)
+            texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
+            results = [(scoring.score(text, r), 1.0) for text, r in zip(texts, chosen)]
+        scores += [ExampleScore(task=task, length=r["length"],
+                                depth=round(float(r["depth"]), 6), hits=hits, total=total)
+                   for r, (hits, total) in zip(chosen, results)]
+        seconds[task] = time.perf_counter() - start
+    return LMEvaluation(name=name, perplexity=ppl, scores=scores, seconds=seconds)

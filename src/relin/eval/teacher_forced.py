@@ -1,0 +1,53 @@
+"""Teacher-forced scoring: one forward pass per batch, read at the labelled positions.
+
+Labels follow the Hugging Face convention of the ``synth_text`` rows: ``labels[t]`` is the token
+expected at position ``t`` (``-100`` where unsupervised), so it is predicted by the logits at
+``t - 1``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from .batches import equal_length_batches
+
+IGNORE_INDEX = -100
+
+
+@dataclass(frozen=True)
+class LabelScore:
+    """One example's labelled positions: summed negative log-likelihood (nats), argmax hits, count."""
+
+    nll: float
+    correct: int
+    count: int
+
+
+@torch.inference_mode()
+def score_labels(model, input_ids: list[list[int]], labels: list[list[int]],
+                 batch_size: int) -> list[LabelScore]:
+    """Score every example at its labelled positions, in equal-length batches.
+
+    Args:
+        model: a causal LM; ``model(input_ids=[B, T]).logits`` is ``[B, T, V]``.
+        input_ids: token ids per example (any lengths).
+        labels: per example, as long as its ``input_ids``; ``-100`` where unsupervised.
+        batch_size: examples per forward pass.
+
+    Returns:
+        One :class:`LabelScore` per example, in input order.
+    """
+    scores: list[LabelScore | None] = [None] * len(input_ids)
+    for batch in equal_length_batches([len(ids) for ids in input_ids], batch_size):
+        ids = torch.tensor([input_ids[i] for i in batch])
+        target = torch.tensor([labels[i] for i in batch])[:, 1:]
+        logits = model(input_ids=ids).logits[:, :-1].float()
+        mask = target != IGNORE_INDEX
+        safe_target = target.clamp(min=0)
+        nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), safe_target, reduction="none")
+        hits = (logits.argmax(-1) == safe_target) & mask
+        for row, index in enumerate(batch):
+            scores[index] = LabelScore(nll=float(nll[row][mask[row]].sum()), correct=int(hits[row].sum()),
+                                       count=int(mask[row].sum()))
+    return scores

@@ -1,0 +1,73 @@
+"""``relin eval-lm``: perplexity and task accuracy of one causal LM on the ``synth_text`` test split.
+
+Writes ``metrics.json`` (perplexity, accuracy per task family, their mean, accuracy by length, n)
+and ``accuracy_by_length.csv`` (task, length, depth, accuracy, n). Any causal LM directory loads
+(teachers now, hybrid students later); ``--name`` labels it in the report.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def SECTIONS(args: argparse.Namespace) -> list[str]:
+    return ["eval"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="causal LM directory (save_pretrained)")
+    parser.add_argument("--data", required=True, help="synth_text dataset directory (with tokenizer/)")
+    parser.add_argument("--name", required=True, help="the model's name in metrics and report")
+    parser.add_argument("--out", required=True, help="metrics.json to write")
+    parser.add_argument("--by-length", required=True, help="accuracy_by_length.csv to write")
+
+
+def _csv(rows: list[dict]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=["task", "length", "depth", "accuracy", "n"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _flat_metrics(metrics: dict) -> dict[str, float]:
+    flat = {"overall": metrics["overall"], "perplexity": metrics["perplexity"]}
+    flat.update({f"accuracy/{task}": acc for task, acc in metrics["accuracy"].items()})
+    for task, by_length in metrics["accuracy_by_length"].items():
+        flat.update({f"accuracy/{task}/len{length}": acc for length, acc in by_length.items()})
+    return {k: v for k, v in flat.items() if v is not None}
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    import sys
+
+    from .. import tracking
+    from ..configlib import as_dict
+    from ..errors import InputError
+    from ..eval.data import load_eval_split, tokenizer_dir
+    from ..eval.lm import evaluate_lm
+    from ..io import atomic_write_json, atomic_write_text
+    from ..models.teachers import load_pretrained, load_tokenizer
+
+    cfg = sections.get("eval")
+    rows = load_eval_split(args.data)
+    tokenizer = load_tokenizer(tokenizer_dir(args.data))
+    model = load_pretrained(args.model).eval()
+    if model.config.vocab_size < len(tokenizer):
+        raise InputError(f"model {args.model}: vocabulary of {model.config.vocab_size} tokens is smaller than "
+                         f"the data tokenizer's {len(tokenizer)} (expected a model trained on {args.data})")
+    with tracking.stage_run("eval-lm", {"eval": as_dict(cfg), "name": args.name},
+                            inputs=[args.model, args.data], outputs=[args.out, args.by_length]) as tracker:
+        tracker.set_tags({"relin.model_name": args.name})
+        result = evaluate_lm(model, rows, tokenizer, cfg, name=args.name)
+        metrics = result.metrics()
+        atomic_write_json(args.out, metrics)
+        atomic_write_text(args.by_length, _csv(result.by_length_rows()))
+        tracker.log_metrics(_flat_metrics(metrics))
+        tracker.log_artifact(args.out)
+        tracker.log_artifact(args.by_length)
+    accuracy = ", ".join(f"{task} {acc:.3f}" for task, acc in metrics["accuracy"].items())
+    print(f"eval-lm {args.name}: perplexity {metrics['perplexity']}, {accuracy} "
+          f"({sum(result.seconds.values()):.1f} s)", file=sys.stderr)
