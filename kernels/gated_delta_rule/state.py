@@ -41,8 +41,8 @@ def gdn_fwd_kernel_state(
     b_S = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_INITIAL_STATE:
         b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
-    for i_c in range(0, NT):
-        i_c = tl.cast(i_c, tl.int64)
+    for i_s in range(0, NT):
+        i_c = tl.cast(i_s, tl.int64)
         tl.store(h + ((boh + i_c) * H + i_h) * K * V + o_kv, b_S.to(h.dtype.element_ty), mask=m_kv)
         r_t = bos + i_c * BT + o_t
         m_t = r_t < eos
@@ -100,7 +100,7 @@ def gdn_bwd_kernel_state(
         b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
         b_wt = tl.load(w + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
         p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        b_do = tl.load(do + p_v, mask=m_tv, other=0.)
+        b_do = tl.load(do + p_v, mask=m_tv, other=0.).to(DT)
 
         # [BT, BT] transposed intra-chunk scores: entry (j, i) = R_ij q_i.k_j for j <= i.
         m_upper = (o_t[:, None] <= o_t[None, :]) & m_t[:, None] & m_t[None, :]

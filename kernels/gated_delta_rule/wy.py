@@ -1,7 +1,7 @@
 """Per-chunk WY representation of the gated delta rule (notes/chunked-algorithms.md §2).
 
 For each chunk and head, in parallel: b = in-chunk cumsum of g, the unit lower-triangular
-M^{-1} = (I + tril_{-1}(diag(beta)(R * K K^T)))^{-1} by forward substitution, and
+M^{-1} = (I + tril_{-1}(diag(beta)(R * K K^T)))^{-1} by blockwise forward substitution, and
 W = M^{-1} diag(beta exp(b)) K, U = M^{-1} diag(beta) V.
 """
 from __future__ import annotations
@@ -12,6 +12,25 @@ import triton.language as tl
 from ..common.triton_utils import autotune
 
 
+@triton.jit
+def _dot(a, b):
+    """fp32 product of 16 x 16 blocks, exact (ieee): the inverse feeds every later product."""
+    return tl.dot(a, b, input_precision="ieee")
+
+
+@triton.jit
+def _unit_lower_inverse_16(b_A):
+    """(I + A)^{-1} for a strictly lower-triangular [16, 16] A, row by row:
+    row i is e_i - sum_{j<i} A_ij row_j (rows >= i are still zero when read)."""
+    o = tl.arange(0, 16)
+    b_X = tl.zeros([16, 16], dtype=tl.float32)
+    for i in tl.static_range(16):
+        b_a = tl.sum(tl.where(o[:, None] == i, b_A, 0.), 0)
+        b_row = tl.where(o == i, 1., 0.) - tl.sum(b_a[:, None] * b_X, 0)
+        b_X = tl.where(o[:, None] == i, b_row[None, :], b_X)
+    return b_X
+
+
 @autotune(configs=[triton.Config({}, num_warps=w) for w in (4, 8)], key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_wy(
@@ -19,6 +38,7 @@ def gdn_fwd_kernel_wy(
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
     BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PRECISION: tl.constexpr,
 ):
+    tl.static_assert(BT == 64, "the blockwise inverse is written for 64-token chunks")
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
@@ -43,13 +63,42 @@ def gdn_fwd_kernel_wy(
     b_R = tl.exp(tl.where(m_strict, b_b[:, None] - b_b[None, :], 0.))
     b_A = tl.where(m_strict, b_beta[:, None] * b_R * tl.dot(b_k, b_kt, input_precision=PRECISION), 0.)
 
-    # Row i of (I + A)^{-1} is e_i - sum_{j<i} A_ij row_j; rows >= i are still zero when read.
-    b_M = tl.zeros([BT, BT], dtype=tl.float32)
-    for i in range(0, BT):
-        b_a = tl.sum(tl.where(o_t[:, None] == i, b_A, 0.), 0)
-        b_row = tl.where(o_t == i, 1., 0.) - tl.sum(b_a[:, None] * b_M, 0)
-        b_M = tl.where(o_t[:, None] == i, b_row[None, :], b_M)
-    tl.store(m_inv + ((i_tg * H + i_h) * BT + o_t[:, None]) * BT + o_t[None, :], b_M)
+    # (I + A)^{-1} blockwise: 16 x 16 diagonal blocks by forward substitution, then the
+    # off-diagonal blocks X_ij = -X_ii sum_{j <= m < i} A_im X_mj, with A staged in m_inv.
+    p_m = m_inv + (i_tg * H + i_h) * BT * BT
+    tl.store(p_m + o_t[:, None] * BT + o_t[None, :], b_A)
+    tl.debug_barrier()
+    o_s = tl.arange(0, 16)
+    p_s = p_m + o_s[:, None] * BT + o_s[None, :]
+    b_A10 = tl.load(p_s + 16 * BT)
+    b_A20 = tl.load(p_s + 32 * BT)
+    b_A21 = tl.load(p_s + 32 * BT + 16)
+    b_A30 = tl.load(p_s + 48 * BT)
+    b_A31 = tl.load(p_s + 48 * BT + 16)
+    b_A32 = tl.load(p_s + 48 * BT + 32)
+    b_X00 = _unit_lower_inverse_16(tl.load(p_s))
+    b_X11 = _unit_lower_inverse_16(tl.load(p_s + 16 * BT + 16))
+    b_X22 = _unit_lower_inverse_16(tl.load(p_s + 32 * BT + 32))
+    b_X33 = _unit_lower_inverse_16(tl.load(p_s + 48 * BT + 48))
+    b_X10 = -_dot(b_X11, _dot(b_A10, b_X00))
+    b_X21 = -_dot(b_X22, _dot(b_A21, b_X11))
+    b_X32 = -_dot(b_X33, _dot(b_A32, b_X22))
+    b_X20 = -_dot(b_X22, _dot(b_A20, b_X00) + _dot(b_A21, b_X10))
+    b_X31 = -_dot(b_X33, _dot(b_A31, b_X11) + _dot(b_A32, b_X21))
+    b_X30 = -_dot(b_X33, _dot(b_A30, b_X00) + _dot(b_A31, b_X10) + _dot(b_A32, b_X20))
+    tl.debug_barrier()
+    tl.store(p_s, b_X00)
+    tl.store(p_s + 16 * BT, b_X10)
+    tl.store(p_s + 16 * BT + 16, b_X11)
+    tl.store(p_s + 32 * BT, b_X20)
+    tl.store(p_s + 32 * BT + 16, b_X21)
+    tl.store(p_s + 32 * BT + 32, b_X22)
+    tl.store(p_s + 48 * BT, b_X30)
+    tl.store(p_s + 48 * BT + 16, b_X31)
+    tl.store(p_s + 48 * BT + 32, b_X32)
+    tl.store(p_s + 48 * BT + 48, b_X33)
+    tl.debug_barrier()
+    b_M = tl.load(p_m + o_t[:, None] * BT + o_t[None, :])
 
     b_kbg = (b_k * (b_beta * tl.exp(b_b))[:, None]).to(DT)
     b_w = tl.dot(b_M.to(DT), b_kbg, input_precision=PRECISION)
