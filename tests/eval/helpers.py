@@ -13,11 +13,13 @@ WORDS = ["the", "dog", "cat", "sees", "magic", "number", "for", "is", "what", "k
 
 
 def niah_row(encoder, task: str, values: list[str], *, filler: int, depth: float) -> dict:
-    """``magic number for ka is V ... what is the number for ka ?`` -> ``V1, V2``; haystack of ``filler`` sentences."""
+    """``... magic number for ka is V1, V2 ... what is the number for ka ?`` -> ``V1, V2``, the needle at
+    ``depth`` of ``filler`` five-word sentences."""
     haystack = ["the", "dog", "sees", "the", "cat"] * filler
     cut = int(depth * len(haystack))
     needle = ["magic", "number", "for", "ka", "is", *values]
-    prompt = encoder.ids(haystack[:cut] + needle + haystack[cut:] + ["what", "is", "the", "number", "for", "ka", "?"])
+    question = ["what", "is", "the", "number", "for", "ka", "?"]
+    prompt = encoder.ids(haystack[:cut] + needle + haystack[cut:] + question)
     answer = ", ".join(values)
     return answer_row(task, encoder.bos, encoder.eos, prompt, encoder.ids(answer), answer=answer,
                       answers=values, length=len(prompt) + 1, depth=depth)

@@ -1,0 +1,46 @@
+"""Assemble the report from stage outputs and write it atomically into one directory."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..io import atomic_dir, atomic_write_text
+from . import figures, tables
+from .inputs import EvalResult, NamedRows
+from .page import FigureRef, Section, render_html, render_markdown
+
+FIGURES = "figures"
+
+
+def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
+                    figure_dir: Path) -> list[Section]:
+    """The sections of the report; figures are drawn into ``figure_dir``."""
+    sections = []
+    if evals:
+        curve = figures.accuracy_vs_length(evals, figure_dir / "accuracy_vs_length.png")
+        sections.append(Section("Evaluation", [
+            tables.evaluation_table(evals), tables.accuracy_by_length_table(evals),
+            FigureRef(f"{FIGURES}/{curve.name}", "Accuracy against context length, per task family and model.")]))
+    niah = [b for b in by_length if any(str(r["task"]).startswith("niah") for r in b.rows)]
+    if niah:
+        heat = figures.niah_depth_heatmaps(niah, figure_dir / "niah_depth.png")
+        sections.append(Section("Needle in a haystack by depth", [
+            tables.niah_depth_table(niah),
+            FigureRef(f"{FIGURES}/{heat.name}", "NIAH accuracy over needle depth and context length.")]))
+    if histories:
+        curves = figures.training_curves(histories, figure_dir / "training_curves.png")
+        sections.append(Section("Training", [
+            tables.training_table(histories),
+            FigureRef(f"{FIGURES}/{curves.name}", "Training loss and learning rate per logged step.")]))
+    return sections
+
+
+def build_report(title: str, evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
+                 out: str | Path) -> Path:
+    """Write ``index.html``, ``summary.md`` and ``figures/*.png`` to ``out`` (replaced in one rename)."""
+    sources = [str(x.path) for x in (*evals, *by_length, *histories)]
+    with atomic_dir(out) as tmp:
+        (tmp / FIGURES).mkdir()
+        sections = report_sections(evals, histories, by_length, tmp / FIGURES)
+        atomic_write_text(tmp / "index.html", render_html(title, sections, sources))
+        atomic_write_text(tmp / "summary.md", render_markdown(title, sections, sources))
+    return Path(out)

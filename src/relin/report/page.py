@@ -1,0 +1,65 @@
+"""Sections of tables and figures rendered to ``index.html`` (figures embedded as PNG files beside
+it) and ``summary.md`` (the same tables in Markdown, figures linked)."""
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from .table import Table
+
+STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0; font-variant-numeric: tabular-nums; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+thead { background: #f3f3f3; }
+.note, .sources { color: #666; font-size: 0.9rem; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; }
+"""
+
+
+@dataclass(frozen=True)
+class FigureRef:
+    """A PNG in the report directory (``file`` relative to it) and its caption."""
+
+    file: str
+    caption: str
+
+
+@dataclass
+class Section:
+    heading: str
+    blocks: list[Table | FigureRef] = field(default_factory=list)
+
+
+def _stamp() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def render_html(title: str, sections: list[Section], sources: list[str]) -> str:
+    parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+             f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+             f"<h1>{html.escape(title)}</h1>\n<p class=\"note\">Built {_stamp()} from stage outputs.</p>\n"]
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.heading)}</h2>\n")
+        for block in section.blocks:
+            if isinstance(block, Table):
+                parts.append(block.html())
+            else:
+                parts.append(f"<figure><img src=\"{html.escape(block.file)}\" alt=\"{html.escape(block.caption)}\">"
+                             f"<figcaption>{html.escape(block.caption)}</figcaption></figure>\n")
+    items = "".join(f"<li><code>{html.escape(s)}</code></li>" for s in sources)
+    parts.append(f"<h2>Sources</h2>\n<ul class=\"sources\">{items}</ul>\n</body>\n</html>\n")
+    return "".join(parts)
+
+
+def render_markdown(title: str, sections: list[Section], sources: list[str]) -> str:
+    parts = [f"# {title}\n\nBuilt {_stamp()} from stage outputs.\n"]
+    for section in sections:
+        parts.append(f"\n## {section.heading}\n")
+        for block in section.blocks:
+            parts.append("\n" + (block.markdown() if isinstance(block, Table)
+                                 else f"![{block.caption}]({block.file})\n"))
+    parts.append("\n## Sources\n\n" + "".join(f"- `{s}`\n" for s in sources))
+    return "".join(parts)

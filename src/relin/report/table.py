@@ -1,0 +1,63 @@
+"""A small table rendered to Markdown and HTML alike, so both pages show the same numbers."""
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+MISSING = "–"
+
+
+def format_cell(value: Any, digits: int, spec: str | None = None) -> str:
+    """Floats with format ``spec``, else ``digits`` decimals (scientific when smaller); missing or
+    NaN values as a dash; anything else as ``str``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    if isinstance(value, float):
+        if spec is not None:
+            return format(value, spec)
+        return f"{value:.2e}" if 0 < abs(value) < 10 ** -digits else f"{value:.{digits}f}"
+    return str(value)
+
+
+@dataclass
+class Table:
+    """``rows`` of cells under ``columns``; ``note`` is a one-line caption under the table.
+
+    Floats show ``digits`` decimals unless ``formats`` gives their column a format spec (``".2e"``).
+    """
+
+    title: str
+    columns: list[str]
+    rows: list[list[Any]] = field(default_factory=list)
+    note: str = ""
+    digits: int = 3
+    formats: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"table {self.title!r}: row {row!r} has {len(row)} cells for "
+                                 f"{len(self.columns)} columns")
+
+    def cells(self) -> list[list[str]]:
+        specs = [self.formats.get(c) for c in self.columns]
+        return [[format_cell(v, self.digits, spec) for v, spec in zip(row, specs)] for row in self.rows]
+
+    def markdown(self) -> str:
+        def line(cells: list[str]) -> str:
+            return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+        out = [f"### {self.title}", "", line(self.columns), line(["---"] * len(self.columns))]
+        out += [line(row) for row in self.cells()]
+        if self.note:
+            out += ["", f"*{self.note}*"]
+        return "\n".join(out) + "\n"
+
+    def html(self) -> str:
+        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.cells())
+        note = f"<p class=\"note\">{html.escape(self.note)}</p>" if self.note else ""
+        return (f"<h3>{html.escape(self.title)}</h3>\n<table>\n<thead><tr>{head}</tr></thead>\n"
+                f"<tbody>{body}</tbody>\n</table>\n{note}\n")

@@ -1,0 +1,62 @@
+"""``relin report`` end to end on fixture stage outputs, and its one-line input errors."""
+import json
+
+from relin.cli import main
+
+CONFIG = json.dumps({"report": {"title": "Fixture report"}})
+
+
+def _report(paths, out, extra=()):
+    return ["report", "--config", CONFIG, "--eval", *paths["eval"], "--history", *paths["history"],
+            "--by-length", *paths["by_length"], "--out", str(out), *extra]
+
+
+def test_report_builds_pages_with_figures_and_numbers(tmp_path, results):
+    out = tmp_path / "report"
+    assert main(_report(results["paths"], out)) == 0
+    page, summary = (out / "index.html").read_text(), (out / "summary.md").read_text()
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    assert figures == ["accuracy_vs_length.png", "niah_depth.png", "training_curves.png"]
+    assert all((out / "figures" / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in figures)
+    assert all(f'src="figures/{f}"' in page and f"(figures/{f})" in summary for f in figures)
+    assert "<title>Fixture report</title>" in page and summary.startswith("# Fixture report")
+    for name, metrics in results["metrics"].items():
+        for text in (page, summary):
+            assert name in text
+            assert f"{metrics['perplexity']:.3f}" in text
+            assert all(f"{acc:.3f}" in text for acc in metrics["accuracy"].values())
+            assert f"{results['histories'][name][-1]['loss']:.4f}" in text
+    assert all(f"{r['accuracy']:.3f}" in summary for r in results["by_length"] if r["task"].startswith("niah"))
+
+
+def test_history_flag_has_the_contract_alias_and_explicit_names(tmp_path, results):
+    out = tmp_path / "report"
+    qwen3 = results["paths"]["history"][0]
+    assert main(["report", "--config", CONFIG, "--teacher-history", f"my-run={qwen3}", "--out", str(out)]) == 0
+    summary = (out / "summary.md").read_text()
+    assert "| my-run | 50 |" in summary and "accuracy_vs_length" not in summary
+
+
+def test_missing_input_file_is_one_line_naming_it(tmp_path, results, capsys):
+    missing = tmp_path / "results" / "eval" / "nobody" / "metrics.json"
+    out = tmp_path / "report"
+    paths = {**results["paths"], "eval": [*results["paths"]["eval"], str(missing)]}
+    assert main(_report(paths, out)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(missing) in err and err.startswith("relin report: error:")
+    assert not out.exists()
+
+
+def test_two_evaluations_under_one_name_are_an_error(tmp_path, results, capsys):
+    first = results["paths"]["eval"][0]
+    assert main(["report", "--config", CONFIG, "--eval", first, f"teacher-qwen3={results['paths']['eval'][1]}",
+                 "--out", str(tmp_path / "report")]) == 2
+    assert "teacher-qwen3" in capsys.readouterr().err
+
+
+def test_metrics_file_without_required_keys_is_rejected(tmp_path, capsys):
+    bad = tmp_path / "metrics.json"
+    bad.write_text(json.dumps({"name": "x"}))
+    assert main(["report", "--config", CONFIG, "--eval", str(bad), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "perplexity" in err
