@@ -63,8 +63,8 @@ def generate_niah(family: str, length: int, depths: list[float | None], value_di
         answer_ids = encoder.ids(answer)
         budget = length - 2 - sum(map(len, needles)) - len(tail) - len(answer_ids)
         if budget < 1:
-            raise ConfigError(f"{length_key}: {length} tokens cannot hold the {family} needles, question "
-                              f"and answer with any haystack (expected >= {length - budget + 1})")
+            raise ConfigError(f"{length_key}: {length} tokens cannot hold the niah_{family} needles, "
+                              f"question and answer with any haystack (expected >= {length - budget + 1})")
         sentences = _haystack(budget, filler, encoder, rng)
         starts = np.cumsum([0] + [len(s) for s in sentences])
         slot = [int(np.argmin(np.abs(starts - depth * budget)))]

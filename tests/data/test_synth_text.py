@@ -1,0 +1,121 @@
+import json
+
+import pytest
+
+from relin.cli import main
+from relin.data.rows import COLUMNS, IGNORE_INDEX
+from relin.data.synth_text import build_synth_text
+from relin.errors import ConfigError
+
+TASKS = {"mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "filler"}
+
+
+def _rows(data) -> dict[str, list[dict]]:
+    return {split: data[split].to_list() for split in data}
+
+
+def test_same_seed_same_dataset_other_seed_different(small, small_config):
+    cfg, data, _ = small
+    again, _ = build_synth_text(small_config(seed=cfg.seed))
+    assert _rows(again) == _rows(data)
+    other, _ = build_synth_text(small_config(seed=cfg.seed + 1))
+    for split in data:
+        assert other[split]["input_ids"] != data[split]["input_ids"]
+
+
+def test_changing_one_task_leaves_the_others_unchanged(small, small_config):
+    cfg, data, _ = small
+    changed, _ = build_synth_text(small_config(seed=cfg.seed, arithmetic={"max_operand": 9, "test_examples": 16}))
+    keep = [r for r in data["test"].to_list() if r["task"] != "arithmetic"]
+    assert keep == [r for r in changed["test"].to_list() if r["task"] != "arithmetic"]
+
+
+def test_every_row_follows_the_contract(small):
+    cfg, data, tokenizer = small
+    assert set(data) == {"train", "test"}
+    for split in data:
+        assert tuple(data[split].column_names) == COLUMNS
+        assert set(data[split]["task"]) == TASKS
+        for row in data[split]:
+            ids, labels, start, task = row["input_ids"], row["labels"], row["prompt_len"], row["task"]
+            assert ids[0] == tokenizer.bos_token_id and len(ids) == len(labels)
+            assert tokenizer.unk_token_id not in ids and max(ids) < len(tokenizer)
+            assert all(label == IGNORE_INDEX for label in labels[:start]) and labels[start] != IGNORE_INDEX
+            assert all(label in (IGNORE_INDEX, token) for label, token in zip(labels, ids))
+            if task == "filler":
+                assert labels[1:] == ids[1:] and start == 1 and len(ids) == row["length"] == cfg.filler.seq_len
+            elif task == "mqar":
+                assert sum(label != IGNORE_INDEX for label in labels) == row["num_pairs"] == len(row["answers"])
+                assert len(ids) == row["length"]
+            else:
+                assert labels[start:] == ids[start:] and ids[-1] == tokenizer.eos_token_id
+                decoded = tokenizer.decode(ids[start:], skip_special_tokens=True)
+                assert decoded == row["answer"] == ", ".join(row["answers"])
+            if task.startswith("niah"):
+                assert len(ids) == row["length"] and 0.0 <= row["depth"] <= 1.0
+            else:
+                assert row["depth"] == -1.0
+            if task != "mqar":
+                assert row["num_pairs"] == 0
+    lengths = {r["length"] for r in data["test"].to_list() if r["task"] == "niah_single"}
+    assert lengths == set(cfg.niah.lengths)
+    depths = {r["depth"] for r in data["test"].to_list() if r["task"] == "niah_single"}
+    assert sorted(depths) == pytest.approx(sorted(set(cfg.niah.depths)))
+
+
+def test_char_tokenizer_builds_the_same_tasks(small_config):
+    niah = {"lengths": [400], "train_lengths": [400], "train_examples": 4, "num_keys": 2}
+    data, tokenizer = build_synth_text(small_config(tokenizer="char", niah=niah))
+    assert len(tokenizer) < 80
+    for row in data["test"]:
+        if row["task"] in ("niah_single", "arithmetic"):
+            start = row["prompt_len"]
+            assert tokenizer.decode(row["input_ids"][start:], skip_special_tokens=True) == row["answer"]
+
+
+@pytest.fixture
+def relin(monkeypatch, capsys):
+    """Run the ``relin`` CLI in-process with tracking off; returns (exit code, stderr)."""
+    monkeypatch.setenv("RELIN_TRACKING", "0")
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        return code, capsys.readouterr().err
+    return run
+
+
+def test_stage_writes_dataset_tokenizer_and_stats(tmp_path, small_config, relin):
+    from datasets import load_from_disk
+    from transformers import PreTrainedTokenizerFast
+
+    from relin.configlib import as_dict
+
+    out = tmp_path / "synth_text"
+    config = json.dumps({"data": as_dict(small_config())})
+    code, err = relin("synth-text", "--config", config, "--out", str(out))
+    assert code == 0, err
+    data = load_from_disk(str(out))
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(out / "tokenizer")
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["train"]["rows"] == len(data["train"]) and stats["vocab_size"] == len(tokenizer)
+    assert stats["test"]["max_len"] == max(map(len, data["test"]["input_ids"]))
+    assert (out / "relin-run.json").is_file()
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"mqar": {"train": [{"seq_len": 16, "num_pairs": 8, "examples": 4}]}}, "data.mqar.train[0].seq_len"),
+    ({"niah": {"depths": [1.5]}}, "data.niah.depths[0]"),
+    ({"tokenizer": "bpe"}, "data.tokenizer"),
+    ({"filler": {"vocab_size": 500}}, "data.filler.vocab_size"),
+])
+def test_bad_config_is_one_line_naming_the_key(tmp_path, small_config, relin, bad, message):
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        small_config(**bad)
+    code, err = relin("synth-text", "--config", json.dumps({"data": bad}), "--out", str(tmp_path / "x"))
+    assert code == 2 and not (tmp_path / "x").exists()
+    assert err.count("\n") == 1 and err.startswith(f"relin synth-text: error: {message}")
+
+
+def test_niah_length_too_short_for_the_family_is_a_config_error(small_config):
+    with pytest.raises(ConfigError, match="data.niah.lengths: 40 tokens"):
+        build_synth_text(small_config(niah={"lengths": [40], "train_examples": 0}))
