@@ -51,13 +51,15 @@ def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_off
 
 
 class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
-    """Triton chunked gated delta rule on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H]."""
+    """Triton chunked gated delta rule on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H],
+    sequence boundaries ``cu_seqlens`` [N+1] (any device; the chunk tables are built on the host)."""
 
     @staticmethod
     def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens):
         q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
         h0 = None if initial_state is None else initial_state.contiguous()
-        chunk_indices, chunk_offsets = prepare_chunks(cu_seqlens, BT)
+        chunk_indices, chunk_offsets = prepare_chunks(cu_seqlens.cpu(), BT, q.device)
+        cu_seqlens = cu_seqlens.to(q.device)
         b_cum, _, _, h, v_new, ht = _forward_pipeline(
             q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, output_final_state)
         _, T, H, K = k.shape
@@ -140,8 +142,8 @@ def chunk_gated_delta_rule(
     if max(K, V) > MAX_HEAD_DIM:
         raise ValueError(f"head dims K={K}, V={V}: the Triton kernels support at most {MAX_HEAD_DIM}")
     if cu_seqlens is None:
-        cu_seqlens = torch.arange(0, (B + 1) * T, T, dtype=torch.int64, device=q.device)
+        cu_seqlens = torch.arange(0, (B + 1) * T, T, dtype=torch.int64)
         q, k, v, g, beta = (x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta))
     o, final = ChunkGatedDeltaRuleFunction.apply(
-        q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens.to(q.device))
+        q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens)
     return o.reshape(B, T, H, V), final

@@ -61,16 +61,17 @@ def torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, cu_seql
     V = v.shape[-1]
     q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
     if cu_seqlens is None:
-        spans = [(n, 0, T) for n in range(B)]
-    else:
-        bounds = cu_seqlens.tolist()
-        spans = [(0, bounds[n], bounds[n + 1]) for n in range(len(bounds) - 1)]
-    pieces = [[] for _ in range(B)]
-    finals = []
-    for n, (i, s, e) in enumerate(spans):
+        # Equal lengths: sequences become extra heads, so the chunk loop runs once for the batch.
+        state = q.new_zeros(B * H, K, V) if initial_state is None else initial_state.float().reshape(B * H, K, V)
+        q, k, v, g, beta = (x.transpose(0, 1).reshape(T, B * H, *x.shape[3:]) for x in (q, k, v, g, beta))
+        o, state = _chunk_sequence(q, k, v, g, beta, scale, state, chunk)
+        return o.reshape(T, B, H, V).transpose(0, 1), state.reshape(B, H, K, V)
+    bounds = cu_seqlens.tolist()
+    outputs, finals = [], []
+    for n in range(len(bounds) - 1):
+        s, e = bounds[n], bounds[n + 1]
         state = q.new_zeros(H, K, V) if initial_state is None else initial_state[n].float()
-        o, state = _chunk_sequence(q[i, s:e], k[i, s:e], v[i, s:e], g[i, s:e], beta[i, s:e], scale, state, chunk)
-        pieces[i].append(o)
+        o, state = _chunk_sequence(q[0, s:e], k[0, s:e], v[0, s:e], g[0, s:e], beta[0, s:e], scale, state, chunk)
+        outputs.append(o)
         finals.append(state)
-    o = torch.stack([torch.cat(p) for p in pieces])
-    return o, torch.stack(finals)
+    return torch.cat(outputs)[None], torch.stack(finals)

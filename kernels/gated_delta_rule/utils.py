@@ -40,12 +40,11 @@ def check_inputs(q, k, v, g, beta, initial_state, cu_seqlens) -> int:
     return N
 
 
-def prepare_chunks(cu_seqlens: torch.Tensor, chunk: int):
-    """Host-side chunk tables for packed sequences.
+def prepare_chunks(cu_seqlens: torch.Tensor, chunk: int, device: torch.device):
+    """Host-side chunk tables for packed sequences (pass ``cu_seqlens`` on the CPU to avoid a sync).
 
     Returns ``chunk_indices`` [NT, 2] int32 (sequence, chunk within it) for every chunk in packing
-    order, and ``chunk_offsets`` [N+1] int64 (index of each sequence's first chunk), both on
-    ``cu_seqlens``'s device.
+    order, and ``chunk_offsets`` [N+1] int64 (index of each sequence's first chunk), both on ``device``.
     """
     lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
     counts = [-(-n // chunk) for n in lengths]
@@ -53,7 +52,6 @@ def prepare_chunks(cu_seqlens: torch.Tensor, chunk: int):
     offsets = [0]
     for count in counts:
         offsets.append(offsets[-1] + count)
-    device = cu_seqlens.device
     chunk_indices = torch.tensor(indices, dtype=torch.int32, device=device).reshape(-1, 2)
     chunk_offsets = torch.tensor(offsets, dtype=torch.int64, device=device)
     return chunk_indices, chunk_offsets
