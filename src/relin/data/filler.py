@@ -8,7 +8,9 @@ needle/question wording.
 from __future__ import annotations
 
 import bisect
+import math
 from itertools import accumulate
+from typing import Callable
 
 import numpy as np
 
@@ -42,6 +44,9 @@ WORD_POOL: dict[str, tuple[str, ...]] = {
              "around"),
 }
 POOL_SIZE = sum(len(words) for words in WORD_POOL.values())
+P_ADJECTIVE = 0.5
+P_PREPOSITION_PHRASE = 0.4
+P_ADVERB = 0.2
 
 
 def _allocate(vocab_size: int) -> dict[str, int]:
@@ -74,7 +79,7 @@ class FillerLanguage:
 
     def _noun_phrase(self, rng: np.random.Generator) -> list[str]:
         phrase = [self._pick("det", rng)]
-        if rng.random() < 0.5:
+        if rng.random() < P_ADJECTIVE:
             phrase.append(self._pick("adj", rng))
         return phrase + [self._pick("noun", rng)]
 
@@ -82,12 +87,38 @@ class FillerLanguage:
         """One sentence as whitespace-separated words, the last carrying the full stop."""
         words = self._noun_phrase(rng) + [self._pick("verb", rng)] + self._noun_phrase(rng)
         tail = rng.random()
-        if tail < 0.4:
+        if tail < P_PREPOSITION_PHRASE:
             words += [self._pick("prep", rng)] + self._noun_phrase(rng)
-        elif tail < 0.6:
+        elif tail < P_PREPOSITION_PHRASE + P_ADVERB:
             words.append(self._pick("adv", rng))
         words[-1] += "."
         return words
+
+    def words_per_sentence(self) -> dict[str, float]:
+        """Expected number of words of each category in one sentence."""
+        noun_phrases = 2 + P_PREPOSITION_PHRASE
+        return {"det": noun_phrases, "adj": P_ADJECTIVE * noun_phrases, "noun": noun_phrases, "verb": 1.0,
+                "adv": P_ADVERB, "prep": P_PREPOSITION_PHRASE}
+
+    def entropy_per_sentence(self) -> float:
+        """Entropy of one sentence in nats: grammar branches plus Zipf word choices.
+
+        The categories are disjoint, so the words determine the derivation and this is also the entropy of
+        the sentence's text.
+        """
+        branches = (2 + P_PREPOSITION_PHRASE) * _entropy([P_ADJECTIVE, 1 - P_ADJECTIVE])
+        branches += _entropy([P_PREPOSITION_PHRASE, P_ADVERB, 1 - P_PREPOSITION_PHRASE - P_ADVERB])
+        return branches + sum(n * _entropy(_zipf(len(self.words[cat])))
+                              for cat, n in self.words_per_sentence().items())
+
+    def perplexity_floor(self, tokens_of: Callable[[str], int]) -> float:
+        """The perplexity of the true model per token: exp(sentence entropy / expected tokens per sentence).
+
+        ``tokens_of(word)`` counts a word's tokens; the full stop is one more token per sentence.
+        """
+        tokens = 1.0 + sum(n * sum(p * tokens_of(w) for p, w in zip(_zipf(len(self.words[cat])), self.words[cat]))
+                           for cat, n in self.words_per_sentence().items())
+        return math.exp(self.entropy_per_sentence() / tokens)
 
 
 def generate_filler(count: int, seq_len: int, language: FillerLanguage, encoder,
@@ -102,6 +133,10 @@ def generate_filler(count: int, seq_len: int, language: FillerLanguage, encoder,
         ids = ids[: seq_len - 1]
         rows.append(row("filler", [encoder.bos, *ids], [IGNORE_INDEX, *ids], length=seq_len))
     return rows
+
+
+def _entropy(probs) -> float:
+    return -sum(p * math.log(p) for p in probs if p > 0)
 
 
 def _zipf(n: int) -> np.ndarray:

@@ -25,6 +25,12 @@ def vocabulary_words(cfg: DataConfig) -> list[str]:
     return list(dict.fromkeys([*filler, *niah_words(), *arithmetic_words(), *keys, *values]))
 
 
+def filler_perplexity_floor(cfg: DataConfig, tokenizer) -> float:
+    """Per-token perplexity of the true filler model under ``tokenizer``: what a perfect LM reaches."""
+    encoder = WordEncoder(tokenizer)
+    return FillerLanguage(cfg.filler.vocab_size).perplexity_floor(lambda word: len(encoder.word(word)))
+
+
 def _rng(seed: int, *stream: object) -> np.random.Generator:
     tag = zlib.crc32("/".join(map(str, stream)).encode())
     return np.random.default_rng([seed, tag])

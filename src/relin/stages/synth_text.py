@@ -1,7 +1,8 @@
 """``relin synth-text --out DIR``: the synthetic text tasks as a HF ``DatasetDict`` plus the tokenizer.
 
 Writes ``DIR/`` (``save_to_disk``: splits train, test), ``DIR/tokenizer/`` (``PreTrainedTokenizerFast``)
-and ``DIR/stats.json`` (rows and longest example per split and task, generation seconds), atomically.
+and ``DIR/stats.json`` (rows and longest example per split and task, generation seconds, the filler
+language's perplexity floor), atomically.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from datasets.utils.logging import disable_progress_bar
 
     from ..configlib import as_dict
-    from ..data.synth_text import build_synth_text
+    from ..data.synth_text import build_synth_text, filler_perplexity_floor
     from ..io import atomic_dir, atomic_write_json
     from ..tracking import stage_run
 
@@ -46,12 +47,14 @@ def run(args: argparse.Namespace, sections) -> None:
         start = time.perf_counter()
         data, tokenizer = build_synth_text(cfg)
         seconds = time.perf_counter() - start
-        stats = {**dataset_stats(data), "vocab_size": len(tokenizer), "generation_s": round(seconds, 2)}
+        stats = {**dataset_stats(data), "vocab_size": len(tokenizer), "generation_s": round(seconds, 2),
+                 "filler_perplexity_floor": round(filler_perplexity_floor(cfg, tokenizer), 4)}
         with atomic_dir(args.out) as tmp:
             data.save_to_disk(str(tmp))
             tokenizer.save_pretrained(str(tmp / "tokenizer"))
             atomic_write_json(tmp / "stats.json", stats)
         tracker.log_metrics({"generation_s": seconds, "vocab_size": len(tokenizer),
+                             "filler_perplexity_floor": stats["filler_perplexity_floor"],
                              **{f"{split}_rows": stats[split]["rows"] for split in data},
                              **{f"{split}_max_len": stats[split]["max_len"] for split in data}})
         splits = ", ".join(f"{s} {stats[s]['rows']} rows (max {stats[s]['max_len']} tokens)" for s in data)
