@@ -95,13 +95,13 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
         b_At += tl.dot(b_k, b_qt, input_precision=DOT_PRECISION)
         b_dv += tl.dot(b_k, b_dh.to(b_k.dtype), input_precision=DOT_PRECISION)
 
-    m_A = (o_i[:, None] <= o_i[None, :]) & m_t[None, :]
+    m_A = (o_i[:, None] <= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
         last = tl.minimum(i_t * BT + BT, T) - 1
         b_g_last = tl.load(gc + (bos + last) * H + i_h)
         b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
         b_dv *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
-        b_At = tl.where(m_A, b_At * tl.exp(b_g[None, :] - b_g[:, None]), 0.)
+        b_At = tl.where(m_A, b_At * tl.exp(tl.where(m_A, b_g[None, :] - b_g[:, None], 0.)), 0.)
     else:
         b_At = tl.where(m_A, b_At, 0.)
     b_do = tl.load(do + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
@@ -147,14 +147,14 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
         b_dq += tl.dot(b_do, b_h_vk, input_precision=DOT_PRECISION)
         b_dk += tl.dot(b_v, b_dh_vk, input_precision=DOT_PRECISION)
 
-    m_A = (o_i[:, None] >= o_i[None, :]) & m_t[None, :]
+    m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
         last = tl.minimum(i_t * BT + BT, T) - 1
         b_g_last = tl.load(gc + (bos + last) * H + i_h)
         b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
         b_dq *= tl.where(m_t, tl.exp(b_g), 0.)[:, None]
         b_dk *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
-        b_ds = tl.where(m_A, b_ds * tl.exp(b_g[:, None] - b_g[None, :]), 0.)
+        b_ds = tl.where(m_A, b_ds * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
     else:
         b_ds = tl.where(m_A, b_ds, 0.)
     b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)

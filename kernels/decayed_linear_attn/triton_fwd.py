@@ -111,11 +111,11 @@ def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
         b_o += tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION)
         b_A += tl.dot(b_q, b_kt, input_precision=DOT_PRECISION)
 
-    m_A = (o_i[:, None] >= o_i[None, :]) & m_t[None, :]
+    m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
         b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
         b_o *= tl.exp(b_g)[:, None]
-        b_A = tl.where(m_A, b_A * tl.exp(b_g[:, None] - b_g[None, :]), 0.)
+        b_A = tl.where(m_A, b_A * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
     else:
         b_A = tl.where(m_A, b_A, 0.)
     b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],

@@ -1,0 +1,247 @@
+"""Decayed linear attention: Triton and chunked-PyTorch paths against the fp32 per-token reference.
+
+On CPU the Triton kernels run under TRITON_INTERPRET=1 (small H, D, fp32, tight tolerances); on CUDA the
+same tests use larger heads and bf16 with fla's tolerances.
+"""
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from relin.kernels.common.backend import backend
+from relin.kernels.decayed_linear_attn import (chunk_decayed_linear_attn, fused_recurrent_decayed_linear_attn,
+                                               naive_recurrent_decayed_linear_attn)
+
+_spec = importlib.util.spec_from_file_location("kernel_test_fixtures", Path(__file__).with_name("conftest.py"))
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+assert_close = _fixtures.assert_close  # tests/ has no __init__.py, so conftest is not importable by name
+
+CUDA = torch.cuda.is_available()
+DEVICE = "cuda" if CUDA else "cpu"
+DTYPE = torch.bfloat16 if CUDA else torch.float32
+H, K, V = (4, 128, 64) if CUDA else (2, 32, 16)
+# fla's half-precision ratios (notes/kernels.md); fp32 under the interpreter is exact to rounding
+TOL = (dict(o=0.005, state=0.005, dq=0.008, dk=0.008, dv=0.008, dh0=0.008, dz0=0.008, dg=0.02) if CUDA
+       else dict(o=1e-4, state=1e-4, dq=1e-4, dk=1e-4, dv=1e-4, dh0=1e-4, dz0=1e-4, dg=1e-4))
+# absolute floor below which a max error passes: at T = 1 some gradients are analytically ~0 (dg with no
+# initial state; dq, dk when normalized), so only rounding is left to compare
+ATOL = 1e-3 if CUDA else 5e-5
+BACKENDS = ["triton", "torch"]
+
+
+def make_inputs(B, T, heads=H, k_dim=K, v_dim=V, gate="logsigmoid", normalize=False, initial_state=False,
+                gate_logit_normalizer=1.0, mask_p=0.0, num_states=None):
+    """fp32 leaf tensors on the CPU; positive (softmax) features when normalized, as Hedgehog produces."""
+    q, k = torch.randn(B, T, heads, k_dim), torch.randn(B, T, heads, k_dim)
+    if normalize:
+        q, k = q.softmax(-1), k.softmax(-1)
+    inputs = dict(q=q, k=k, v=torch.randn(B, T, heads, v_dim))
+    if gate is not None:
+        g = F.logsigmoid(torch.randn(B, T, heads)) / gate_logit_normalizer
+        inputs["g"] = g.masked_fill(torch.rand(B, T, heads) < mask_p, 0.0)
+    if initial_state:
+        N = num_states or B
+        S0 = torch.randn(N, heads, k_dim, v_dim)
+        inputs["initial_state"] = (S0.abs(), torch.rand(N, heads, k_dim) + 0.5) if normalize else S0
+    return inputs
+
+
+def leaves(inputs, device, dtype):
+    """Copies that require grad: q, k, v in dtype, g and states fp32, all on device."""
+    out = {}
+    for name, x in inputs.items():
+        if name == "initial_state" and isinstance(x, tuple):
+            out[name] = tuple(s.detach().to(device).clone().requires_grad_() for s in x)
+        else:
+            cast = dtype if name in ("q", "k", "v") else torch.float32
+            out[name] = x.detach().to(device=device, dtype=cast).clone().requires_grad_()
+    return out
+
+
+def flat_state(state):
+    return list(state) if isinstance(state, tuple) else [state]
+
+
+def run(fn, inputs, device, dtype, normalize, cotangents, **kwargs):
+    """Forward with a final state, backward of <o, do> + <state, dstate>; everything returned on the CPU."""
+    x = leaves(inputs, device, dtype)
+    o, state = fn(**x, normalize=normalize, output_final_state=True, **kwargs)
+    do, dstate = cotangents(o, state)
+    loss = (o.float() * do.to(device)).sum()
+    loss = loss + sum((s * d.to(device)).sum() for s, d in zip(flat_state(state), dstate))
+    loss.backward()
+    results = dict(o=o, state=torch.cat([s.reshape(-1) for s in flat_state(state)]))
+    for name in ("q", "k", "v", "g"):
+        if name in x:
+            results["d" + name] = x[name].grad
+    if "initial_state" in x:
+        grads = [s.grad for s in flat_state(x["initial_state"])]
+        results["dh0"] = grads[0]
+        if normalize:
+            results["dz0"] = grads[1]
+    return {name: t.detach().float().cpu() for name, t in results.items()}
+
+
+def random_cotangents():
+    cache = {}
+
+    def cotangents(o, state):
+        if not cache:
+            cache["do"] = torch.randn(o.shape)
+            cache["dstate"] = [torch.randn(s.shape) for s in flat_state(state)]
+        return cache["do"], cache["dstate"]
+    return cotangents
+
+
+def compare(ref, out, dg_atol=ATOL):
+    """fla's metric per tensor; dg alone may take fla's simple_gla absolute floor (it is a difference of
+    q·dq and k·dk that cancel almost exactly when the decay is strong)."""
+    for name in ref:
+        assert_close(name, ref[name], out[name], TOL[name], err_atol=dg_atol if name == "dg" else ATOL)
+
+
+def reference(inputs, normalize, cotangents, **kwargs):
+    return run(naive_recurrent_decayed_linear_attn, inputs, "cpu", torch.float32, normalize, cotangents, **kwargs)
+
+
+def low_precision_inputs(inputs):
+    """Round q, k, v to the test dtype first, so the reference sees exactly what the kernel sees."""
+    return {n: (x.to(DTYPE).float() if n in ("q", "k", "v") else x) for n, x in inputs.items()}
+
+
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+@pytest.mark.parametrize("T", [1, 63, 75, 500])
+@pytest.mark.parametrize("gate", [None, "logsigmoid"])
+@pytest.mark.parametrize("normalize", [False, True])
+@pytest.mark.parametrize("initial_state", [False, True])
+def test_chunk_matches_reference(kernel_backend, T, gate, normalize, initial_state):
+    batch = 1 if T > 100 else 2  # the long case once: the interpreter and the reference loop are slow on CPU
+    inputs = low_precision_inputs(make_inputs(batch, T, gate=gate, normalize=normalize, initial_state=initial_state))
+    cot = random_cotangents()
+    ref = reference(inputs, normalize, cot)
+    with backend(kernel_backend):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot)
+    compare(ref, out)
+
+
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+@pytest.mark.parametrize("gate_logit_normalizer, mask_p", [(0.01, 0.0), (0.1, 0.5), (10.0, 0.0), (1.0, 0.9)])
+def test_gate_stress(kernel_backend, gate_logit_normalizer, mask_p):
+    inputs = low_precision_inputs(make_inputs(1, 150, initial_state=True, gate_logit_normalizer=gate_logit_normalizer,
+                                              mask_p=mask_p))
+    cot = random_cotangents()
+    ref = reference(inputs, False, cot)
+    with backend(kernel_backend):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot)
+    compare(ref, out, dg_atol=max(ATOL, 2e-4))
+
+
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+def test_odd_head_dims_and_custom_scale(kernel_backend):
+    """K, V not powers of two (masked tiles) and K < V."""
+    inputs = low_precision_inputs(make_inputs(2, 90, k_dim=20, v_dim=36, initial_state=True))
+    cot = random_cotangents()
+    ref = reference(inputs, False, cot, scale=0.3)
+    with backend(kernel_backend):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot, scale=0.3)
+    compare(ref, out)
+
+
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+@pytest.mark.parametrize("normalize", [False, True])
+def test_varlen_equals_per_sequence(kernel_backend, normalize):
+    lengths = [15, 64, 1, 130, 70]
+    cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
+    inputs = low_precision_inputs(make_inputs(1, sum(lengths), normalize=normalize, initial_state=True,
+                                              num_states=len(lengths)))
+    cot = random_cotangents()
+    with backend(kernel_backend):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, cu_seqlens=cu_seqlens.to(DEVICE))
+    do, dstate = cot(out["o"], None if normalize else out["state"])  # cached by the run above
+    for n, (bos, eos) in enumerate(zip(cu_seqlens[:-1].tolist(), cu_seqlens[1:].tolist())):
+        seq = {name: (x[:, bos:eos] if name in ("q", "k", "v", "g") else None) for name, x in inputs.items()}
+        states = flat_state(inputs["initial_state"])
+        seq["initial_state"] = tuple(s[n:n + 1] for s in states) if normalize else states[0][n:n + 1]
+        seq_cot = lambda o, state: (do[:, bos:eos], [d[n:n + 1] for d in dstate])  # noqa: E731
+        ref = reference(seq, normalize, seq_cot)
+        state_parts = [d[n:n + 1] for d in flat_state(
+            (out_state_views(out["state"], len(lengths), normalize)))]
+        got = dict(o=out["o"][:, bos:eos], state=torch.cat([s.reshape(-1) for s in state_parts]),
+                   dq=out["dq"][:, bos:eos], dk=out["dk"][:, bos:eos], dv=out["dv"][:, bos:eos],
+                   dg=out["dg"][:, bos:eos], dh0=out["dh0"][n:n + 1])
+        if normalize:
+            got["dz0"] = out["dz0"][n:n + 1]
+        compare(ref, got)
+
+
+def out_state_views(flat, N, normalize):
+    """Undo ``run``'s flattening of the final state: S [N, H, K, V] (and z [N, H, K])."""
+    S = flat[:N * H * K * V].reshape(N, H, K, V)
+    return (S, flat[N * H * K * V:].reshape(N, H, K)) if normalize else S
+
+
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+@pytest.mark.parametrize("normalize", [False, True])
+def test_chunk_equals_recurrent_decoding(kernel_backend, normalize):
+    """Prefill with the chunked op, then decode token by token: equals one chunked call on everything."""
+    T, prefix = 80, 67
+    x = {n: t.to(DEVICE, DTYPE if n in ("q", "k", "v") else torch.float32)
+         for n, t in make_inputs(2, T, normalize=normalize).items()}
+    with torch.no_grad(), backend(kernel_backend):
+        full, full_state = chunk_decayed_linear_attn(**x, normalize=normalize, output_final_state=True)
+        step = lambda sl, state: {n: t[:, sl] for n, t in x.items()} | dict(initial_state=state)  # noqa: E731
+        o_prefix, state = chunk_decayed_linear_attn(**step(slice(0, prefix), None), normalize=normalize,
+                                                    output_final_state=True)
+        outputs = [o_prefix]
+        for t in range(prefix, T):
+            o_t, state = fused_recurrent_decayed_linear_attn(**step(slice(t, t + 1), state), normalize=normalize,
+                                                             output_final_state=True)
+            outputs.append(o_t)
+    assert_close("o", full.float(), torch.cat(outputs, dim=1).float(), TOL["o"])
+    for name, a, b in zip(("S", "z"), flat_state(full_state), flat_state(state)):
+        assert_close(name, a, b, TOL["state"])
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_recurrent_gradients_match_reference(normalize):
+    inputs = make_inputs(2, 20, normalize=normalize, initial_state=True)
+    cot = random_cotangents()
+    ref = reference(inputs, normalize, cot)
+    out = run(fused_recurrent_decayed_linear_attn, inputs, DEVICE, torch.float32, normalize, cot)
+    for name in ref:
+        assert_close(name, ref[name], out[name], 1e-4)
+
+
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+def test_mamba2_ssd_identity(kernel_backend):
+    """SSD(x, dt, A, B, C) (Dao & Gu 2024, eq. 16, scalar A per head) = op(q=C, k=B, v=x·dt, g=dt·A, scale=1)."""
+    batch, T, heads, P, N = 2, 70, 3, 16, 32
+    x, B, C = torch.randn(batch, T, heads, P), torch.randn(batch, T, heads, N), torch.randn(batch, T, heads, N)
+    dt = F.softplus(torch.randn(batch, T, heads) - 1.0)
+    A = -torch.rand(heads) * 4
+    h = torch.zeros(batch, heads, N, P)
+    ys = []
+    for t in range(T):
+        A_bar = torch.exp(dt[:, t] * A)  # [batch, heads]
+        h = A_bar[..., None, None] * h + (dt[:, t, :, None, None] * B[:, t, :, :, None] * x[:, t, :, None, :])
+        ys.append(torch.einsum("bhn,bhnp->bhp", C[:, t], h))
+    y_ssd = torch.stack(ys, dim=1)
+    with backend(kernel_backend):
+        y, _ = chunk_decayed_linear_attn(C.to(DEVICE), B.to(DEVICE), (x * dt[..., None]).to(DEVICE),
+                                         g=(dt * A).to(DEVICE), scale=1.0)
+    assert_close("y", y_ssd, y.cpu(), 1e-4)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(g=torch.zeros(2, 10)), "g must be the log decay"),
+    (dict(initial_state=torch.zeros(2, 2, 8, 4)), "initial state S must be"),
+    (dict(normalize=True, initial_state=torch.zeros(2, 2, 8, 8)), "must be the pair"),
+    (dict(cu_seqlens=torch.tensor([0, 4, 10])), "B = 1"),
+])
+def test_bad_input_names_the_argument(kwargs, message):
+    q = torch.randn(2, 10, 2, 8)
+    with pytest.raises(ValueError, match=message):
+        chunk_decayed_linear_attn(q, q, torch.randn(2, 10, 2, 8), **kwargs)
