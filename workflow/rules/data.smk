@@ -3,7 +3,7 @@ rule synth_text:
     output:
         directory("results/data/synth_text"),
     params:
-        cfg=sections("seed", "data"),
+        cfg=sections("data"),
     log:
         "logs/synth_text.log",
     benchmark:

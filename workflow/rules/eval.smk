@@ -14,7 +14,7 @@ rule eval_lm:
         "results/benchmarks/eval_lm/{name}.tsv"
     wildcard_constraints:
         name="|".join(map(re.escape, LM_MODELS)),
-    threads: 2
+    threads: 1
     resources:
         mem_mb=4000,
         gpu=1,

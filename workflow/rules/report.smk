@@ -18,4 +18,4 @@ rule report:
         gpu=0,
     shell:
         "relin report --config {params.cfg:q} --eval {input.metrics} --teacher-history {input.histories}"
-        " --out {output} > {log} 2>&1"
+        " --by-length {input.by_length} --out {output} > {log} 2>&1"

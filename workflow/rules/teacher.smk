@@ -13,7 +13,7 @@ rule teacher_lm:
         "logs/teacher_lm/{arch}.log",
     benchmark:
         "results/benchmarks/teacher_lm/{arch}.tsv"
-    threads: 2
+    threads: 1
     resources:
         mem_mb=8000,
         gpu=1,

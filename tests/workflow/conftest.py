@@ -1,0 +1,97 @@
+"""Fixtures for the workflow acceptance tests: temp copies of the repository and one shared smoke run.
+
+Workflow runs happen in a copy of the repository's files (``git ls-files``), never in the checkout.
+The copy's ``params.yaml`` already holds the smoke overlay merged in, so ``snakemake`` (run with
+``--configfile workflow/configs/smoke.yaml`` as CI does) and ``dvc repro`` (which reads only
+``params.yaml``) see the same parameters.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = "workflow/configs/smoke.yaml"
+GIT_IDENTITY = {"GIT_AUTHOR_NAME": "relin-tests", "GIT_AUTHOR_EMAIL": "tests@relin.invalid",
+                "GIT_COMMITTER_NAME": "relin-tests", "GIT_COMMITTER_EMAIL": "tests@relin.invalid"}
+
+
+
+def _load_gen_dvc():
+    spec = importlib.util.spec_from_file_location("gen_dvc", ROOT / "workflow" / "scripts" / "gen_dvc.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+gen_dvc = _load_gen_dvc()
+
+
+def workflow_env(**extra: str) -> dict[str, str]:
+    """The environment of a workflow run: offline, no telemetry, no inherited parent run."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELIN_")}
+    env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
+                "DO_NOT_TRACK": "true", "DVC_NO_ANALYTICS": "1", 
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+                **GIT_IDENTITY, **extra})
+    return env
+
+
+def run(args: list[str], cwd: Path, check: bool = True, timeout: float = 900, **env: str):
+    """Run a command in ``cwd``; on failure the assertion shows its output."""
+    proc = subprocess.run(args, cwd=cwd, env=workflow_env(**env), capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert proc.returncode == 0, f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def snakemake(cwd: Path, *args: str, overlays: tuple[Path, ...] = (), check: bool = True, **env: str):
+    """``snakemake`` with the smoke config (plus ``overlays``). Targets in ``args`` come before any
+    option that takes several values (``--forcerun``), which would swallow them."""
+    return run(["snakemake", *args, "--cores", "2", "--configfile", SMOKE, *map(str, overlays)],
+               cwd, check=check, **env)
+
+
+def copy_repository(dest: Path) -> Path:
+    """The repository's tracked (and not ignored) files, copied to ``dest``, with smoke params."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    from relin.config import deep_merge
+
+    params = deep_merge(yaml.safe_load((dest / "params.yaml").read_text()),
+                        yaml.safe_load((dest / SMOKE).read_text()) or {})
+    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return dest
+
+
+def clone_run(src: Path, dest: Path) -> Path:
+    """A copy of a finished run (results, logs, Snakemake metadata, MLflow store) to mutate."""
+    shutil.copytree(src, dest, symlinks=True)
+    return dest
+
+
+def overlay(path: Path, mapping: dict) -> Path:
+    path.write_text(yaml.safe_dump(mapping))
+    return path
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """The smoke DAG, run once end to end in a copy of the repository (shared by the tests)."""
+    if not (ROOT / SMOKE).is_file():
+        pytest.fail(f"{SMOKE} is missing: the smoke config defines the CI run")
+    repo = copy_repository(tmp_path_factory.mktemp("smoke"))
+    snakemake(repo)
+    return repo

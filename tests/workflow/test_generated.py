@@ -1,0 +1,90 @@
+"""The generated files are current, every rule passes exactly its stage's config sections, and the
+Snakefile refuses a bad params.yaml with one line before anything runs."""
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from .conftest import ROOT, copy_repository, gen_dvc, overlay, snakemake
+
+
+def test_params_schema_is_current():
+    from relin.schema import schema_text
+
+    assert (ROOT / "workflow/schemas/params.schema.yaml").read_text() == schema_text(), \
+        "params.schema.yaml is stale: run `relin schema`"
+
+
+def test_dvc_yaml_is_current():
+    assert (ROOT / "dvc.yaml").read_text() == gen_dvc.dvc_yaml(ROOT), \
+        "dvc.yaml is stale: run `python workflow/scripts/gen_dvc.py`"
+
+
+def test_every_rule_passes_exactly_the_sections_its_stage_reads():
+    from relin.cli import _parser
+    from relin.stages import load_stage
+
+    jobs = gen_dvc.snakemake_jobs(ROOT)
+    assert {job.rule.name for job in jobs} >= {"synth_text", "teacher_lm", "eval_lm", "report"}
+    for job in jobs:
+        words = shlex.split(job.shellcmd.split(">")[0])
+        argv = words[words.index("relin") + 1:]
+        args = _parser(argv[0]).parse_args(argv)
+        declared = load_stage(argv[0]).SECTIONS(args)
+        assert sorted(json.loads(args.config)) == sorted(declared), f"rule {job.rule.name} ({job.wildcards_dict})"
+
+
+def test_dvc_stages_mirror_the_snakemake_jobs():
+    import yaml
+
+    stages = yaml.safe_load(gen_dvc.dvc_yaml(ROOT))["stages"]
+    outs = [next(iter(o)) if isinstance(o, dict) else o
+            for stage in stages.values() for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
+    assert len(outs) == len(set(outs)), "two DVC stages declare the same output"
+    teacher = stages["teacher_lm-qwen3"]
+    assert teacher["params"] == ["teacher.models.qwen3", "teacher.train"]
+    assert "src/relin/stages/teacher_lm.py" in teacher["deps"] and "src/relin/train" in teacher["deps"]
+    assert teacher["cmd"].startswith("snakemake results/teacher/qwen3/model ")
+    assert teacher["cmd"].endswith("--forcerun teacher_lm --allowed-rules teacher_lm")
+
+
+def test_dry_run_creates_nothing(tmp_path):
+    repo = copy_repository(tmp_path)
+    before = set(repo.iterdir())
+    out = snakemake(repo, "-n")
+    assert "report" in out.stdout
+    created = {p.name for p in set(repo.iterdir()) - before} - {".snakemake"}
+    assert not created, f"a dry run created {sorted(created)}"
+
+
+@pytest.mark.parametrize("case", ["unknown key", "wrong type", "missing params.yaml", "bad overlay value"])
+def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
+    repo = copy_repository(tmp_path)
+    existing = {repo / "results/teacher/qwen3/history.csv": "step,loss\n1,2.0\n",
+                repo / "results/report/index.html": "<html>earlier report</html>\n"}
+    for path, text in existing.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    params = repo / "params.yaml"
+    overlays = ()
+    if case == "unknown key":
+        params.write_text(params.read_text().replace("  train:\n    steps:", "  train:\n    stepz:", 1))
+        expected = "teacher.train.stepz: unknown key"
+    elif case == "wrong type":
+        params.write_text(params.read_text().replace("    lr: ", "    lr: fast #", 1))
+        expected = "teacher.train.lr: expected a number, got 'fast'"
+    elif case == "missing params.yaml":
+        params.unlink()
+        expected = "params.yaml: config file not found"
+    else:
+        overlays = (overlay(tmp_path / "bad.yaml", {"teacher": {"archs": ["llama"]}}),)
+        expected = "teacher.archs: 'llama' is not a key of teacher.models"
+    proc = snakemake(repo, overlays=overlays, check=False)
+    assert proc.returncode != 0
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1 and expected in lines[0], lines
+    for path, text in existing.items():
+        assert path.read_text() == text
+    assert not (repo / "mlflow.db").exists() and not (repo / "logs").exists()

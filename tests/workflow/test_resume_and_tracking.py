@@ -1,0 +1,67 @@
+"""Workflow-level robustness: a killed teacher job resumes from its checkpoint when the workflow is
+rerun, and the DAG runs with tracking switched off (by config or by ``RELIN_TRACKING=0``)."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+
+import psutil
+import pytest
+
+from .conftest import SMOKE, clone_run, copy_repository, overlay, snakemake, workflow_env
+
+pytestmark = pytest.mark.slow
+
+RESUMABLE = {"teacher": {"archs": ["qwen3"], "train": {"steps": 40, "checkpoint_every": 5, "log_every": 5}}}
+
+
+def _teacher_process(snakemake_pid: int) -> psutil.Process | None:
+    for child in psutil.Process(snakemake_pid).children(recursive=True):
+        try:
+            if "teacher-lm" in child.cmdline() and "python" in child.name():
+                return child
+        except psutil.NoSuchProcess:
+            continue
+    return None
+
+
+def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
+    repo = clone_run(smoke_run, tmp_path / "repo")
+    target = "results/teacher/qwen3/train_metrics.json"
+    change = overlay(tmp_path / "resumable.yaml", RESUMABLE)
+    argv = ["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(change)]
+    proc = subprocess.Popen(argv, cwd=repo, env=workflow_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline, killed_after = time.monotonic() + 600, None
+    while time.monotonic() < deadline and proc.poll() is None:
+        steps = sorted((repo / "checkpoints/teacher/qwen3").glob("*/step-*"))
+        teacher = _teacher_process(proc.pid)
+        if steps and teacher is not None:
+            killed_after = int(steps[-1].name.removeprefix("step-"))
+            teacher.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.2)
+    output = proc.communicate(timeout=120)[0]
+    assert killed_after is not None, f"no checkpoint appeared before the teacher finished:\n{output}"
+    assert proc.returncode != 0 and not (repo / target).exists(), output
+
+    snakemake(repo, target, overlays=(change,))
+    metrics = json.loads((repo / target).read_text())
+    assert 0 < killed_after <= metrics["resumed_from"] < RESUMABLE["teacher"]["train"]["steps"], metrics
+    assert metrics["steps"] == RESUMABLE["teacher"]["train"]["steps"]
+    log = (repo / "logs/teacher_lm/qwen3.log").read_text()
+    assert f"{metrics['resumed_from']}/{metrics['steps']}" in log, "progress bar does not start at the resumed step"
+
+
+@pytest.mark.parametrize("how", ["RELIN_TRACKING=0", "tracking.enabled: false"])
+def test_dag_runs_with_tracking_disabled(tmp_path, how):
+    repo = copy_repository(tmp_path)
+    if how == "RELIN_TRACKING=0":
+        snakemake(repo, "results/data/synth_text", RELIN_TRACKING="0")
+    else:
+        snakemake(repo, "results/data/synth_text",
+                  overlays=(overlay(tmp_path / "off.yaml", {"tracking": {"enabled": False}}),))
+    assert (repo / "results/data/synth_text").is_dir()
+    assert not (repo / "mlflow.db").exists() and not (repo / "mlruns").exists()

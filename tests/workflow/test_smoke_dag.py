@@ -1,0 +1,102 @@
+"""Acceptance tests on one smoke run of the whole DAG: it completes, is then up to date, a changed
+teacher parameter reruns exactly that teacher's chain (Snakemake and DVC agree), and MLflow holds
+the lineage: one parent run, a child per job, each child's inputs with digests and producer runs."""
+from __future__ import annotations
+
+import re
+import pytest
+
+from .conftest import clone_run, gen_dvc, overlay, run, snakemake
+
+pytestmark = pytest.mark.slow
+
+
+def planned_jobs(dry_run_stdout: str) -> set[str]:
+    """``rule`` or ``rule[wildcards]`` for every job a ``snakemake -n`` output plans to run."""
+    jobs = set()
+    for block in re.split(r"\n(?=(?:local)?rule \w+:)", dry_run_stdout):
+        head = re.match(r"(?:local)?rule (\w+):", block)
+        if head is None or head.group(1) == "all":
+            continue
+        wildcards = re.search(r"^\s+wildcards: (.+)$", block, re.M)
+        jobs.add(f"{head.group(1)}[{wildcards.group(1)}]" if wildcards else head.group(1))
+    return jobs
+
+
+def test_smoke_dag_runs_end_to_end_and_is_then_up_to_date(smoke_run):
+    assert (smoke_run / "results/report/index.html").is_file()
+    assert (smoke_run / "mlflow.db").is_file()
+    for arch in ("qwen3", "gpt_neox"):
+        assert (smoke_run / f"results/eval/teacher-{arch}/metrics.json").is_file()
+        assert (smoke_run / f"results/benchmarks/teacher_lm/{arch}.tsv").is_file()
+    out = snakemake(smoke_run, "-n").stdout
+    assert "Nothing to be done" in out, out
+    assert planned_jobs(out) == set()
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({"teacher": {"train": {"lr": 0.003}}},
+     {"teacher_lm[arch=qwen3]", "teacher_lm[arch=gpt_neox]", "eval_lm[name=teacher-qwen3]",
+      "eval_lm[name=teacher-gpt_neox]", "report"}),
+    ({"teacher": {"models": {"qwen3": {"rope_theta": 20000.0}}}},
+     {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report"}),
+], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta"])
+def test_teacher_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
+    out = snakemake(smoke_run, "-n", overlays=(overlay(tmp_path / "change.yaml", change),)).stdout
+    assert planned_jobs(out) == expected, out
+    assert "Params have changed since last execution" in out
+
+
+def test_dvc_repro_reruns_only_the_changed_teacher_chain(smoke_run, tmp_path):
+    repo = clone_run(smoke_run, tmp_path / "repo")
+    run(["git", "init", "-q"], repo)
+    run(["git", "add", "-A"], repo)
+    run(["git", "commit", "-q", "-m", "smoke run"], repo)
+    run(["dvc", "commit", "-f", "-q"], repo)  # adopt the Snakemake run's results as the DVC baseline
+    assert "up to date" in run(["dvc", "status"], repo).stdout
+
+    params = repo / "params.yaml"
+    text = params.read_text()
+    qwen3 = text.index("  qwen3:\n      family: qwen3")
+    params.write_text(text[:qwen3] + text[qwen3:].replace("rope_theta: 10000.0", "rope_theta: 20000.0", 1))
+    out = run(["dvc", "repro"], repo, timeout=1200).stdout
+    ran = set(re.findall(r"Running stage '([^']+)'", out))
+    skipped = set(re.findall(r"Stage '([^']+)' didn't change, skipping", out))
+    assert ran == {"teacher_lm-qwen3", "eval_lm-teacher-qwen3", "report"}, out
+    assert {"synth_text", "teacher_lm-gpt_neox", "eval_lm-teacher-gpt_neox"} <= skipped, out
+    # Both tools now agree that everything is up to date.
+    assert "Nothing to be done" in snakemake(repo, "-n").stdout
+
+
+def test_mlflow_holds_one_parent_run_and_the_lineage_of_every_child(smoke_run):
+    from mlflow.tracking import MlflowClient
+
+    from relin.io import digest, read_manifest
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{smoke_run / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("relin")
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    parents = [r for r in runs if r.data.tags.get("relin.kind") == "pipeline"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert len(children) == len(runs) - 1
+    assert sorted(r.data.tags["relin.stage"] for r in children) == sorted(
+        ["synth-text", "teacher-lm", "teacher-lm", "eval-lm", "eval-lm", "report"])
+    by_id = {r.info.run_id: r for r in children}
+
+    expected_inputs = {}
+    for job in gen_dvc.snakemake_jobs(smoke_run):
+        expected_inputs.setdefault(gen_dvc.relin_stage(job), []).append(sorted(map(str, job.input)))
+    for child in children:
+        stage = child.data.tags["relin.stage"]
+        inputs = child.inputs.dataset_inputs
+        names = sorted(i.dataset.name for i in inputs)
+        assert names in expected_inputs[stage], f"{stage} recorded inputs {names}"
+        expected_inputs[stage].remove(names)
+        for item in inputs:
+            path = smoke_run / item.dataset.name
+            assert item.dataset.digest == digest(path)[:36], f"{stage}: digest of {item.dataset.name}"
+            tags = {t.key: t.value for t in item.tags}
+            producer = by_id[tags["relin.producer_run_id"]]
+            assert producer.info.run_id == read_manifest(path)["run_id"]
+            assert producer.data.tags["relin.stage"] == tags["relin.producer_stage"]
