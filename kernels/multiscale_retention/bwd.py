@@ -3,7 +3,8 @@
 With p_t = do_t ⊙ q_t and the adjoint a_{t,s} = mix_{t,s} p_t + λ_s a_{t+1,s} of M_{t,s}:
 - ``forward_sweep`` re-walks each block from its saved start state: dq = do ⊙ m,
   dmix_{t,s} = Σ_c p_t M_{t,s} (one partial per channel block), and the block's adjoint from a zero
-  right carry, G_n = Σ_{j in block} λ^{j - start} mix_j p_j, which feeds the reverse block scan;
+  right carry, stored as λ G_n with G_n = Σ_{j in block} λ^{j - start} mix_j p_j, for the reverse
+  block scan;
 - ``reverse_sweep`` walks each block backwards from its true right carry R_n (= λ a of the token
   after the block): du = Σ_s a, dk = du ⊙ gate ⊙ v, dv = du ⊙ gate ⊙ k, dgate = du ⊙ k ⊙ v
   (one partial per channel block when the gate is per token); block 0 writes d(initial state) = λ a_1.
@@ -56,7 +57,7 @@ def multiscale_retention_bwd_kernel_forward_sweep(
         tl.store(dmix_partial + ((i_c * B * T + i_t) * S + o_s), tl.sum(b_h * b_p[None, :], 1), mask=m_s)
         b_g += (b_w * b_mix)[:, None] * b_p[None, :]
         b_w *= b_decay
-    tl.store(block_adjoint + p_h, b_g, mask=m_h)
+    tl.store(block_adjoint + p_h, b_decay[:, None] * b_g, mask=m_h)
 
 
 @autotune(WARP_CONFIGS, key=["C", "S", "BT", "BC"])

@@ -11,7 +11,7 @@ import triton
 
 from .bwd import multiscale_retention_bwd_kernel_forward_sweep, multiscale_retention_bwd_kernel_reverse_sweep
 from .fwd import multiscale_retention_fwd_kernel_block_end, multiscale_retention_fwd_kernel_output
-from .scan import block_start_states
+from .block_scan import scan_block_states
 
 TARGET_PROGRAMS = 4096  # enough resident programs to keep HBM busy with one token in flight each
 MIN_BLOCK_LEN = 64
@@ -54,8 +54,8 @@ def retention_fwd(q, k, v, gate, mix, log_decays, initial_state, block_len=None)
     else:
         block_end = q.new_empty(B, n_blocks, S, C, dtype=torch.float32)
         multiscale_retention_fwd_kernel_block_end[grid](k, v, gate, log_decays, block_end, T, **meta)
-        h0 = initial_state.float() if initial_state is not None else None
-        start = block_start_states(_block_decay(log_decays, T, meta["BT"]), block_end, h0).contiguous()
+        h0 = initial_state.float().contiguous() if initial_state is not None else None
+        start = scan_block_states(_block_decay(log_decays, T, meta["BT"]), block_end, h0)
     o = torch.empty_like(q)
     final_state = q.new_empty(B, S, C, dtype=torch.float32)
     multiscale_retention_fwd_kernel_output[grid](q, k, v, gate, mix, log_decays, start, o, final_state, T, **meta)
@@ -73,14 +73,12 @@ def retention_bwd(q, k, v, gate, mix, log_decays, start, do, dht, block_len=None
     block_adjoint = q.new_empty(B, n_blocks, S, C, dtype=torch.float32)
     multiscale_retention_bwd_kernel_forward_sweep[grid](
         q, k, v, gate, mix, do, log_decays, start, dq, dmix_partial, block_adjoint, T, B=B, **meta)
-    dht = dht.float() if dht is not None else None
+    dht = dht.float().contiguous() if dht is not None else None
     if n_blocks == 1:
         carry = (dht if dht is not None else q.new_zeros(B, S, C, dtype=torch.float32)).reshape(B, 1, S, C)
     else:
-        decay = log_decays.float().exp()[None, None, :, None]
-        # R_n = λ^{len_{n+1}} R_{n+1} + λ G_{n+1} with R_{N-1} = dht: a start-state scan over reversed blocks.
-        carry = block_start_states(_block_decay(log_decays, T, meta["BT"]).flip(0),
-                                   (decay * block_adjoint).flip(1), dht).flip(1)
+        # R_n = λ^{len_{n+1}} R_{n+1} + λ G_{n+1} with R_{N-1} = dht: the start-state scan, reversed.
+        carry = scan_block_states(_block_decay(log_decays, T, meta["BT"]), block_adjoint, dht, reverse=True)
     carry = carry.contiguous()
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     per_channel = meta["GATE_PER_CHANNEL"]

@@ -1,9 +1,10 @@
-"""Scan over T-block boundary states: the second level of the two-level (blocked) recurrence.
+"""Scan over T-block boundary states in PyTorch (differentiable; the chunked CPU path uses it).
 
 Within a block the recurrence runs from a given start state; across blocks the start states
 obey H_{n+1} = λ^{len_n} H_n + E_n with E_n the block's end state from a zero start
 (notes/chunked-algorithms.md §3). That first-order linear recurrence is solved here in
 ceil(log2 N) vectorised steps (Hillis-Steele), so no Python loop runs over the N blocks.
+The Triton path's version of the same scan is ``block_scan.py``.
 """
 from __future__ import annotations
 
