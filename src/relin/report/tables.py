@@ -44,7 +44,8 @@ def niah_depth_table(by_length: list[NamedRows]) -> Table:
 
 def training_table(histories: list[NamedRows]) -> Table:
     """One row per training run: its last logged step."""
-    extra = [c for c in ("lr", "tokens_per_s", "elapsed_s") if any(c in h.rows[-1] for h in histories if h.rows)]
+    extra = [c for c in ("accuracy", "lr", "tokens_per_s", "elapsed_s")
+             if any(c in h.rows[-1] for h in histories if h.rows)]
     rows = []
     for h in histories:
         last = h.rows[-1] if h.rows else {}
