@@ -54,11 +54,8 @@ def generate_niah(family: str, length: int, depths: list[float | None], value_di
         keys = [NEEDLE_KEYS[i] for i in rng.choice(len(NEEDLE_KEYS), size=num_needles, replace=False)]
         values = _distinct_values(num_needles, value_digits, rng)
         queried = slice(None) if family == "multiquery" else slice(0, 1)
-        question, prefix = (QUESTION_ALL, ANSWER_PREFIX_ALL) if family == "multiquery" else (QUESTION_ONE,
-                                                                                              ANSWER_PREFIX_ONE)
-        asked = _enumerate(keys[queried])
         needles = [encoder.ids(NEEDLE.format(key=k, value=v)) for k, v in zip(keys, values)]
-        tail = encoder.ids(question.format(key=asked) + " " + prefix.format(key=asked))
+        tail = encoder.ids(_question(keys[queried]))
         answer = ", ".join(values[queried])
         answer_ids = encoder.ids(answer)
         budget = length - 2 - sum(map(len, needles)) - len(tail) - len(answer_ids)
@@ -67,18 +64,32 @@ def generate_niah(family: str, length: int, depths: list[float | None], value_di
                               f"question and answer with any haystack (expected >= {length - budget + 1})")
         sentences = _haystack(budget, filler, encoder, rng)
         starts = np.cumsum([0] + [len(s) for s in sentences])
-        slot = [int(np.argmin(np.abs(starts - depth * budget)))]
-        slot += [int(s) for s in rng.integers(len(sentences) + 1, size=num_needles - 1)]
-        prompt: list[int] = []
-        for boundary in range(len(sentences) + 1):
-            for needle, at in zip(needles, slot):
-                if at == boundary:
-                    prompt += needle
-            if boundary < len(sentences):
-                prompt += sentences[boundary]
+        boundaries = [int(np.argmin(np.abs(starts - depth * budget)))]
+        boundaries += rng.integers(len(sentences) + 1, size=num_needles - 1).tolist()
+        prompt = _insert(sentences, needles, boundaries)
         rows.append(answer_row(f"niah_{family}", encoder.bos, encoder.eos, prompt + tail, answer_ids,
                                answer=answer, answers=values[queried], length=length, depth=depth))
     return rows
+
+
+def _question(keys: list[str]) -> str:
+    """The question and answer prefix: about one key, or about all of them (multi-query)."""
+    asked = _enumerate(keys)
+    if len(keys) == 1:
+        return QUESTION_ONE.format(key=asked) + " " + ANSWER_PREFIX_ONE.format(key=asked)
+    return QUESTION_ALL.format(key=asked) + " " + ANSWER_PREFIX_ALL.format(key=asked)
+
+
+def _insert(sentences: list[list[int]], needles: list[list[int]], boundaries: list[int]) -> list[int]:
+    """The haystack with ``needles[i]`` placed before sentence ``boundaries[i]`` (``len(sentences)``: at the end)."""
+    prompt: list[int] = []
+    for boundary in range(len(sentences) + 1):
+        for needle, at in zip(needles, boundaries):
+            if at == boundary:
+                prompt += needle
+        if boundary < len(sentences):
+            prompt += sentences[boundary]
+    return prompt
 
 
 def _distinct_values(count: int, digits: int, rng: np.random.Generator) -> list[str]:
