@@ -89,8 +89,8 @@ def run(args: argparse.Namespace, sections) -> None:
                                                       local_files_only=True)
             history, summary = [], {"steps": 0, "pretrained": model_cfg.pretrained}
         else:
-            tokenizer = load_tokenizer(data / "tokenizer")
             input_ids, labels = load_train_rows(data)
+            tokenizer = load_tokenizer(data / "tokenizer")
             longest = max(len(r) for r in input_ids)
             if longest > model_cfg.max_position_embeddings:
                 raise InputError(f"--data {data}: rows of {longest} tokens exceed teacher.models.{args.arch}"

@@ -1,0 +1,105 @@
+"""The training loop: learning, accumulation, resume after a kill, divergence."""
+import pytest
+import torch
+
+from relin.config import TeacherModelConfig, TrainConfig
+from relin.errors import TrainingDiverged
+from relin.models.teachers import build_teacher
+from relin.train.batching import StepBatches
+from relin.train.checkpoint import CheckpointDir
+from relin.train.distributed import dist_env
+from relin.train.loop import train
+from relin.train.objectives import CrossEntropy, ObjectiveOutput
+
+from .toydata import toy_rows
+
+TINY = dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2, head_dim=16,
+            intermediate_size=64)
+
+
+def _model(tokenizer, family="qwen3", seed=0, **overrides):
+    return build_teacher(TeacherModelConfig(family=family, **{**TINY, **overrides}), tokenizer, seed=seed)
+
+
+def _batches(tokenizer, batch_size, n=256, seed=0):
+    rows = toy_rows(tokenizer, n, seed=11)
+    return StepBatches([r["input_ids"] for r in rows], [r["labels"] for r in rows], batch_size=batch_size,
+                       pad_id=tokenizer.pad_token_id, seed=seed)
+
+
+def _params(model):
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+class KilledAt(CrossEntropy):
+    """Cross-entropy that simulates a kill (KeyboardInterrupt) on its ``calls``-th micro-batch."""
+
+    def __init__(self, calls):
+        self.remaining = calls
+
+    def __call__(self, model, batch):
+        self.remaining -= 1
+        if self.remaining == 0:
+            raise KeyboardInterrupt
+        return super().__call__(model, batch)
+
+
+class NaNAt(CrossEntropy):
+    """Cross-entropy whose loss turns NaN from its ``calls``-th micro-batch on."""
+
+    def __init__(self, calls):
+        self.remaining = calls
+
+    def __call__(self, model, batch):
+        self.remaining -= 1
+        out = super().__call__(model, batch)
+        if self.remaining <= 0:
+            return ObjectiveOutput(out.loss_sum * float("nan"), out.num_targets, out.sums)
+        return out
+
+
+def test_loop_learns_toy_recall(tokenizer, tmp_path):
+    cfg = TrainConfig(steps=200, batch_size=32, lr=3e-3, warmup_steps=10, log_every=25, checkpoint_every=1000)
+    result = train(_model(tokenizer, hidden_size=64, num_hidden_layers=2, head_dim=32, intermediate_size=128),
+                   CrossEntropy(), _batches(tokenizer, 32), cfg, checkpoint_root=tmp_path, progress=False)
+    first, last = result.history[0], result.history[-1]
+    assert last["loss"] < 0.6 * first["loss"], f"loss {first['loss']:.3f} -> {last['loss']:.3f}"
+    assert last["accuracy"] > 0.5, "value recall is at chance (1/12) without learning"
+    assert [row["step"] for row in result.history] == list(range(25, 201, 25))
+    assert {"lr", "grad_norm", "tokens_per_s", "max_len"} <= set(last)
+
+
+def test_grad_accumulation_equals_one_big_batch(tokenizer, tmp_path):
+    common = dict(steps=3, lr=1e-2, warmup_steps=0, checkpoint_every=100, clip_grad_norm=0.5)
+    big = train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 16),
+                TrainConfig(batch_size=16, grad_accum=1, **common), checkpoint_root=tmp_path / "a", progress=False)
+    accum = train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 4),
+                  TrainConfig(batch_size=4, grad_accum=4, **common), checkpoint_root=tmp_path / "b", progress=False)
+    assert big.history[-1]["loss"] == pytest.approx(accum.history[-1]["loss"], rel=1e-5)
+    torch.testing.assert_close(_params(accum.model), _params(big.model), rtol=1e-5, atol=1e-6)
+
+
+def test_resume_after_kill_equals_uninterrupted_run(tokenizer, tmp_path):
+    cfg = TrainConfig(steps=12, batch_size=8, grad_accum=2, lr=5e-3, warmup_steps=3, log_every=2,
+                      checkpoint_every=4, schedule="wsd")
+    straight = train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 8), cfg,
+                     checkpoint_root=tmp_path / "straight", progress=False)
+    root = tmp_path / "killed"
+    with pytest.raises(KeyboardInterrupt):
+        train(_model(tokenizer), KilledAt(calls=2 * 10), _batches(tokenizer, 8), cfg, checkpoint_root=root,
+              progress=False)
+    assert CheckpointDir(root, dist_env()).latest()[0] == 8
+    resumed = train(_model(tokenizer, seed=123), CrossEntropy(), _batches(tokenizer, 8), cfg,
+                    checkpoint_root=root, progress=False)
+    assert resumed.resumed_from == 8
+    torch.testing.assert_close(_params(resumed.model), _params(straight.model), rtol=1e-6, atol=1e-7)
+    assert [r["loss"] for r in resumed.history] == pytest.approx([r["loss"] for r in straight.history])
+    assert [p.name for p in root.iterdir()] == ["step-000012"], "only the last checkpoint is kept"
+
+
+def test_nan_loss_raises_and_keeps_last_good_checkpoint(tokenizer, tmp_path):
+    cfg = TrainConfig(steps=10, batch_size=4, lr=1e-3, warmup_steps=0, checkpoint_every=3)
+    with pytest.raises(TrainingDiverged, match=r"loss became nan at step 5; last good checkpoint kept at .*step-000003"):
+        train(_model(tokenizer), NaNAt(calls=5), _batches(tokenizer, 4), cfg, checkpoint_root=tmp_path,
+              progress=False)
+    assert [p.name for p in tmp_path.iterdir()] == ["step-000003"]
