@@ -4,6 +4,10 @@ Triton pipeline, chunk size 64 (notes/chunked-algorithms.md §2):
 forward  ``wy`` (parallel over chunks) -> ``state`` (sequential over chunks) -> ``output`` (parallel);
 backward recomputes ``wy`` and ``state``, then the reverse ``state`` pass and per-chunk ``grad``.
 Only q, k, v, g, beta and the initial state are saved for backward.
+
+Precision: intermediates (W, U, per-chunk states, deltas and their gradients) are stored in fp32 and
+every product takes fp32 operands, exact (ieee) for fp32 inputs and tf32 for 16-bit inputs: deltas
+U - W S cancel as the state learns the values, so 16-bit rounding there costs more than the bandwidth.
 """
 from __future__ import annotations
 
@@ -22,8 +26,9 @@ BT = 64
 MAX_HEAD_DIM = 256
 
 
-def _precision(x: torch.Tensor) -> str:
-    return "ieee" if x.dtype == torch.float32 else "tf32"
+def _precision(*xs: torch.Tensor) -> str:
+    """Exact fp32 products when every operand came in fp32; tf32 (10-bit mantissa) otherwise."""
+    return "ieee" if all(x.dtype == torch.float32 for x in xs) else "tf32"
 
 
 def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, store_final):
@@ -32,16 +37,16 @@ def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_off
     V = v.shape[-1]
     N, NT = cu_seqlens.numel() - 1, chunk_indices.shape[0]
     BK = max(triton.next_power_of_2(K), 16)
-    precision = _precision(k)
+    precision = _precision(q, k, v)
     b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
     m_inv = torch.empty(NT, H, BT, BT, dtype=torch.float32, device=k.device)
-    w = torch.empty_like(k)
-    u = torch.empty_like(v)
+    w = torch.empty(k.shape, dtype=torch.float32, device=k.device)
+    u = torch.empty(v.shape, dtype=torch.float32, device=k.device)
     gdn_fwd_kernel_wy[(NT, H)](
         k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
         H=H, K=K, V=V, BT=BT, BK=BK, BV=min(max(triton.next_power_of_2(V), 16), 64), PRECISION=precision)
-    h = torch.empty(NT, H, K, V, dtype=k.dtype, device=k.device)
-    v_new = torch.empty_like(v)
+    h = torch.empty(NT, H, K, V, dtype=torch.float32, device=k.device)
+    v_new = torch.empty(v.shape, dtype=torch.float32, device=k.device)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
     gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
         k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T,
@@ -67,7 +72,7 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
         o = torch.empty_like(v)
         gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), chunk_indices.shape[0], H)](
             q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
-            H=H, K=K, V=V, BT=BT, BK=max(triton.next_power_of_2(K), 16), PRECISION=_precision(k))
+            H=H, K=K, V=V, BT=BT, BK=max(triton.next_power_of_2(K), 16), PRECISION=_precision(q, k, v))
         ctx.save_for_backward(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets)
         ctx.scale = scale
         return o, ht
@@ -79,7 +84,7 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
         V = v.shape[-1]
         N, NT = cu_seqlens.numel() - 1, chunk_indices.shape[0]
         BK = max(triton.next_power_of_2(K), 16)
-        precision = _precision(k)
+        precision = _precision(q, k, v)
         b_cum, m_inv, w, h, v_new, _ = _forward_pipeline(
             q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, False)
         do = do.contiguous()
@@ -135,7 +140,8 @@ def chunk_gated_delta_rule(
     V = v.shape[-1]
     scale = K ** -0.5 if scale is None else scale
     if use_qk_l2norm_in_kernel:
-        q, k = l2norm(q).to(q.dtype), l2norm(k).to(k.dtype)
+        # Kept in fp32: rounding unit vectors back to 16 bits would be the largest error of the op.
+        q, k = l2norm(q), l2norm(k)
     if not use_triton(q):
         o, final = torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, cu_seqlens)
         return o.to(v.dtype), (final if output_final_state else None)

@@ -30,7 +30,6 @@ def gdn_bwd_kernel_grad(
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
     i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
     bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
-    DT = k.dtype.element_ty
 
     o_t = tl.arange(0, BT)
     r_t = bos + i_c * BT + o_t
@@ -59,29 +58,28 @@ def gdn_bwd_kernel_grad(
         m_vk = m_v[:, None] & m_k[None, :]
         p_tv = (r_t[:, None] * H + i_h) * V + o_v[None, :]
         p_vt = (r_t[None, :] * H + i_h) * V + o_v[:, None]
-        b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(DT)
-        b_dSt = tl.load(dh + p_hk + o_v[:, None], mask=m_vk, other=0.).to(DT)
-        b_do = tl.load(do + p_tv, mask=m_tv, other=0.).to(DT)
-        b_d = tl.load(v_new + p_tv, mask=m_tv, other=0.).to(DT)
-        b_dt = tl.load(v_new + p_vt, mask=m_vt, other=0.).to(DT)
-        b_dd = tl.load(dv_new + p_tv, mask=m_tv, other=0.).to(DT)
-        b_v = tl.load(v + p_tv, mask=m_tv, other=0.)
-        b_vt = tl.load(v + p_vt, mask=m_vt, other=0.).to(DT)
+        b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+        b_dSt = tl.load(dh + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+        b_do = tl.load(do + p_tv, mask=m_tv, other=0.).to(tl.float32)
+        b_d = tl.load(v_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
+        b_dt = tl.load(v_new + p_vt, mask=m_vt, other=0.).to(tl.float32)
+        b_dd = tl.load(dv_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
+        b_v = tl.load(v + p_tv, mask=m_tv, other=0.).to(tl.float32)
+        b_vt = tl.load(v + p_vt, mask=m_vt, other=0.).to(tl.float32)
 
         b_dq += tl.dot(b_do, b_St, input_precision=PRECISION)
         b_dks += tl.dot(b_d, b_dSt, input_precision=PRECISION)
         b_dw += tl.dot(b_dd, b_St, input_precision=PRECISION)
         b_dP += tl.dot(b_do, b_dt, input_precision=PRECISION)
         b_dM += tl.dot(b_dd, b_vt, input_precision=PRECISION)
-        b_dlast += tl.sum(b_St.to(tl.float32) * b_dSt.to(tl.float32), 1)
-        b_dvb = tl.dot(b_Mt.to(DT), b_dd, input_precision=PRECISION)
-        b_dbeta += tl.sum(b_dvb * b_v.to(tl.float32), 1)
+        b_dlast += tl.sum(b_St * b_dSt, 1)
+        b_dvb = tl.dot(b_Mt, b_dd, input_precision=PRECISION)
+        b_dbeta += tl.sum(b_dvb * b_v, 1)
         tl.store(dv + p_tv, (b_dvb * b_beta[:, None]).to(dv.dtype.element_ty), mask=m_tv)
 
-    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
-    b_qf, b_kf = b_q.to(tl.float32), b_k.to(tl.float32)
+    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
     i_last = tl.minimum(eos - bos - i_c * BT, BT) - 1
     b_blast = tl.sum(tl.where(o_t == i_last, b_b, 0.), 0)
     b_gamma = tl.exp(b_b)
@@ -91,36 +89,36 @@ def gdn_bwd_kernel_grad(
     m_strict = (o_t[:, None] > o_t[None, :]) & m_t[:, None] & m_t[None, :]
     b_R = tl.where(m_lower, tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
     b_dq = b_dq * (scale * b_gamma)[:, None]
-    b_db = tl.sum(b_dq * b_qf, 1)
+    b_db = tl.sum(b_dq * b_q, 1)
     b_dP = scale * b_dP * b_R
-    b_dq += tl.dot(b_dP.to(DT), b_k, input_precision=PRECISION)
-    b_dk = tl.dot(tl.trans(b_dP).to(DT), b_q, input_precision=PRECISION)
+    b_dq += tl.dot(b_dP, b_k, input_precision=PRECISION)
+    b_dk = tl.dot(tl.trans(b_dP), b_q, input_precision=PRECISION)
     b_E = b_dP * tl.dot(b_q, b_kt, input_precision=PRECISION)
     b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
 
     # State update term: (diag(gamma_C / gamma) K)^T delta.
     b_dks = b_dks * tl.where(m_t, tl.exp(b_blast - b_b), 0.)[:, None]
     b_dk += b_dks
-    b_e = tl.sum(b_dks * b_kf, 1)
+    b_e = tl.sum(b_dks * b_k, 1)
     b_db += tl.where(o_t == i_last, tl.sum(b_e, 0) + tl.exp(b_blast) * tl.sum(b_dlast, 0), 0.) - b_e
 
     # WY terms: W = M^{-1} diag(beta gamma) K, U = M^{-1} diag(beta) V.
     b_bg = b_beta * b_gamma
     b_dW = -b_dw
-    b_dKbg = tl.dot(b_Mt.to(DT), b_dW.to(DT), input_precision=PRECISION)
+    b_dKbg = tl.dot(b_Mt, b_dW, input_precision=PRECISION)
     b_dk += b_dKbg * b_bg[:, None]
-    b_t = tl.sum(b_dKbg * b_kf, 1)
+    b_t = tl.sum(b_dKbg * b_k, 1)
     b_dbeta += b_t * b_gamma
     b_db += b_t * b_bg
     b_dM = b_dM * b_beta[None, :]
-    b_dM += tl.dot(b_dW.to(DT), (b_kt * b_bg[None, :]).to(DT), input_precision=PRECISION)
-    b_dA = tl.dot(tl.dot(b_Mt, b_dM, input_precision=PRECISION).to(DT), b_Mt.to(DT), input_precision=PRECISION)
+    b_dM += tl.dot(b_dW, (b_kt * b_bg[None, :]), input_precision=PRECISION)
+    b_dA = tl.dot(tl.dot(b_Mt, b_dM, input_precision=PRECISION), b_Mt, input_precision=PRECISION)
     b_dAR = tl.where(m_strict, -b_dA * b_R, 0.)
     b_kk = tl.dot(b_k, b_kt, input_precision=PRECISION)
     b_dbeta += tl.sum(b_dAR * b_kk, 1)
     b_dAR = b_dAR * b_beta[:, None]
-    b_dk += tl.dot(b_dAR.to(DT), b_k, input_precision=PRECISION)
-    b_dk += tl.dot(tl.trans(b_dAR).to(DT), b_k, input_precision=PRECISION)
+    b_dk += tl.dot(b_dAR, b_k, input_precision=PRECISION)
+    b_dk += tl.dot(tl.trans(b_dAR), b_k, input_precision=PRECISION)
     b_E = b_dAR * b_kk
     b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
 

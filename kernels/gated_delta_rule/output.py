@@ -21,7 +21,6 @@ def gdn_fwd_kernel_output(
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
     i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
     bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
-    DT = k.dtype.element_ty
 
     o_t = tl.arange(0, BT)
     r_t = bos + i_c * BT + o_t
@@ -29,17 +28,17 @@ def gdn_fwd_kernel_output(
     o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
     m_k, m_v = o_k < K, o_v < V
-    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
-    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
-    b_S = tl.load(h + (i_tg * H + i_h) * K * V + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.)
+    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.).to(tl.float32)
+    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
+    b_S = tl.load(h + (i_tg * H + i_h) * K * V + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.).to(tl.float32)
     p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
     m_tv = m_t[:, None] & m_v[None, :]
-    b_d = tl.load(v_new + p_v, mask=m_tv, other=0.)
+    b_d = tl.load(v_new + p_v, mask=m_tv, other=0.).to(tl.float32)
     b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
 
     m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
     b_P = tl.dot(b_q, b_kt, input_precision=PRECISION)
     b_P = tl.where(m_lower, b_P * tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
-    b_o = tl.dot(b_q, b_S.to(DT), input_precision=PRECISION) * tl.exp(b_b)[:, None]
-    b_o += tl.dot(b_P.to(DT), b_d.to(DT), input_precision=PRECISION)
+    b_o = tl.dot(b_q, b_S, input_precision=PRECISION) * tl.exp(b_b)[:, None]
+    b_o += tl.dot(b_P, b_d, input_precision=PRECISION)
     tl.store(o + p_v, (scale * b_o).to(o.dtype.element_ty), mask=m_tv)

@@ -30,7 +30,6 @@ def gdn_fwd_kernel_state(
     bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
     boh = tl.load(chunk_offsets + i_n).to(tl.int64)
     NT = tl.cdiv(eos - bos, BT)
-    DT = k.dtype.element_ty
 
     o_t = tl.arange(0, BT)
     o_k = tl.arange(0, BK)
@@ -47,17 +46,17 @@ def gdn_fwd_kernel_state(
         r_t = bos + i_c * BT + o_t
         m_t = r_t < eos
         m_tv = m_t[:, None] & m_v[None, :]
-        b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
+        b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.).to(tl.float32)
         p_u = (r_t[:, None] * H + i_h) * V + o_v[None, :]
         b_u = tl.load(u + p_u, mask=m_tv, other=0.).to(tl.float32)
-        b_d = b_u - tl.dot(b_w.to(DT), b_S.to(DT), input_precision=PRECISION)
+        b_d = b_u - tl.dot(b_w, b_S, input_precision=PRECISION)
         tl.store(v_new + p_u, b_d.to(v_new.dtype.element_ty), mask=m_tv)
 
         b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
         b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
-        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
-        b_kt = (b_kt * tl.exp(b_last - b_b)[None, :]).to(DT)
-        b_S = b_S * tl.exp(b_last) + tl.dot(b_kt, b_d.to(DT), input_precision=PRECISION)
+        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
+        b_kt = (b_kt * tl.exp(b_last - b_b)[None, :])
+        b_S = b_S * tl.exp(b_last) + tl.dot(b_kt, b_d, input_precision=PRECISION)
     if STORE_FINAL_STATE:
         tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
 
@@ -75,7 +74,6 @@ def gdn_bwd_kernel_state(
     bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
     boh = tl.load(chunk_offsets + i_n).to(tl.int64)
     NT = tl.cdiv(eos - bos, BT)
-    DT = k.dtype.element_ty
 
     o_t = tl.arange(0, BT)
     o_k = tl.arange(0, BK)
@@ -96,23 +94,23 @@ def gdn_bwd_kernel_state(
         m_tv = m_t[:, None] & m_v[None, :]
         b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
         b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
-        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-        b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
-        b_wt = tl.load(w + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
+        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+        b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.).to(tl.float32)
+        b_wt = tl.load(w + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.).to(tl.float32)
         p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        b_do = tl.load(do + p_v, mask=m_tv, other=0.).to(DT)
+        b_do = tl.load(do + p_v, mask=m_tv, other=0.).to(tl.float32)
 
         # [BT, BT] transposed intra-chunk scores: entry (j, i) = R_ij q_i.k_j for j <= i.
         m_upper = (o_t[:, None] <= o_t[None, :]) & m_t[:, None] & m_t[None, :]
         b_Pt = tl.dot(b_k, b_qt, input_precision=PRECISION)
         b_Pt = tl.where(m_upper, b_Pt * tl.exp(tl.where(m_upper, b_b[None, :] - b_b[:, None], 0.)), 0.)
-        b_kd = (b_k * tl.exp(b_last - b_b)[:, None]).to(DT)
-        b_dd = scale * tl.dot(b_Pt.to(DT), b_do, input_precision=PRECISION)
-        b_dd += tl.dot(b_kd, b_dS.to(DT), input_precision=PRECISION)
+        b_kd = (b_k * tl.exp(b_last - b_b)[:, None])
+        b_dd = scale * tl.dot(b_Pt, b_do, input_precision=PRECISION)
+        b_dd += tl.dot(b_kd, b_dS, input_precision=PRECISION)
         tl.store(dv_new + p_v, b_dd.to(dv_new.dtype.element_ty), mask=m_tv)
 
-        b_qg = (b_qt * (scale * tl.exp(b_b))[None, :]).to(DT)
+        b_qg = (b_qt * (scale * tl.exp(b_b))[None, :])
         b_dS = b_dS * tl.exp(b_last) + tl.dot(b_qg, b_do, input_precision=PRECISION)
-        b_dS -= tl.dot(b_wt, b_dd.to(DT), input_precision=PRECISION)
+        b_dS -= tl.dot(b_wt, b_dd, input_precision=PRECISION)
     if STORE_INITIAL_STATE_GRADIENT:
         tl.store(dh0 + i_nh * K * V + o_kv, b_dS, mask=m_kv)

@@ -44,15 +44,14 @@ def gdn_fwd_kernel_wy(
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
     i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
     bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
-    DT = k.dtype.element_ty
 
     o_t = tl.arange(0, BT)
     r_t = bos + i_c * BT + o_t
     m_t = r_t < eos
     o_k = tl.arange(0, BK)
     m_k = o_k < K
-    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
-    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
+    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.).to(tl.float32)
+    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
     b_g = tl.load(g + r_t * H + i_h, mask=m_t, other=0.).to(tl.float32)
     b_beta = tl.load(beta + r_t * H + i_h, mask=m_t, other=0.).to(tl.float32)
     b_b = tl.cumsum(b_g, 0)
@@ -100,14 +99,14 @@ def gdn_fwd_kernel_wy(
     tl.debug_barrier()
     b_M = tl.load(p_m + o_t[:, None] * BT + o_t[None, :])
 
-    b_kbg = (b_k * (b_beta * tl.exp(b_b))[:, None]).to(DT)
-    b_w = tl.dot(b_M.to(DT), b_kbg, input_precision=PRECISION)
+    b_kbg = (b_k * (b_beta * tl.exp(b_b))[:, None])
+    b_w = tl.dot(b_M, b_kbg, input_precision=PRECISION)
     tl.store(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], b_w.to(w.dtype.element_ty),
              mask=m_t[:, None] & m_k[None, :])
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = i_v * BV + tl.arange(0, BV)
         m_tv = m_t[:, None] & (o_v < V)[None, :]
         p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        b_v = tl.load(v + p_v, mask=m_tv, other=0.)
-        b_u = tl.dot(b_M.to(DT), (b_v * b_beta[:, None]).to(DT), input_precision=PRECISION)
+        b_v = tl.load(v + p_v, mask=m_tv, other=0.).to(tl.float32)
+        b_u = tl.dot(b_M, (b_v * b_beta[:, None]), input_precision=PRECISION)
         tl.store(u + p_v, b_u.to(u.dtype.element_ty), mask=m_tv)
