@@ -6,6 +6,7 @@ from typing import Callable
 import torch
 
 from .batches import equal_length_batches
+from .teacher_forced import model_device
 
 # ``(prompts [B, T], max_new_tokens) -> generated tokens [B, max_new_tokens]``
 Generator = Callable[[torch.Tensor, int], torch.Tensor]
@@ -15,8 +16,11 @@ def greedy_generator(model, eos_token_id: int | None, pad_token_id: int | None) 
     """Greedy decoding of ``model`` with its cache (:func:`relin.models.generation.generate`)."""
     from ..models.generation import generate
 
+    device = model_device(model)
+
     def run(prompts: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
-        return generate(model, prompts, max_new_tokens, eos_token_id=eos_token_id, pad_token_id=pad_token_id)
+        return generate(model, prompts.to(device), max_new_tokens, eos_token_id=eos_token_id,
+                        pad_token_id=pad_token_id)
 
     return run
 

@@ -61,19 +61,42 @@ def _answer_tokens(labels: list[int], prompt_len: int, eos_token_id: int | None)
     return sum(1 for t in labels[prompt_len:] if t != IGNORE_INDEX and t != eos_token_id)
 
 
+def _check_generation_budget(examples: list[dict], max_new_tokens: int, eos_token_id: int | None) -> None:
+    """A budget shorter than a gold answer would score truncation, not recall: refuse it up front."""
+    for task, scoring in TASKS.items():
+        answers = [_answer_tokens(r["labels"], r["prompt_len"], eos_token_id) for r in examples if r["task"] == task]
+        if scoring.kind == "generate" and answers and max(answers) > max_new_tokens:
+            raise ConfigError(f"eval.max_new_tokens: {max_new_tokens} cannot hold the longest {task} answer "
+                              f"({max(answers)} tokens); expected >= {max(answers)}")
+
+
+def _task_results(model, generator: Generator, tokenizer, task: str, chosen: list[dict],
+                  cfg: "EvalConfig") -> list[tuple[float, float]]:
+    """``(hits, total)`` per example of one task family."""
+    scoring = TASKS[task]
+    if scoring.kind == "labels":
+        label_scores = score_labels(model, [r["input_ids"] for r in chosen], [r["labels"] for r in chosen],
+                                    cfg.batch_size)
+        return [(s.correct, s.count) for s in label_scores]
+    prompts = [r["input_ids"][:r["prompt_len"]] for r in chosen]
+    generated = continuations(generator, prompts, cfg.max_new_tokens, cfg.batch_size, tokenizer.eos_token_id)
+    texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
+    return [(scoring.score(text, r), 1.0) for text, r in zip(texts, chosen)]
+
+
 def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: str,
                 generator: Generator | None = None) -> LMEvaluation:
     """Evaluate ``model`` on ``rows`` (the test split); ``generator`` defaults to greedy decoding.
 
-    Raises :class:`ConfigError` when ``cfg.max_new_tokens`` cannot hold the longest gold answer:
-    such a run would score truncation, not recall.
+    Raises :class:`ConfigError`, before any work, when ``cfg.max_new_tokens`` cannot hold the
+    longest gold answer of a generation task.
     """
-    eos = tokenizer.eos_token_id
-    if generator is None:
-        generator = greedy_generator(model, eos_token_id=eos, pad_token_id=tokenizer.pad_token_id)
     columns = {c: rows[c] for c in ("task", "input_ids", "labels", "prompt_len", "answer", "answers",
                                     "length", "depth")}
     examples = [dict(zip(columns, values)) for values in zip(*columns.values())]
+    _check_generation_budget(examples, cfg.max_new_tokens, tokenizer.eos_token_id)
+    if generator is None:
+        generator = greedy_generator(model, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
@@ -83,26 +106,13 @@ def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: s
     seconds[PERPLEXITY_TASK] = time.perf_counter() - start
 
     scores: list[ExampleScore] = []
-    for task, scoring in TASKS.items():
+    for task in TASKS:
         chosen = [r for r in examples if r["task"] == task]
         if not chosen:
             continue
         start = time.perf_counter()
-        if scoring.kind == "labels":
-            label_scores = score_labels(model, [r["input_ids"] for r in chosen], [r["labels"] for r in chosen],
-                                        cfg.batch_size)
-            results = [(s.correct, s.count) for s in label_scores]
-        else:
-            longest = max(_answer_tokens(r["labels"], r["prompt_len"], eos) for r in chosen)
-            if longest > cfg.max_new_tokens:
-                raise ConfigError(f"eval.max_new_tokens: {cfg.max_new_tokens} cannot hold the longest "
-                                  f"{task} answer ({longest} tokens); expected >= {longest}")
-            prompts = [r["input_ids"][:r["prompt_len"]] for r in chosen]
-            generated = continuations(generator, prompts, cfg.max_new_tokens, cfg.batch_size, eos)
-            texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
-            results = [(scoring.score(text, r), 1.0) for text, r in zip(texts, chosen)]
-        scores += [ExampleScore(task=task, length=r["length"],
-                                depth=round(float(r["depth"]), 6), hits=hits, total=total)
-                   for r, (hits, total) in zip(chosen, results)]
+        results = _task_results(model, generator, tokenizer, task, chosen, cfg)
+        scores += [ExampleScore(task=task, length=r["length"], depth=round(float(r["depth"]), 6), hits=hits,
+                                total=total) for r, (hits, total) in zip(chosen, results)]
         seconds[task] = time.perf_counter() - start
     return LMEvaluation(name=name, perplexity=ppl, scores=scores, seconds=seconds)

@@ -15,6 +15,11 @@ from .batches import equal_length_batches
 IGNORE_INDEX = -100
 
 
+def model_device(model) -> torch.device:
+    """Where the model's parameters live (CPU for a parameter-free model)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
+
+
 @dataclass(frozen=True)
 class LabelScore:
     """One example's labelled positions: summed negative log-likelihood (nats), argmax hits, count."""
@@ -38,10 +43,11 @@ def score_labels(model, input_ids: list[list[int]], labels: list[list[int]],
     Returns:
         One :class:`LabelScore` per example, in input order.
     """
+    device = model_device(model)
     scores: list[LabelScore | None] = [None] * len(input_ids)
     for batch in equal_length_batches([len(ids) for ids in input_ids], batch_size):
-        ids = torch.tensor([input_ids[i] for i in batch])
-        target = torch.tensor([labels[i] for i in batch])[:, 1:]
+        ids = torch.tensor([input_ids[i] for i in batch], device=device)
+        target = torch.tensor([labels[i] for i in batch], device=device)[:, 1:]
         logits = model(input_ids=ids).logits[:, :-1].float()
         mask = target != IGNORE_INDEX
         safe_target = target.clamp(min=0)

@@ -43,6 +43,8 @@ def _flat_metrics(metrics: dict) -> dict[str, float]:
 def run(args: argparse.Namespace, sections) -> None:
     import sys
 
+    import torch
+
     from .. import tracking
     from ..configlib import as_dict
     from ..errors import InputError
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("eval")
     rows = load_eval_split(args.data)
     tokenizer = load_tokenizer(tokenizer_dir(args.data))
-    model = load_pretrained(args.model).eval()
+    model = load_pretrained(args.model).eval().to("cuda" if torch.cuda.is_available() else "cpu")
     if model.config.vocab_size < len(tokenizer):
         raise InputError(f"model {args.model}: vocabulary of {model.config.vocab_size} tokens is smaller than "
                          f"the data tokenizer's {len(tokenizer)} (expected a model trained on {args.data})")
