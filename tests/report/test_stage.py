@@ -60,3 +60,15 @@ def test_metrics_file_without_required_keys_is_rejected(tmp_path, capsys):
     assert main(["report", "--config", CONFIG, "--eval", str(bad), "--out", str(tmp_path / "report")]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "perplexity" in err
+
+
+def test_history_without_steps_shows_dashes(tmp_path, results):
+    """A pretrained teacher is not trained: its history.csv is a header only."""
+    empty = tmp_path / "results" / "teacher" / "loaded" / "history.csv"
+    empty.parent.mkdir(parents=True)
+    empty.write_text("step,loss,lr,grad_norm,tokens_per_s\n")
+    out = tmp_path / "report"
+    assert main(["report", "--config", CONFIG, "--history", str(empty), *results["paths"]["history"],
+                 "--out", str(out)]) == 0
+    assert "| teacher-loaded | – | – |" in (out / "summary.md").read_text()
+    assert (out / "figures" / "training_curves.png").is_file()
