@@ -11,12 +11,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..data.rows import IGNORE_INDEX
 from ..errors import ConfigError
 from .generation import Generator, continuations, greedy_generator
 from .perplexity import Perplexity, perplexity
 from .results import ExampleScore, by_task, by_task_length, by_task_length_depth
 from .tasks import PERPLEXITY_TASK, TASKS
-from .teacher_forced import IGNORE_INDEX, score_labels
+from .teacher_forced import score_labels
 
 if TYPE_CHECKING:
     from datasets import Dataset

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ..data.rows import IGNORE_INDEX
 from .batches import equal_length_batches
-
-IGNORE_INDEX = -100
 
 
 def model_device(model) -> torch.device:

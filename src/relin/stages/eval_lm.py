@@ -70,6 +70,6 @@ def run(args: argparse.Namespace, sections) -> None:
         tracker.log_metrics(_flat_metrics(metrics))
         tracker.log_artifact(args.out)
         tracker.log_artifact(args.by_length)
-    accuracy = ", ".join(f"{task} {acc:.3f}" for task, acc in metrics["accuracy"].items())
-    print(f"eval-lm {args.name}: perplexity {metrics['perplexity']}, {accuracy} "
-          f"({sum(result.seconds.values()):.1f} s)", file=sys.stderr)
+    scores = [f"perplexity {metrics['perplexity']:.3f}" if metrics["perplexity"] is not None else "no perplexity"]
+    scores += [f"{task} {acc:.3f}" for task, acc in metrics["accuracy"].items()]
+    print(f"eval-lm {args.name}: {', '.join(scores)} ({sum(result.seconds.values()):.1f} s)", file=sys.stderr)
