@@ -72,3 +72,11 @@ def test_history_without_steps_shows_dashes(tmp_path, results):
                  "--out", str(out)]) == 0
     assert "| teacher-loaded | – | – |" in (out / "summary.md").read_text()
     assert (out / "figures" / "training_curves.png").is_file()
+
+
+def test_report_is_a_function_of_its_inputs(tmp_path, results):
+    first, second = tmp_path / "first", tmp_path / "second"
+    assert main(_report(results["paths"], first)) == 0
+    assert main(_report(results["paths"], second)) == 0
+    for name in ("index.html", "summary.md", "figures/accuracy_vs_length.png", "figures/training_curves.png"):
+        assert (first / name).read_bytes() == (second / name).read_bytes(), name

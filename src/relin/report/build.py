@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..io import atomic_dir, atomic_write_text
+from ..io import atomic_dir, atomic_write_text, read_manifest
 from . import figures, tables
 from .inputs import EvalResult, NamedRows
 from .page import FigureRef, Section, render_html, render_markdown
@@ -34,10 +34,16 @@ def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_leng
     return sections
 
 
+def _source(path: Path) -> str:
+    """The input path and, when tracked, the stage run that produced it (from its manifest)."""
+    producer = read_manifest(path)
+    return f"{path} ({producer['stage']} run {producer['run_id']})" if producer.get("run_id") else str(path)
+
+
 def build_report(title: str, evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
                  out: str | Path) -> Path:
     """Write ``index.html``, ``summary.md`` and ``figures/*.png`` to ``out`` (replaced in one rename)."""
-    sources = [str(x.path) for x in (*evals, *by_length, *histories)]
+    sources = [_source(x.path) for x in (*evals, *by_length, *histories)]
     with atomic_dir(out) as tmp:
         (tmp / FIGURES).mkdir()
         sections = report_sections(evals, histories, by_length, tmp / FIGURES)

@@ -1,10 +1,12 @@
 """Sections of tables and figures rendered to ``index.html`` (figures embedded as PNG files beside
-it) and ``summary.md`` (the same tables in Markdown, figures linked)."""
+it) and ``summary.md`` (the same tables in Markdown, figures linked).
+
+Both pages are a function of their inputs only (no timestamp), so an unchanged pipeline rebuilds
+byte-identical pages."""
 from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 
 from .table import Table
 
@@ -33,14 +35,10 @@ class Section:
     blocks: list[Table | FigureRef] = field(default_factory=list)
 
 
-def _stamp() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-
-
 def render_html(title: str, sections: list[Section], sources: list[str]) -> str:
     parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
              f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-             f"<h1>{html.escape(title)}</h1>\n<p class=\"note\">Built {_stamp()} from stage outputs.</p>\n"]
+             f"<h1>{html.escape(title)}</h1>\n<p class=\"note\">Built from the stage outputs listed under Sources.</p>\n"]
     for section in sections:
         parts.append(f"<h2>{html.escape(section.heading)}</h2>\n")
         for block in section.blocks:
@@ -55,7 +53,7 @@ def render_html(title: str, sections: list[Section], sources: list[str]) -> str:
 
 
 def render_markdown(title: str, sections: list[Section], sources: list[str]) -> str:
-    parts = [f"# {title}\n\nBuilt {_stamp()} from stage outputs.\n"]
+    parts = [f"# {title}\n\nBuilt from the stage outputs listed under Sources.\n"]
     for section in sections:
         parts.append(f"\n## {section.heading}\n")
         for block in section.blocks:
