@@ -30,7 +30,7 @@ def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_leng
         curves = figures.training_curves(histories, figure_dir / "training_curves.png")
         sections.append(Section("Training", [
             tables.training_table(histories),
-            FigureRef(f"{FIGURES}/{curves.name}", "Training loss and learning rate per logged step.")]))
+            FigureRef(f"{FIGURES}/{curves.name}", "Training loss, token accuracy and learning rate per logged step.")]))
     return sections
 
 

@@ -12,18 +12,20 @@ from .inputs import EvalResult, NamedRows
 DPI = 120
 
 
+CURVES = (("loss", "training loss", "log"), ("accuracy", "training token accuracy", "linear"),
+          ("lr", "learning rate", "linear"))
+
+
 def training_curves(histories: list[NamedRows], path: Path) -> Path:
-    """Loss (log scale) and learning rate against step, one line per run."""
-    fig = Figure(figsize=(10, 3.8), layout="constrained")
-    loss_ax, lr_ax = fig.subplots(1, 2)
-    for h in histories:
-        steps = [r["step"] for r in h.rows]
-        loss_ax.plot(steps, [r["loss"] for r in h.rows], label=h.name)
-        if h.rows and "lr" in h.rows[0]:
-            lr_ax.plot(steps, [r["lr"] for r in h.rows], label=h.name)
-    loss_ax.set(xlabel="step", ylabel="training loss", yscale="log", title="Loss")
-    lr_ax.set(xlabel="step", ylabel="learning rate", title="Learning rate")
-    for ax in (loss_ax, lr_ax):
+    """Loss (log scale), token accuracy and learning rate against step, one line per run; a panel
+    only for the columns some history has."""
+    curves = [c for c in CURVES if c[0] == "loss" or any(h.rows and c[0] in h.rows[0] for h in histories)]
+    fig = Figure(figsize=(4.6 * len(curves), 3.6), layout="constrained")
+    for ax, (column, label, scale) in zip(fig.subplots(1, len(curves), squeeze=False).ravel(), curves):
+        for i, h in enumerate(histories):
+            if h.rows and column in h.rows[0]:
+                ax.plot([r["step"] for r in h.rows], [r[column] for r in h.rows], label=h.name, color=f"C{i}")
+        ax.set(xlabel="step", ylabel=label, yscale=scale)
         ax.grid(alpha=0.3)
         if ax.lines:
             ax.legend(fontsize="small")
