@@ -67,7 +67,7 @@ def run(args: argparse.Namespace, sections) -> None:
         metrics = result.metrics()
         atomic_write_json(args.out, metrics)
         atomic_write_text(args.by_length, _csv(result.by_length_rows()))
-        tracker.log_metrics(_flat_metrics(metrics))
+        tracker.log_metrics({**_flat_metrics(metrics), **{f"seconds/{k}": v for k, v in result.seconds.items()}})
         tracker.log_artifact(args.out)
         tracker.log_artifact(args.by_length)
     scores = [f"perplexity {metrics['perplexity']:.3f}" if metrics["perplexity"] is not None else "no perplexity"]
