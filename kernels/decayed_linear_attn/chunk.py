@@ -53,7 +53,9 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
             dG = dG[0]
             if need_final:
                 # G_T also scales the final state: dL/dG_T gains <S_T, dS_T>
-                dG = dG.index_add(0, index.cu_seqlens[1:] - 1, (final_state * dht).sum((-2, -1)))
+                # an empty sequence has no token to carry it
+                nonempty = index.cu_seqlens.diff() > 0
+                dG = dG.index_add(0, index.cu_seqlens[1:][nonempty] - 1, (final_state * dht).sum((-2, -1))[nonempty])
             dg = _reverse_cumsum_per_sequence(dG, index)[None]
         return dq, dk, dv, dg, None, dh0, None, None, None
 

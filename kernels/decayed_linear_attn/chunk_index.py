@@ -25,7 +25,7 @@ def build_chunk_index(batch: int, seq_len: int, cu_seqlens: torch.Tensor | None,
     """From a fixed [batch, seq_len] layout (cu_seqlens None) or FlashAttention-style cu_seqlens."""
     if cu_seqlens is None:
         lengths = [seq_len] * batch
-        cu_seqlens = torch.arange(0, (batch + 1) * seq_len, seq_len, device=device, dtype=torch.int64)[:batch + 1]
+        cu_seqlens = torch.arange(batch + 1, device=device, dtype=torch.int64) * seq_len
     else:
         lengths = cu_seqlens.diff().tolist()
         cu_seqlens = cu_seqlens.to(device=device, dtype=torch.int64)

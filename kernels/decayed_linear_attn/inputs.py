@@ -22,6 +22,8 @@ def check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens):
         raise ValueError(f"q, k, v must be floating point; got {q.dtype}, {k.dtype}, {v.dtype}")
     B, T, H, K = q.shape
     V = v.shape[-1]
+    if T == 0:
+        raise ValueError("q, k, v have T = 0 tokens; expected at least one")
     if g is not None and tuple(g.shape) != (B, T, H):
         raise ValueError(f"g must be the log decay [B, T, H] = {(B, T, H)}; got {tuple(g.shape)}")
     N = B

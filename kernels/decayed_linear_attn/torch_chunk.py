@@ -28,7 +28,7 @@ def chunk_decayed_linear_attn_torch(q, k, v, g, scale, initial_state, chunk_size
     g = q.new_zeros(B, T + pad, H) if g is None else F.pad(g.float(), (0, 0, 0, pad))
 
     def chunked(x):  # [B, T, H, D] -> [B, H, n_chunks, C, D]
-        return x.reshape(B, n_chunks, C, H, -1).permute(0, 3, 1, 2, 4)
+        return x.reshape(B, n_chunks, C, H, x.shape[-1]).permute(0, 3, 1, 2, 4)
 
     q, k, v = chunked(q), chunked(k), chunked(v)
     b = chunked(g[..., None]).squeeze(-1).cumsum(-1)  # [B, H, n_chunks, C]
@@ -45,6 +45,6 @@ def chunk_decayed_linear_attn_torch(q, k, v, g, scale, initial_state, chunk_size
     for c in range(n_chunks):
         outputs.append(intra[:, :, c] + q_decayed[:, :, c] @ S)
         S = chunk_decay[:, :, c, None, None] * S + k_to_end[:, :, c].transpose(-1, -2) @ v[:, :, c]
-    o = torch.stack(outputs, dim=2) * scale  # [B, H, n_chunks, C, V]
+    o = (torch.stack(outputs, dim=2) if outputs else intra) * scale  # [B, H, n_chunks, C, V]
     o = o.permute(0, 2, 3, 1, 4).reshape(B, T + pad, H, V)[:, :T]
     return o, S
