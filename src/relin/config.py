@@ -190,6 +190,16 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16"] = option("auto", "auto = bf16 on GPU, fp32 on CPU")
     seed: int = option(0, "training seed (init, batch order)")
     curriculum: list[CurriculumStage] = option([], "length curriculum (empty = full length throughout)")
+    task_weights: dict[str, float] = option({}, "sampling weight per data task (unlisted tasks weigh 1; "
+                                                "0 leaves a task out)")
+    bucket_by_length: bool = option(True, "draw each step's rows from one length bucket (next power of two) "
+                                          "so short rows are not padded to the longest")
+
+    def validate(self, prefix: str) -> None:
+        negative = [task for task, weight in self.task_weights.items() if weight < 0]
+        if negative:
+            raise ConfigError(f"{prefix}.task_weights: expected weights >= 0, got a negative one for "
+                              f"{', '.join(negative)}")
 
 
 @dataclass(kw_only=True)

@@ -51,3 +51,25 @@ def test_impossible_curriculum_and_ragged_rows_are_clear_errors(tokenizer):
         _batches(tokenizer, curriculum=[CurriculumStage(until_step=5, max_len=3)])
     with pytest.raises(InputError, match="row 0"):
         StepBatches([[1, 2, 3]], [[1, 2]], batch_size=1, pad_id=0)
+
+
+def test_length_buckets_keep_each_step_within_one_power_of_two(tokenizer):
+    batches = _batches(tokenizer, bucket_by_length=True)
+    widths = set()
+    for step in range(1, 30):
+        lengths = batches.micro_batches(step, 1)[0]["attention_mask"].sum(1)
+        bucket = 1 << int(lengths.max() - 1).bit_length()
+        assert (lengths > bucket // 2).all(), f"step {step}: rows of lengths {lengths.tolist()} share a batch"
+        widths.add(bucket)
+    assert widths == {16, 32}, "both buckets (9-13 and 21 tokens) get drawn"
+
+
+def test_task_weights_steer_and_exclude_tasks(tokenizer):
+    rows = toy_rows(tokenizer, 100, seed=4, pairs=(2,)) + toy_rows(tokenizer, 100, seed=5, pairs=(5,))
+    tasks = ["short"] * 100 + ["long"] * 100
+    batches = StepBatches([r["input_ids"] for r in rows], [r["labels"] for r in rows], batch_size=16,
+                          pad_id=tokenizer.pad_token_id, tasks=tasks, task_weights={"long": 0.0})
+    assert all(int(batches.micro_batches(s, 1)[0]["attention_mask"].sum(1).max()) == 9 for s in range(1, 10))
+    with pytest.raises(ConfigError, match="no training rows of task\\(s\\) nope"):
+        StepBatches([r["input_ids"] for r in rows], [r["labels"] for r in rows], batch_size=4, pad_id=0,
+                    tasks=tasks, task_weights={"nope": 2.0})

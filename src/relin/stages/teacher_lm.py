@@ -53,10 +53,10 @@ def load_train_rows(data: Path):
     if not isinstance(dataset, DatasetDict) or "train" not in dataset:
         raise InputError(f"--data {data}: expected a DatasetDict with a 'train' split")
     train = dataset["train"]
-    missing = {"input_ids", "labels"} - set(train.column_names)
+    missing = {"task", "input_ids", "labels"} - set(train.column_names)
     if missing:
         raise InputError(f"--data {data}: train split lacks column(s) {', '.join(sorted(missing))}")
-    return list(train["input_ids"]), list(train["labels"])
+    return list(train["task"]), list(train["input_ids"]), list(train["labels"])
 
 
 def run(args: argparse.Namespace, sections) -> None:
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, sections) -> None:
                                                       local_files_only=True)
             history, summary = [], {"steps": 0, "pretrained": model_cfg.pretrained}
         else:
-            input_ids, labels = load_train_rows(data)
+            tasks, input_ids, labels = load_train_rows(data)
             tokenizer = load_tokenizer(data / "tokenizer")
             longest = max(len(r) for r in input_ids)
             if longest > model_cfg.max_position_embeddings:
@@ -99,7 +99,9 @@ def run(args: argparse.Namespace, sections) -> None:
             tracker.log_params({"num_parameters": sum(p.numel() for p in model.parameters())})
             batches = StepBatches(input_ids, labels, batch_size=train_cfg.batch_size,
                                   pad_id=tokenizer.pad_token_id, seed=train_cfg.seed,
-                                  curriculum=train_cfg.curriculum, rank=env.rank, world_size=env.world_size)
+                                  curriculum=train_cfg.curriculum, tasks=tasks,
+                                  task_weights=train_cfg.task_weights, bucket_by_length=train_cfg.bucket_by_length,
+                                  rank=env.rank, world_size=env.world_size)
             result = train(model, build_objective("ce"), batches, train_cfg,
                            checkpoint_root=args.checkpoints, tracker=tracker, env=env)
             model, history = result.model, result.history

@@ -1,19 +1,33 @@
 """Dataset rows -> padded micro-batches, sampled deterministically per optimizer step.
 
 The rows of each step are drawn from a generator seeded by ``(seed, step)``, so a resumed run sees
-exactly the batches an uninterrupted run would, without saving an iterator. A length curriculum
+exactly the batches an uninterrupted run would, without saving an iterator. Rows are drawn with
+replacement, each with probability proportional to its task's weight (1 unless
+``TrainConfig.task_weights`` says otherwise). With ``bucket_by_length`` a step first picks one
+length bucket (rows of up to the next power of two tokens), weighted the same way, and draws all its
+rows there, so short rows are not padded to the longest. A length curriculum
 (``TrainConfig.curriculum``) restricts each step to rows of at most its stage's ``max_len`` tokens.
 With several processes, each step draws ``world_size`` times the rows and each rank takes its slice.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError
 from .objectives import IGNORE_INDEX
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """Rows a step may draw from: per bucket, indices and their within-bucket probabilities."""
+
+    buckets: list[np.ndarray]
+    row_probs: list[np.ndarray]
+    bucket_probs: np.ndarray
 
 
 class StepBatches:
@@ -25,13 +39,17 @@ class StepBatches:
         batch_size (int): rows per micro-batch and process.
         pad_id (int): id that fills ``input_ids`` past a row's end.
         seed (int): sampling seed.
-        curriculum (Sequence): stages with ``until_step`` and ``max_len``, in increasing ``until_step``.
+        curriculum (Sequence): stages with ``until_step`` and ``max_len``.
+        tasks (Sequence[str], Optional): task name per row, for ``task_weights``.
+        task_weights (Mapping[str, float]): sampling weight per task; unlisted tasks weigh 1.
+        bucket_by_length (bool): draw each step from one length bucket. Default: ``False``.
         rank, world_size (int): this process's slice of each step's rows.
     """
 
     def __init__(self, input_ids: Sequence[Sequence[int]], labels: Sequence[Sequence[int]], *,
                  batch_size: int, pad_id: int, seed: int = 0, curriculum: Sequence = (),
-                 rank: int = 0, world_size: int = 1):
+                 tasks: Sequence[str] | None = None, task_weights: Mapping[str, float] | None = None,
+                 bucket_by_length: bool = False, rank: int = 0, world_size: int = 1):
         if len(input_ids) != len(labels) or not input_ids:
             raise InputError(f"training rows: expected equal, non-zero numbers of input_ids and labels "
                              f"(got {len(input_ids)} and {len(labels)})")
@@ -42,17 +60,38 @@ class StepBatches:
                 raise InputError(f"training row {i}: input_ids ({ids.size}) and labels ({lab.size}) "
                                  f"differ in length")
         self.lengths = np.array([r.size for r in self.rows])
+        self.weights = self._row_weights(tasks, dict(task_weights or {}))
         self.batch_size, self.pad_id, self.seed = batch_size, pad_id, seed
-        self.rank, self.world_size = rank, world_size
+        self.bucket_by_length, self.rank, self.world_size = bucket_by_length, rank, world_size
         self.stages = sorted(curriculum, key=lambda s: s.until_step)
-        self._eligible = {}
-        for stage in self.stages:
-            idx = np.flatnonzero(self.lengths <= stage.max_len)
-            if idx.size == 0:
-                raise ConfigError(f"curriculum stage until_step={stage.until_step}: no training row has at "
-                                  f"most max_len={stage.max_len} tokens (shortest has {self.lengths.min()})")
-            self._eligible[stage.max_len] = idx
-        self._all = np.arange(len(self.rows))
+        self._pools = {stage.max_len: self._pool(stage.max_len, stage.until_step) for stage in self.stages}
+        full = int(self.lengths.max())
+        self._pools.setdefault(full, self._pool(full, None))
+
+    def _row_weights(self, tasks: Sequence[str] | None, task_weights: dict[str, float]) -> np.ndarray:
+        if not task_weights:
+            return np.ones(len(self.rows))
+        if tasks is None or len(tasks) != len(self.rows):
+            raise InputError("task_weights: needs the task of every training row")
+        unknown = set(task_weights) - set(tasks)
+        if unknown:
+            raise ConfigError(f"task_weights: no training rows of task(s) {', '.join(sorted(unknown))} "
+                              f"(tasks present: {', '.join(sorted(set(tasks)))})")
+        return np.array([task_weights.get(t, 1.0) for t in tasks], dtype=np.float64)
+
+    def _pool(self, limit: int, until_step: int | None) -> _Pool:
+        idx = np.flatnonzero((self.lengths <= limit) & (self.weights > 0))
+        if idx.size == 0:
+            where = f"curriculum stage until_step={until_step}" if until_step else "training rows"
+            raise ConfigError(f"{where}: no row of positive task weight has at most max_len={limit} tokens "
+                              f"(shortest has {self.lengths.min()})")
+        if self.bucket_by_length:
+            keys = 1 << np.ceil(np.log2(self.lengths[idx])).astype(np.int64)
+            buckets = [idx[keys == k] for k in np.unique(keys)]
+        else:
+            buckets = [idx]
+        mass = np.array([self.weights[b].sum() for b in buckets])
+        return _Pool(buckets, [self.weights[b] / self.weights[b].sum() for b in buckets], mass / mass.sum())
 
     def max_len(self, step: int) -> int:
         """The curriculum's length limit for optimizer step ``step`` (1-based)."""
@@ -63,11 +102,11 @@ class StepBatches:
 
     def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
         """The ``count`` micro-batches of optimizer step ``step`` for this rank."""
-        limit = self.max_len(step)
-        pool = self._eligible.get(limit, self._all)
+        pool = self._pools[self.max_len(step)]
         rng = np.random.default_rng([self.seed, step])
+        bucket = rng.choice(len(pool.buckets), p=pool.bucket_probs)
         per_rank = self.batch_size * count
-        chosen = rng.choice(pool, size=per_rank * self.world_size, replace=pool.size < per_rank * self.world_size)
+        chosen = rng.choice(pool.buckets[bucket], size=per_rank * self.world_size, p=pool.row_probs[bucket])
         mine = chosen[self.rank * per_rank:(self.rank + 1) * per_rank]
         return [self.collate(mine[i * self.batch_size:(i + 1) * self.batch_size]) for i in range(count)]
 
