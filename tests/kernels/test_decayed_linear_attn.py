@@ -22,7 +22,7 @@ assert_close = _fixtures.assert_close  # tests/ has no __init__.py, so conftest 
 CUDA = torch.cuda.is_available()
 DEVICE = "cuda" if CUDA else "cpu"
 DTYPE = torch.bfloat16 if CUDA else torch.float32
-H, K, V = (4, 128, 64) if CUDA else (2, 32, 16)
+H, K, V = (4, 256, 128) if CUDA else (2, 32, 16)  # K = 2V as with Hedgehog features
 # fla's half-precision ratios (notes/kernels.md); fp32 under the interpreter is exact to rounding
 TOL = (dict(o=0.005, state=0.005, dq=0.008, dk=0.008, dv=0.008, dh0=0.008, dz0=0.008, dg=0.02) if CUDA
        else dict(o=1e-4, state=1e-4, dq=1e-4, dk=1e-4, dv=1e-4, dh0=1e-4, dz0=1e-4, dg=1e-4))
@@ -140,13 +140,16 @@ def test_gate_stress(kernel_backend, gate_logit_normalizer, mask_p):
 
 
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
-def test_odd_head_dims_and_custom_scale(kernel_backend):
-    """K, V not powers of two (masked tiles) and K < V."""
-    inputs = low_precision_inputs(make_inputs(2, 90, k_dim=20, v_dim=36, initial_state=True))
+@pytest.mark.parametrize("k_dim, v_dim", [(20, 36), (100, 72)])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_odd_head_dims_and_custom_scale(kernel_backend, k_dim, v_dim, normalize):
+    """K, V not powers of two (masked tiles), K < V, and more than one 64-wide tile along K and V."""
+    inputs = low_precision_inputs(make_inputs(1, 90, heads=1, k_dim=k_dim, v_dim=v_dim, normalize=normalize,
+                                              initial_state=True))
     cot = random_cotangents()
-    ref = reference(inputs, False, cot, scale=0.3)
+    ref = reference(inputs, normalize, cot, scale=0.3)
     with backend(kernel_backend):
-        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot, scale=0.3)
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, scale=0.3)
     compare(ref, out)
 
 
