@@ -8,7 +8,7 @@ With p_t = do_t ⊙ q_t and the adjoint a_{t,s} = mix_{t,s} p_t + λ_s a_{t+1,s}
 - ``reverse_sweep`` walks each block backwards from its true right carry R_n (= λ a of the token
   after the block): du = Σ_s a, dk = du ⊙ gate ⊙ v, dv = du ⊙ gate ⊙ k, dgate = du ⊙ k ⊙ v
   (one partial per channel block when the gate is per token); block 0 writes d(initial state) = λ a_1.
-Grid (C / BC, N blocks, B) as in the forward.
+Grid (C / BC, N blocks, B) as in the forward; the token loops prefetch one token ahead likewise.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
+from .fwd import load_write, next_step, write_value
 
 WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
 
@@ -40,23 +41,29 @@ def multiscale_retention_bwd_kernel_forward_sweep(
     b_g = tl.zeros([BS, BC], dtype=tl.float32)
     b_w = tl.full([BS], 1.0, dtype=tl.float32)
     t0 = i_n * BT
-    for i in range(0, tl.minimum(BT, T - t0)):
-        i_t = i_b * T + t0 + tl.cast(i, tl.int64)
-        p_x = i_t * C + o_c
-        b_u = tl.load(k + p_x, mask=m_c, other=0.0).to(tl.float32) * tl.load(v + p_x, mask=m_c, other=0.0).to(tl.float32)
-        if GATE_PER_CHANNEL:
-            b_u *= tl.load(gate + p_x, mask=m_c, other=0.0).to(tl.float32)
-        else:
-            b_u *= tl.load(gate + i_t).to(tl.float32)
-        b_h = b_decay[:, None] * b_h + b_u[None, :]
-        b_mix = tl.load(mix + i_t * S + o_s, mask=m_s, other=0.0).to(tl.float32)
-        b_do = tl.load(do + p_x, mask=m_c, other=0.0).to(tl.float32)
-        b_q = tl.load(q + p_x, mask=m_c, other=0.0).to(tl.float32)
-        tl.store(dq + p_x, (b_do * tl.sum(b_mix[:, None] * b_h, 0)).to(dq.dtype.element_ty), mask=m_c)
-        b_p = b_do * b_q
-        tl.store(dmix_partial + ((i_c * B * T + i_t) * S + o_s), tl.sum(b_h * b_p[None, :], 1), mask=m_s)
-        b_g += (b_w * b_mix)[:, None] * b_p[None, :]
+    n = tl.minimum(BT, T - t0)
+    p_gate = i_b * T + t0
+    p_x = p_gate * C + o_c
+    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
+    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
+    b_do = tl.load(do + p_x, mask=m_c, other=0.0)
+    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
+    for i in range(0, n):
+        d = next_step(i, n)
+        n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
+        n_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
+        n_do = tl.load(do + p_x + d * C, mask=m_c, other=0.0)
+        n_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
+        b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
+        b_mix32, b_do32 = b_mix.to(tl.float32), b_do.to(tl.float32)
+        tl.store(dq + p_x, (b_do32 * tl.sum(b_mix32[:, None] * b_h, 0)).to(dq.dtype.element_ty), mask=m_c)
+        b_p = b_do32 * b_q.to(tl.float32)
+        tl.store(dmix_partial + ((i_c * B * T + p_gate) * S + o_s), tl.sum(b_h * b_p[None, :], 1), mask=m_s)
+        b_g += (b_w * b_mix32)[:, None] * b_p[None, :]
         b_w *= b_decay
+        b_k, b_v, b_gate, b_q, b_do, b_mix = n_k, n_v, n_gate, n_q, n_do, n_mix
+        p_x += C
+        p_gate += 1
     tl.store(block_adjoint + p_h, b_decay[:, None] * b_g, mask=m_h)
 
 
@@ -78,23 +85,31 @@ def multiscale_retention_bwd_kernel_reverse_sweep(
     b_r = tl.load(block_carry + ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :], mask=m_h, other=0.0)
     t0 = i_n * BT
     n = tl.minimum(BT, T - t0)
+    p_gate = i_b * T + t0 + n - 1
+    p_x = p_gate * C + o_c
+    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
+    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
+    b_do = tl.load(do + p_x, mask=m_c, other=0.0)
+    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
     for i in range(0, n):
-        i_t = i_b * T + t0 + n - 1 - tl.cast(i, tl.int64)
-        p_x = i_t * C + o_c
-        b_mix = tl.load(mix + i_t * S + o_s, mask=m_s, other=0.0).to(tl.float32)
-        b_p = tl.load(do + p_x, mask=m_c, other=0.0).to(tl.float32) * tl.load(q + p_x, mask=m_c, other=0.0).to(tl.float32)
-        b_a = b_mix[:, None] * b_p[None, :] + b_r
+        d = next_step(i, n)
+        n_k, n_v, n_gate = load_write(k, v, gate, p_x - d * C, p_gate - d, m_c, GATE_PER_CHANNEL)
+        n_q = tl.load(q + p_x - d * C, mask=m_c, other=0.0)
+        n_do = tl.load(do + p_x - d * C, mask=m_c, other=0.0)
+        n_mix = tl.load(mix + (p_gate - d) * S + o_s, mask=m_s, other=0.0)
+        b_p = b_do.to(tl.float32) * b_q.to(tl.float32)
+        b_a = b_mix.to(tl.float32)[:, None] * b_p[None, :] + b_r
         b_du = tl.sum(b_a, 0)
         b_r = b_decay[:, None] * b_a
-        b_k = tl.load(k + p_x, mask=m_c, other=0.0).to(tl.float32)
-        b_v = tl.load(v + p_x, mask=m_c, other=0.0).to(tl.float32)
+        b_k32, b_v32, b_gate32 = b_k.to(tl.float32), b_v.to(tl.float32), b_gate.to(tl.float32)
         if GATE_PER_CHANNEL:
-            b_gate = tl.load(gate + p_x, mask=m_c, other=0.0).to(tl.float32)
-            tl.store(dgate + p_x, (b_du * b_k * b_v).to(dgate.dtype.element_ty), mask=m_c)
+            tl.store(dgate + p_x, (b_du * b_k32 * b_v32).to(dgate.dtype.element_ty), mask=m_c)
         else:
-            b_gate = tl.load(gate + i_t).to(tl.float32)
-            tl.store(dgate + i_c * B * T + i_t, tl.sum(b_du * b_k * b_v, 0))
-        tl.store(dk + p_x, (b_du * b_gate * b_v).to(dk.dtype.element_ty), mask=m_c)
-        tl.store(dv + p_x, (b_du * b_gate * b_k).to(dv.dtype.element_ty), mask=m_c)
+            tl.store(dgate + i_c * B * T + p_gate, tl.sum(b_du * b_k32 * b_v32, 0))
+        tl.store(dk + p_x, (b_du * b_gate32 * b_v32).to(dk.dtype.element_ty), mask=m_c)
+        tl.store(dv + p_x, (b_du * b_gate32 * b_k32).to(dv.dtype.element_ty), mask=m_c)
+        b_k, b_v, b_gate, b_q, b_do, b_mix = n_k, n_v, n_gate, n_q, n_do, n_mix
+        p_x -= C
+        p_gate -= 1
     if i_n == 0:
         tl.store(dinitial_state + (i_b * S + o_s[:, None]) * C + o_c[None, :], b_r, mask=m_h)

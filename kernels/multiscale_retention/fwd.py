@@ -3,7 +3,9 @@
 Grid (C / BC, N blocks of BT tokens, B): each program walks its BT tokens once with the S
 memories of its BC channels in registers ([BS, BC] fp32), so [B, T, S, C] is never stored.
 Two kernels: ``block_end`` (end state of each block from a zero start) feeds the scan in
-``scan.py``; ``output`` re-walks each block from its true start state and writes o.
+``block_scan.py``; ``output`` re-walks each block from its true start state and writes o.
+The token loops are memory-latency bound, so each iteration issues the next token's loads
+before its own arithmetic (software pipelining by hand, one token deep).
 """
 from __future__ import annotations
 
@@ -13,6 +15,30 @@ import triton.language as tl
 from ..common.triton_utils import autotune
 
 WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
+
+
+@triton.jit
+def load_write(k, v, gate, p_x, p_gate, mask_c, GATE_PER_CHANNEL: tl.constexpr):
+    """Raw k, v and gate of one token (gate: [BC] per channel, a scalar per token)."""
+    b_k = tl.load(k + p_x, mask=mask_c, other=0.0)
+    b_v = tl.load(v + p_x, mask=mask_c, other=0.0)
+    if GATE_PER_CHANNEL:
+        b_gate = tl.load(gate + p_x, mask=mask_c, other=0.0)
+    else:
+        b_gate = tl.load(gate + p_gate)
+    return b_k, b_v, b_gate
+
+
+@triton.jit
+def next_step(i, n):
+    """1 while a next token exists in the block, else 0: the last prefetch re-reads the last token."""
+    return tl.minimum(tl.cast(i, tl.int64) + 1, n - 1) - tl.cast(i, tl.int64)
+
+
+@triton.jit
+def write_value(b_k, b_v, b_gate):
+    """u_t = gate_t ⊙ k_t ⊙ v_t in fp32 (eq. 3)."""
+    return b_gate.to(tl.float32) * b_k.to(tl.float32) * b_v.to(tl.float32)
 
 
 @autotune(WARP_CONFIGS, key=["C", "S", "BT", "BC"])
@@ -31,15 +57,17 @@ def multiscale_retention_fwd_kernel_block_end(
     b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
     b_h = tl.zeros([BS, BC], dtype=tl.float32)
     t0 = i_n * BT
-    for i in range(0, tl.minimum(BT, T - t0)):
-        i_t = i_b * T + t0 + tl.cast(i, tl.int64)
-        p_x = i_t * C + o_c
-        b_u = tl.load(k + p_x, mask=m_c, other=0.0).to(tl.float32) * tl.load(v + p_x, mask=m_c, other=0.0).to(tl.float32)
-        if GATE_PER_CHANNEL:
-            b_u *= tl.load(gate + p_x, mask=m_c, other=0.0).to(tl.float32)
-        else:
-            b_u *= tl.load(gate + i_t).to(tl.float32)
-        b_h = b_decay[:, None] * b_h + b_u[None, :]
+    n = tl.minimum(BT, T - t0)
+    p_gate = i_b * T + t0
+    p_x = p_gate * C + o_c
+    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
+    for i in range(0, n):
+        d = next_step(i, n)
+        n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
+        b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
+        b_k, b_v, b_gate = n_k, n_v, n_gate
+        p_x += C
+        p_gate += 1
     p_h = ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :]
     tl.store(block_end + p_h, b_h, mask=m_s[:, None] & m_c[None, :])
 
@@ -61,18 +89,22 @@ def multiscale_retention_fwd_kernel_output(
     b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
     b_h = tl.load(block_start + ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :], mask=m_h, other=0.0)
     t0 = i_n * BT
-    for i in range(0, tl.minimum(BT, T - t0)):
-        i_t = i_b * T + t0 + tl.cast(i, tl.int64)
-        p_x = i_t * C + o_c
-        b_u = tl.load(k + p_x, mask=m_c, other=0.0).to(tl.float32) * tl.load(v + p_x, mask=m_c, other=0.0).to(tl.float32)
-        if GATE_PER_CHANNEL:
-            b_u *= tl.load(gate + p_x, mask=m_c, other=0.0).to(tl.float32)
-        else:
-            b_u *= tl.load(gate + i_t).to(tl.float32)
-        b_h = b_decay[:, None] * b_h + b_u[None, :]
-        b_mix = tl.load(mix + i_t * S + o_s, mask=m_s, other=0.0).to(tl.float32)
-        b_q = tl.load(q + p_x, mask=m_c, other=0.0).to(tl.float32)
-        b_o = b_q * tl.sum(b_mix[:, None] * b_h, 0)
+    n = tl.minimum(BT, T - t0)
+    p_gate = i_b * T + t0
+    p_x = p_gate * C + o_c
+    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
+    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
+    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
+    for i in range(0, n):
+        d = next_step(i, n)
+        n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
+        n_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
+        n_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
+        b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
+        b_o = b_q.to(tl.float32) * tl.sum(b_mix.to(tl.float32)[:, None] * b_h, 0)
         tl.store(o + p_x, b_o.to(o.dtype.element_ty), mask=m_c)
+        b_k, b_v, b_gate, b_q, b_mix = n_k, n_v, n_gate, n_q, n_mix
+        p_x += C
+        p_gate += 1
     if i_n == NT - 1:
         tl.store(final_state + (i_b * S + o_s[:, None]) * C + o_c[None, :], b_h, mask=m_h)
