@@ -1,6 +1,7 @@
 """Argument checks and the normalizer packing shared by the chunked and recurrent entry points.
 
-normalize=True runs the unnormalized op on v' = [v, 1] with scale 1: the extra value column carries
+normalize=True runs the unnormalized op on v' = [v, 1] with scale 1 (the HedgeMamba paper's single pass
+with V expanded by an all-one column, §3.2, eqs. 9-10): the extra value column carries
 z_t = exp(g_t) z_{t-1} + k_t, so its output is the denominator q_t·z_t; the division happens in
 autograd-visible PyTorch, which keeps its gradient exact.
 """

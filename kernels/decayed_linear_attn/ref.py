@@ -1,7 +1,8 @@
 """fp32 per-token reference for decayed linear attention (the oracle every fast path is tested against).
 
-Recurrence (notes/chunked-algorithms.md §1; Mamba-2/SSD, Dao & Gu 2024, eq. (2) with scalar A; Hedgehog,
-Zhang et al. 2024, eq. (3) when g is None):
+Recurrence (notes/chunked-algorithms.md §1): the SSM mixer of the HedgeMamba paper (seeds/001, eq. 2,
+with a scalar decay per head as in Mamba-2/SSD), which is its linear attention (eq. 4) when g is None;
+the normalized form is its eqs. 9-10:
 
     S_t = exp(g_t) S_{t-1} + k_t v_tᵀ          o_t = scale · S_tᵀ q_t
     normalize=True:  z_t = exp(g_t) z_{t-1} + k_t,   o_t = S_tᵀ q_t / (q_t·z_t + 1e-6)

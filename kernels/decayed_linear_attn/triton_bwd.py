@@ -112,7 +112,7 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
 
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
-@triton.jit
+@triton.jit(do_not_specialize=["TOTAL"])
 def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens, chunk_indices, scale, TOTAL,
                          H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                          BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):

@@ -85,15 +85,17 @@ def run(fn, inputs, device, dtype, normalize, cotangents, **kwargs):
     return {name: t.detach().float().cpu() for name, t in results.items()}
 
 
-def random_cotangents():
-    cache = {}
+class Cotangents:
+    """Random do and dstate, drawn at first use and then reused, so several runs share one loss."""
 
-    def cotangents(o, state):
-        if not cache:
-            cache["do"] = torch.randn(o.shape)
-            cache["dstate"] = [torch.randn(s.shape) for s in flat_state(state)]
-        return cache["do"], cache["dstate"]
-    return cotangents
+    def __init__(self, do=None, dstate=None):
+        self.do, self.dstate = do, dstate
+
+    def __call__(self, o, state):
+        if self.do is None:
+            self.do = torch.randn(o.shape)
+            self.dstate = [torch.randn(s.shape) for s in flat_state(state)]
+        return self.do, self.dstate
 
 
 def compare(ref, out, dg_atol=ATOL):
@@ -120,7 +122,7 @@ def low_precision_inputs(inputs):
 def test_chunk_matches_reference(kernel_backend, T, gate, normalize, initial_state):
     batch = 1 if T > 100 else 2  # the long case once: the interpreter and the reference loop are slow on CPU
     inputs = low_precision_inputs(make_inputs(batch, T, gate=gate, normalize=normalize, initial_state=initial_state))
-    cot = random_cotangents()
+    cot = Cotangents()
     ref = reference(inputs, normalize, cot)
     with backend(kernel_backend):
         out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot)
@@ -132,7 +134,7 @@ def test_chunk_matches_reference(kernel_backend, T, gate, normalize, initial_sta
 def test_gate_stress(kernel_backend, gate_logit_normalizer, mask_p):
     inputs = low_precision_inputs(make_inputs(1, 150, initial_state=True, gate_logit_normalizer=gate_logit_normalizer,
                                               mask_p=mask_p))
-    cot = random_cotangents()
+    cot = Cotangents()
     ref = reference(inputs, False, cot)
     with backend(kernel_backend):
         out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot)
@@ -146,44 +148,47 @@ def test_odd_head_dims_and_custom_scale(kernel_backend, k_dim, v_dim, normalize)
     """K, V not powers of two (masked tiles), K < V, and more than one 64-wide tile along K and V."""
     inputs = low_precision_inputs(make_inputs(1, 90, heads=1, k_dim=k_dim, v_dim=v_dim, normalize=normalize,
                                               initial_state=True))
-    cot = random_cotangents()
+    cot = Cotangents()
     ref = reference(inputs, normalize, cot, scale=0.3)
     with backend(kernel_backend):
         out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, scale=0.3)
     compare(ref, out)
 
 
+def unflatten_states(flat, N, normalize):
+    """Undo ``run``'s flattening of the final state: [S [N, H, K, V]] or [S, z [N, H, K]]."""
+    S = flat[:N * H * K * V].reshape(N, H, K, V)
+    return [S, flat[N * H * K * V:].reshape(N, H, K)] if normalize else [S]
+
+
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
 @pytest.mark.parametrize("normalize", [False, True])
 def test_varlen_equals_per_sequence(kernel_backend, normalize):
-    lengths = [15, 64, 1, 130, 70]
+    lengths = [15, 64, 0, 1, 130, 70]
     cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
     inputs = low_precision_inputs(make_inputs(1, sum(lengths), normalize=normalize, initial_state=True,
                                               num_states=len(lengths)))
-    cot = random_cotangents()
+    cot = Cotangents()
     with backend(kernel_backend):
         out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, cu_seqlens=cu_seqlens.to(DEVICE))
-    do, dstate = cot(out["o"], None if normalize else out["state"])  # cached by the run above
+    initial_states = flat_state(inputs["initial_state"])
+    final_states = unflatten_states(out["state"], len(lengths), normalize)
+    state_grads = [out["dh0"], out["dz0"]] if normalize else [out["dh0"]]
     for n, (bos, eos) in enumerate(zip(cu_seqlens[:-1].tolist(), cu_seqlens[1:].tolist())):
-        seq = {name: (x[:, bos:eos] if name in ("q", "k", "v", "g") else None) for name, x in inputs.items()}
-        states = flat_state(inputs["initial_state"])
-        seq["initial_state"] = tuple(s[n:n + 1] for s in states) if normalize else states[0][n:n + 1]
-        seq_cot = lambda o, state: (do[:, bos:eos], [d[n:n + 1] for d in dstate])  # noqa: E731
-        ref = reference(seq, normalize, seq_cot)
-        state_parts = [d[n:n + 1] for d in flat_state(
-            (out_state_views(out["state"], len(lengths), normalize)))]
-        got = dict(o=out["o"][:, bos:eos], state=torch.cat([s.reshape(-1) for s in state_parts]),
+        if bos == eos:  # an empty sequence passes its state and the state's gradient straight through
+            for s0, s1, ds0, ds1 in zip(initial_states, final_states, state_grads, cot.dstate):
+                assert_close("empty sequence state", s0[n], s1[n], TOL["state"])
+                assert_close("empty sequence state gradient", ds1[n], ds0[n], TOL["dh0"])
+            continue
+        seq = {name: x[:, bos:eos] for name, x in inputs.items() if name in ("q", "k", "v", "g")}
+        seq["initial_state"] = tuple(s[n:n + 1] for s in initial_states) if normalize else initial_states[0][n:n + 1]
+        ref = reference(seq, normalize, Cotangents(cot.do[:, bos:eos], [d[n:n + 1] for d in cot.dstate]))
+        got = dict(o=out["o"][:, bos:eos], state=torch.cat([s[n].reshape(-1) for s in final_states]),
                    dq=out["dq"][:, bos:eos], dk=out["dk"][:, bos:eos], dv=out["dv"][:, bos:eos],
                    dg=out["dg"][:, bos:eos], dh0=out["dh0"][n:n + 1])
         if normalize:
             got["dz0"] = out["dz0"][n:n + 1]
         compare(ref, got)
-
-
-def out_state_views(flat, N, normalize):
-    """Undo ``run``'s flattening of the final state: S [N, H, K, V] (and z [N, H, K])."""
-    S = flat[:N * H * K * V].reshape(N, H, K, V)
-    return (S, flat[N * H * K * V:].reshape(N, H, K)) if normalize else S
 
 
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
@@ -211,7 +216,7 @@ def test_chunk_equals_recurrent_decoding(kernel_backend, normalize):
 @pytest.mark.parametrize("normalize", [False, True])
 def test_recurrent_gradients_match_reference(normalize):
     inputs = make_inputs(2, 20, normalize=normalize, initial_state=True)
-    cot = random_cotangents()
+    cot = Cotangents()
     ref = reference(inputs, normalize, cot)
     out = run(fused_recurrent_decayed_linear_attn, inputs, DEVICE, torch.float32, normalize, cot)
     for name in ref:
