@@ -6,7 +6,6 @@ import re
 import sys
 
 from relin import tracking
-
 from relin.config import lookup
 
 

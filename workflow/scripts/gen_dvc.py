@@ -4,8 +4,9 @@
     python workflow/scripts/gen_dvc.py --check    # exit 1 when the checked-in dvc.yaml is stale
 
 The Snakefile stays the one definition of the graph. Each stage runs its own job through Snakemake
-(``snakemake <outputs> --forcerun <rule> --allowed-rules <rule>``), so ``dvc repro`` and
-``snakemake`` execute the same command. A stage's DVC dependencies are its inputs, the ``.smk``
+(``snakemake <outputs> --forcerun <rule> --allowed-rules <rule>``, targets first: the two options
+swallow the names after them), so ``dvc repro`` and ``snakemake`` execute the same command. DVC
+runs stages one at a time, so each gets all cores. A stage's DVC dependencies are its inputs, the ``.smk``
 file of its rule and the relin code its stage imports (found by following imports from
 ``src/relin/stages/<stage>.py``); its params are the config sections the rule passes with
 ``--config`` (the keys of that JSON are dotted ``params.yaml`` paths). JSON outputs are metrics and
