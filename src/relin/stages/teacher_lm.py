@@ -83,10 +83,10 @@ def run(args: argparse.Namespace, sections) -> None:
         if model_cfg.pretrained:
             from transformers import AutoTokenizer
 
-            model = load_pretrained(model_cfg.pretrained,
-                                    allow_network=os.environ.get("HF_HUB_OFFLINE", "0") != "1")
+            allow_network = os.environ.get("HF_HUB_OFFLINE", "0") != "1"
+            model = load_pretrained(model_cfg.pretrained, allow_network=allow_network)
             tokenizer = AutoTokenizer.from_pretrained(model_cfg.pretrained, trust_remote_code=False,
-                                                      local_files_only=True)
+                                                      local_files_only=not allow_network)
             history, summary = [], {"steps": 0, "pretrained": model_cfg.pretrained}
         else:
             tasks, input_ids, labels = load_train_rows(data)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from ..errors import InputError
 from .checkpoint import rng_state, set_rng_state
 from .distributed import DistEnv
 from .torch_backend import adamw
@@ -77,7 +78,8 @@ class DeepSpeedEngine:
     def load(self, directory: Path) -> None:
         path, _ = self.engine.load_checkpoint(str(directory), tag=TAG)
         if path is None:
-            raise FileNotFoundError(f"{directory}: no DeepSpeed checkpoint tagged {TAG!r}")
+            raise InputError(f"checkpoint {directory}: no DeepSpeed checkpoint tagged {TAG!r} (written by "
+                             f"another backend?); delete it to train from scratch")
         rng = directory / TAG / f"rng_rank{self.env.rank}.pt"
         if rng.is_file():
             set_rng_state(torch.load(rng, weights_only=False))

@@ -89,7 +89,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cf
     bar = tqdm(total=cfg.steps, initial=start, file=sys.stderr, disable=not (progress and env.is_main),
                desc="train", dynamic_ncols=True, mininterval=1.0)
     began = time.perf_counter()
-    interval_tokens, interval_start = 0, time.perf_counter()
+    interval_tokens, interval_start, interval_sums, interval_steps = 0, time.perf_counter(), {}, 0
     loss_value = history[-1]["loss"] if history else float("nan")
     for step in range(start + 1, cfg.steps + 1):
         micro = batches.micro_batches(step, cfg.grad_accum)
@@ -114,22 +114,26 @@ def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cf
             kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
             raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
         lr = engine.lr()
-        grad_norm = engine.step()
+        metrics["grad_norm"] = engine.step()
         bar.update(1)
+        interval_steps += 1
+        for name, value in metrics.items():
+            interval_sums[name] = interval_sums.get(name, 0.0) + value
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
-            row = {"step": step, **metrics, "lr": lr, "grad_norm": grad_norm,
-                   "tokens_per_s": interval_tokens / max(now - interval_start, 1e-9),
+            means = {name: total / interval_steps for name, total in interval_sums.items()}
+            row = {"step": step, **means, "lr": lr, "tokens_per_s": interval_tokens / max(now - interval_start, 1e-9),
                    "max_len": batches.max_len(step), "elapsed_s": wall_before + now - began}
             history.append(row)
             tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step)
-            bar.set_postfix(loss=f"{loss_value:.4f}", refresh=False)
-            interval_tokens, interval_start = 0, now
+            bar.set_postfix(loss=f"{means['loss']:.4f}", refresh=False)
+            interval_tokens, interval_start, interval_sums, interval_steps = 0, now, {}, 0
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             staging = checkpoints.staging(step)
             engine.save(staging)
             last_saved = checkpoints.publish(step, staging, {
                 "step": step, "history": history, "wall_s": wall_before + time.perf_counter() - began})
     bar.close()
-    return TrainResult(model=engine.module, history=history, steps=cfg.steps, final_loss=loss_value,
+    final_loss = history[-1]["loss"] if history else loss_value
+    return TrainResult(model=engine.module, history=history, steps=cfg.steps, final_loss=final_loss,
                        wall_s=wall_before + time.perf_counter() - began, resumed_from=start)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 
