@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 import triton
+from triton.testing import do_bench
 
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
 from relin.kernels.common.backend import backend
@@ -58,7 +59,7 @@ def bench(fn) -> float:
     fn()
     if DEVICE == "cuda":
         torch.cuda.synchronize()
-        return triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")
+        return do_bench(fn, warmup=25, rep=100, return_mode="median")
     times = []
     for _ in range(3):
         start = time.perf_counter()

@@ -1,8 +1,8 @@
-"""Public op: fused multi-timescale diagonal retention (LIA-MTR, eqs. 3-5), two-level over T.
+"""Launchers of the two-level Triton kernels of multi-timescale diagonal retention (LIA-MTR, eqs. 3-5).
 
-M_{t,s} = λ_s M_{t-1,s} + gate_t ⊙ k_t ⊙ v_t per channel, o_t = q_t ⊙ Σ_s mix_{t,s} M_{t,s}.
-On CUDA tensors (or any tensor with ``RELIN_KERNEL_BACKEND=triton`` under ``TRITON_INTERPRET=1``)
-the Triton kernels of ``fwd.py``/``bwd.py`` run; otherwise the chunked PyTorch path.
+Forward: ``block_end`` kernel -> block-state scan -> ``output`` kernel. Backward: ``forward_sweep``
+(dq, dmix, block adjoints) -> reversed block scan -> ``reverse_sweep`` (dk, dv, dgate, d initial state).
+With one block (block_len >= T) the scans and the ``block_end`` kernel are skipped.
 """
 from __future__ import annotations
 

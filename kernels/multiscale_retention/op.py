@@ -15,10 +15,7 @@ class MultiscaleDiagRetentionFunction(torch.autograd.Function):
         ctx.save_for_backward(q, k, v, gate, mix, log_decays, start)
         ctx.block_len = block_len
         ctx.has_initial_state = initial_state is not None
-        if output_final_state:
-            return o, final_state
-        ctx.mark_non_differentiable(final_state)
-        return o, None
+        return o, (final_state if output_final_state else None)
 
     @staticmethod
     def backward(ctx, do, dht):
