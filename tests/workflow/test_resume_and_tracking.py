@@ -20,7 +20,7 @@ RESUMABLE = {"teacher": {"archs": ["qwen3"], "train": {"steps": 40, "checkpoint_
 def _teacher_process(snakemake_pid: int) -> psutil.Process | None:
     for child in psutil.Process(snakemake_pid).children(recursive=True):
         try:
-            if "teacher-lm" in child.cmdline() and "python" in child.name():
+            if "teacher-lm" in child.cmdline() and child.name() not in ("bash", "sh"):
                 return child
         except psutil.NoSuchProcess:
             continue
@@ -32,18 +32,20 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
     target = "results/teacher/qwen3/train_metrics.json"
     change = overlay(tmp_path / "resumable.yaml", RESUMABLE)
     argv = ["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(change)]
-    proc = subprocess.Popen(argv, cwd=repo, env=workflow_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    earlier = set((repo / "checkpoints/teacher/qwen3").glob("*"))  # the smoke run's (another config)
+    console = tmp_path / "snakemake.out"
+    proc = subprocess.Popen(argv, cwd=repo, env=workflow_env(), stdout=console.open("w"), stderr=subprocess.STDOUT)
     deadline, killed_after = time.monotonic() + 600, None
     while time.monotonic() < deadline and proc.poll() is None:
-        steps = sorted((repo / "checkpoints/teacher/qwen3").glob("*/step-*"))
+        steps = sorted(p for p in (repo / "checkpoints/teacher/qwen3").glob("*/step-*") if p.parent not in earlier)
         teacher = _teacher_process(proc.pid)
         if steps and teacher is not None:
             killed_after = int(steps[-1].name.removeprefix("step-"))
             teacher.send_signal(signal.SIGKILL)
             break
         time.sleep(0.2)
-    output = proc.communicate(timeout=120)[0]
+    proc.wait(timeout=120)
+    output = console.read_text()
     assert killed_after is not None, f"no checkpoint appeared before the teacher finished:\n{output}"
     assert proc.returncode != 0 and not (repo / target).exists(), output
 
