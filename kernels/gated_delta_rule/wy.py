@@ -31,7 +31,7 @@ def _unit_lower_inverse_16(b_A):
     return b_X
 
 
-@autotune(configs=[triton.Config({}, num_warps=w) for w in (4, 8)], key=["H", "K", "V", "BT"])
+@autotune(configs=[triton.Config({}, num_warps=w) for w in (8, 4)], key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_wy(
     k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
