@@ -29,8 +29,8 @@ def test_every_rule_passes_exactly_the_sections_its_stage_reads():
     jobs = gen_dvc.snakemake_jobs(ROOT)
     assert {job.rule.name for job in jobs} >= {"synth_text", "teacher_lm", "eval_lm", "report"}
     for job in jobs:
-        words = shlex.split(job.shellcmd.split(">")[0])
-        argv = words[words.index("relin") + 1:]
+        words = shlex.split(job.shellcmd)
+        argv = words[words.index("relin") + 1:words.index(">")]
         args = _parser(argv[0]).parse_args(argv)
         declared = load_stage(argv[0]).SECTIONS(args)
         assert sorted(json.loads(args.config)) == sorted(declared), f"rule {job.rule.name} ({job.wildcards_dict})"

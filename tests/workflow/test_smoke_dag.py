@@ -42,9 +42,15 @@ def test_smoke_dag_runs_end_to_end_and_is_then_up_to_date(smoke_run):
      {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report"}),
 ], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta"])
 def test_teacher_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
-    out = snakemake(smoke_run, "-n", overlays=(overlay(tmp_path / "change.yaml", change),)).stdout
+    changed = overlay(tmp_path / "change.yaml", change)
+    out = snakemake(smoke_run, "-n", overlays=(changed,)).stdout
     assert planned_jobs(out) == expected, out
     assert "Params have changed since last execution" in out
+    listed = [line for line in snakemake(smoke_run, "--list-changes", "params", overlays=(changed,)).stdout.split()
+              if line.startswith("results/")]
+    archs = [job[len("teacher_lm[arch="):-1] for job in expected if job.startswith("teacher_lm")]
+    assert sorted(listed) == sorted(f"results/teacher/{arch}/{name}" for arch in archs
+                                    for name in ("model", "history.csv", "train_metrics.json"))
 
 
 def test_dvc_repro_reruns_only_the_changed_teacher_chain(smoke_run, tmp_path):
@@ -80,6 +86,7 @@ def test_mlflow_holds_one_parent_run_and_the_lineage_of_every_child(smoke_run):
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
     assert len(children) == len(runs) - 1
+    assert {r.info.status for r in children} == {"FINISHED"}
     assert sorted(r.data.tags["relin.stage"] for r in children) == sorted(
         ["synth-text", "teacher-lm", "teacher-lm", "eval-lm", "eval-lm", "report"])
     by_id = {r.info.run_id: r for r in children}
