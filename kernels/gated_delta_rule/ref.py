@@ -1,4 +1,4 @@
-"""fp32 token-by-token reference of the gated delta rule (Yang, Kautz, Hatamizadeh 2025, eq. 10).
+"""fp32 token-by-token reference of the gated delta rule (Yang, Kautz, Hatamizadeh 2025, "Gated Delta Networks", arXiv 2412.06464).
 
 Per head, with state S_t of shape [K, V]:
     S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T,    o_t = scale * S_t^T q_t.

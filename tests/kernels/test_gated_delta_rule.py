@@ -13,7 +13,8 @@ from relin.kernels.gated_delta_rule import (
 from .conftest import assert_close
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-DTYPES = [torch.float32, torch.bfloat16] if DEVICE == "cuda" else [torch.float32]
+# fp32 Triton products are exact (ieee) but slow to compile on a GPU; the interpreter covers them.
+DTYPES = [torch.bfloat16] if DEVICE == "cuda" else [torch.float32]
 # Small heads under the CPU interpreter; the sizes the models use on a GPU.
 HEADS, DK, DV = (2, 32, 16) if DEVICE == "cpu" else (4, 128, 64)
 # fla's test_gdn ratios for half-precision inputs; fp32 inputs must agree far more tightly.
@@ -117,7 +118,7 @@ def test_chunk_gate_stress(backend_name, gate_logit_normalizer, zero_gate_fracti
     ref = reference(inputs, h0, do, dht)
     with backend(backend_name):
         out = run(chunk_gated_delta_rule, inputs, h0, do, dht)
-    assert_matches(ref, out, dtype if backend_name == "triton" else torch.float32)
+    assert_matches(ref, out, dtype)
 
 
 @pytest.mark.parametrize("backend_name", BACKENDS)
@@ -129,6 +130,7 @@ def test_chunk_varlen_matches_separate_sequences(backend_name):
     inputs, h0 = make_inputs(1, T, N, dtype, True, True)
     do = torch.randn(1, T, HEADS, DV, device=DEVICE)
     dht = torch.randn(N, HEADS, DK, DV, device=DEVICE)
+    same = 1e-5 if dtype == torch.float32 else 1e-3
     with backend(backend_name):
         packed = run(chunk_gated_delta_rule, inputs, h0, do, dht, cu_seqlens=cu_seqlens, use_qk_l2norm_in_kernel=True)
         for n in range(N):
@@ -136,11 +138,11 @@ def test_chunk_varlen_matches_separate_sequences(backend_name):
             piece = {name: x[:, s:e] for name, x in inputs.items()}
             o, ht, grads = run(chunk_gated_delta_rule, piece, h0[n:n + 1], do[:, s:e], dht[n:n + 1],
                                use_qk_l2norm_in_kernel=True)
-            assert_close(f"o[{n}]", o, packed[0][:, s:e], 1e-5)
-            assert_close(f"ht[{n}]", ht, packed[1][n:n + 1], 1e-5)
+            assert_close(f"o[{n}]", o, packed[0][:, s:e], same)
+            assert_close(f"ht[{n}]", ht, packed[1][n:n + 1], same)
             for name in GRAD_NAMES:
                 part = packed[2][name][n:n + 1] if name == "dh0" else packed[2][name][:, s:e]
-                assert_close(f"{name}[{n}]", grads[name], part, 1e-5)
+                assert_close(f"{name}[{n}]", grads[name], part, same)
     ref = reference(inputs, h0, do, dht, cu_seqlens=cu_seqlens, use_qk_l2norm_in_kernel=True)
     assert_matches(ref, packed, dtype)
 
