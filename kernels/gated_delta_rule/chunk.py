@@ -6,8 +6,9 @@ backward recomputes ``wy`` and ``state``, then the reverse ``state`` pass and pe
 Only q, k, v, g, beta and the initial state are saved for backward.
 
 Precision: intermediates (W, U, per-chunk states, deltas and their gradients) are stored in fp32 and
-every product takes fp32 operands, exact (ieee) for fp32 inputs and tf32 for 16-bit inputs: deltas
-U - W S cancel as the state learns the values, so 16-bit rounding there costs more than the bandwidth.
+every product takes fp32 operands, exact (ieee) for fp32 inputs and tf32 for 16-bit inputs, because
+the deltas U - W S cancel as the state learns the values. fla stores these in 16 bits instead, which
+halves their memory traffic; which trade is right on the H200 is still to be measured.
 """
 from __future__ import annotations
 
