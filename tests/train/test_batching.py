@@ -73,3 +73,11 @@ def test_task_weights_steer_and_exclude_tasks(tokenizer):
     with pytest.raises(ConfigError, match="no training rows of task\\(s\\) nope"):
         StepBatches([r["input_ids"] for r in rows], [r["labels"] for r in rows], batch_size=4, pad_id=0,
                     tasks=tasks, task_weights={"nope": 2.0})
+
+
+def test_negative_task_weight_is_a_config_error():
+    from relin.config import TrainConfig
+    from relin.configlib import build
+
+    with pytest.raises(ConfigError, match=r"teacher.train.task_weights: expected weights >= 0.*mqar"):
+        build(TrainConfig, {"task_weights": {"mqar": -1.0}}, "teacher.train")
