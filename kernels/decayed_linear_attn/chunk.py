@@ -30,7 +30,7 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, q, k, v, g, scale, initial_state, output_final_state, index, out_dtype):
         gc = chunk_local_cumsum(g, index) if g is not None else None
-        h, final_state = chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, state_dtype=q.dtype)
+        h, final_state = chunk_fwd_h(k, v, gc, initial_state, output_final_state, index)
         o = chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype)
         ctx.save_for_backward(q, k, v, g, initial_state)
         ctx.scale, ctx.index = scale, index
@@ -44,8 +44,8 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         dht = dht.float().contiguous() if dht is not None else None
         gc = chunk_local_cumsum(g, index) if g is not None else None
         need_final = g is not None and dht is not None
-        h, final_state = chunk_fwd_h(k, v, gc, initial_state, need_final, index, state_dtype=q.dtype)
-        dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index, state_dtype=q.dtype)
+        h, final_state = chunk_fwd_h(k, v, gc, initial_state, need_final, index)
+        dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index)
         dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index)
         dq, dk, dG = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index)
         dg = None

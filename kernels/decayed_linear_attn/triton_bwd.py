@@ -8,6 +8,8 @@ cumulative log decay and R_ij = e^{b_i - b_j} on the causal triangle (notes/chun
     dh_prev = e^{b_C} dh + scale · (e^b Q)ᵀ dO          (the reverse serial pass)
 The decay gradient uses dL/dG_t = q_t·dq_t − k_t·dk_t (+ <S_T, dS_T> at each sequence's last token) for
 the global cumulative log decay G; dg is its reverse cumulative sum per sequence, taken by the caller.
+As in the forward, only products of raw 16-bit inputs (dO Vᵀ, K Qᵀ) run in the input dtype: dg is a
+near-cancelling difference and failed fla's 0.02 bound in bf16 when states or score tiles were bf16.
 """
 from __future__ import annotations
 
@@ -15,8 +17,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ..common.triton_utils import autotune, dot_precision
-from .triton_fwd import CHUNK_SIZE, block_size
+from ..common.interpreter_dot import mma
+from ..common.triton_utils import autotune
+from .triton_fwd import CHUNK_SIZE, block_size, dot_args
 
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
 
@@ -26,7 +29,7 @@ _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8
 def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scale,
                         H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                         BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_DHT: tl.constexpr,
-                        STORE_DH0: tl.constexpr, DOT_PRECISION: tl.constexpr):
+                        STORE_DH0: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
     bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
@@ -57,10 +60,10 @@ def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scal
             b_g_last = tl.load(gc + (bos + last) * H + i_h)
             b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
             b_dh *= tl.exp(b_g_last)
-            b_qt = (b_qt * tl.where(m_t, tl.exp(b_g), 0.)[None, :] * scale).to(b_qt.dtype)
+            b_qt = b_qt * tl.where(m_t, tl.exp(b_g), 0.)[None, :] * scale
         else:
-            b_qt = (b_qt * scale).to(b_qt.dtype)
-        b_dh += tl.dot(b_qt, b_do, input_precision=DOT_PRECISION)
+            b_qt = b_qt.to(tl.float32) * scale
+        b_dh += mma(b_qt, b_do.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
     if STORE_DH0:
         tl.store(dh0 + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_dh, mask=m_kv)
 
@@ -69,7 +72,8 @@ def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scal
 @triton.jit
 def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
                         H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):
+                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                        DOT_WIDEN: tl.constexpr):
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n = tl.load(chunk_indices + i_c * 2)
     i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
@@ -92,8 +96,8 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
         b_qt = tl.load(q + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
                        mask=m_k[:, None] & m_t[None, :], other=0.)
         b_dh = tl.load(p_dh + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.)
-        b_At += tl.dot(b_k, b_qt, input_precision=DOT_PRECISION)
-        b_dv += tl.dot(b_k, b_dh.to(b_k.dtype), input_precision=DOT_PRECISION)
+        b_At += mma(b_k, b_qt, DOT_PRECISION, DOT_WIDEN)
+        b_dv += mma(b_k.to(b_dh.dtype), b_dh, DOT_PRECISION, DOT_WIDEN)
 
     m_A = (o_i[:, None] <= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
@@ -106,7 +110,7 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
         b_At = tl.where(m_A, b_At, 0.)
     b_do = tl.load(do + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
                    mask=m_t[:, None] & m_v[None, :], other=0.)
-    b_dv += tl.dot((b_At * scale).to(b_do.dtype), b_do, input_precision=DOT_PRECISION)
+    b_dv += mma(b_At * scale, b_do.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
     tl.store(dv + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], b_dv.to(dv.dtype.element_ty),
              mask=m_t[:, None] & m_v[None, :])
 
@@ -115,7 +119,8 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
 @triton.jit(do_not_specialize=["TOTAL"])
 def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens, chunk_indices, scale, TOTAL,
                          H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                         BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):
+                         BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                        DOT_WIDEN: tl.constexpr):
     i_c, i_k, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n = tl.load(chunk_indices + i_c * 2)
     i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
@@ -141,11 +146,11 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
         # states loaded transposed, [BV, BK]
         o_vk = o_v[:, None] + o_k[None, :] * V
         m_vk = m_v[:, None] & m_k[None, :]
-        b_h_vk = tl.load(h + o_state + o_vk, mask=m_vk, other=0.).to(b_v.dtype)
-        b_dh_vk = tl.load(dh + o_state + o_vk, mask=m_vk, other=0.).to(b_v.dtype)
-        b_ds += tl.dot(b_do, tl.trans(b_v), input_precision=DOT_PRECISION)
-        b_dq += tl.dot(b_do, b_h_vk, input_precision=DOT_PRECISION)
-        b_dk += tl.dot(b_v, b_dh_vk, input_precision=DOT_PRECISION)
+        b_h_vk = tl.load(h + o_state + o_vk, mask=m_vk, other=0.)
+        b_dh_vk = tl.load(dh + o_state + o_vk, mask=m_vk, other=0.)
+        b_ds += mma(b_do, tl.trans(b_v), DOT_PRECISION, DOT_WIDEN)
+        b_dq += mma(b_do.to(b_h_vk.dtype), b_h_vk, DOT_PRECISION, DOT_WIDEN)
+        b_dk += mma(b_v.to(b_dh_vk.dtype), b_dh_vk, DOT_PRECISION, DOT_WIDEN)
 
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
@@ -159,9 +164,9 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
         b_ds = tl.where(m_A, b_ds, 0.)
     b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
     b_k = tl.load(k + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-    b_ds = (b_ds * scale).to(b_q.dtype)
-    b_dq = b_dq * scale + tl.dot(b_ds, b_k, input_precision=DOT_PRECISION)
-    b_dk += tl.dot(tl.trans(b_ds), b_q, input_precision=DOT_PRECISION)
+    b_ds = b_ds * scale
+    b_dq = b_dq * scale + mma(b_ds, b_k.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+    b_dk += mma(tl.trans(b_ds), b_q.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
     p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
     tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
     tl.store(dk + p_out, b_dk.to(dk.dtype.element_ty), mask=m_tk)
@@ -170,18 +175,18 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
         tl.store(dg_partial + (tl.cast(i_k, tl.int64) * TOTAL + bos + o_t) * H + i_h, b_dg, mask=m_t)
 
 
-def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index, state_dtype):
-    """dh [NT, H, K, V]: gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
+def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index):
+    """dh [NT, H, K, V] fp32: gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
     _, _, H, K = q.shape
     V = do.shape[-1]
     BK, BV = block_size(K), block_size(V)
-    dh = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype, device=q.device)
+    dh = torch.empty(index.num_chunks, H, K, V, dtype=torch.float32, device=q.device)
     dh0 = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=q.device) if want_dh0 else None
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
     chunk_bwd_dh_kernel[grid](q, do, gc, dh, final_state_grad, dh0, index.cu_seqlens, index.chunk_offsets, scale,
                               H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                               USE_DHT=final_state_grad is not None, STORE_DH0=want_dh0,
-                              DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+                              **dot_args(q.dtype))
     return dh, dh0
 
 
@@ -193,7 +198,7 @@ def chunk_bwd_dv(q, k, do, gc, dh, scale, index):
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_bwd_dv_kernel[grid](q, k, do, gc, dh, dv, index.cu_seqlens, index.chunk_indices, scale,
                               H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                              DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+                              **dot_args(q.dtype))
     return dv
 
 
@@ -208,6 +213,6 @@ def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index):
     grid = (index.num_chunks, NK, H)
     chunk_bwd_dqk_kernel[grid](q, k, v, do, gc, h, dh, dq, dk, dg_partial, index.cu_seqlens, index.chunk_indices,
                                scale, TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                               DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+                               **dot_args(q.dtype))
     dG = dg_partial.sum(0, keepdim=True) if gc is not None else None
     return dq, dk, dG

@@ -6,6 +6,11 @@ positions, b is the in-chunk cumulative log decay (notes/chunked-algorithms.md �
 2. ``chunk_fwd_h_kernel``: the only serial pass; per (sequence, head, K-block, V-block) it walks the
    chunks, stores the state entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V.
 3. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
+
+Precision with 16-bit inputs: products of raw inputs (Q Kᵀ) run in the input dtype; every product with a
+computed operand (decayed V, the states h, the decayed score tile) takes fp32 operands (tf32 on the
+GPU). Rounding those to bf16 instead put o at ~0.006 relative RMS from the fp32 reference, above fla's
+0.005; the states are stored in fp32 for the same reason.
 """
 from __future__ import annotations
 
@@ -13,11 +18,18 @@ import torch
 import triton
 import triton.language as tl
 
-from ..common.triton_utils import autotune, dot_precision
+from ..common.interpreter_dot import dot_mode, mma
+from ..common.triton_utils import autotune
 
 CHUNK_SIZE = 64
 
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
+
+
+def dot_args(dtype: torch.dtype) -> dict:
+    """The DOT_PRECISION / DOT_WIDEN constexprs every kernel here takes (see ``common.interpreter_dot``)."""
+    precision, widen = dot_mode(dtype)
+    return dict(DOT_PRECISION=precision, DOT_WIDEN=widen)
 
 
 def block_size(dim: int) -> int:
@@ -43,7 +55,7 @@ def chunk_local_cumsum_kernel(g, gc, cu_seqlens, chunk_indices, H: tl.constexpr,
 def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_H0: tl.constexpr,
-                       STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr):
+                       STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
     bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
@@ -75,8 +87,8 @@ def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
             b_g_last = tl.load(gc + (bos + last) * H + i_h)
             b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
             b_h *= tl.exp(b_g_last)
-            b_v = (b_v * tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]).to(b_v.dtype)
-        b_h += tl.dot(b_kt, b_v, input_precision=DOT_PRECISION)
+            b_v = b_v * tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
+        b_h += mma(b_kt.to(tl.float32), b_v.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
     if STORE_HT:
         tl.store(ht + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_h, mask=m_kv)
 
@@ -85,7 +97,8 @@ def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
 @triton.jit
 def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr):
+                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                       DOT_WIDEN: tl.constexpr):
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n = tl.load(chunk_indices + i_c * 2)
     i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
@@ -108,8 +121,8 @@ def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
         b_kt = tl.load(k + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
                        mask=m_k[:, None] & m_t[None, :], other=0.)
         b_h = tl.load(p_h + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.)
-        b_o += tl.dot(b_q, b_h.to(b_q.dtype), input_precision=DOT_PRECISION)
-        b_A += tl.dot(b_q, b_kt, input_precision=DOT_PRECISION)
+        b_o += mma(b_q.to(b_h.dtype), b_h, DOT_PRECISION, DOT_WIDEN)
+        b_A += mma(b_q, b_kt, DOT_PRECISION, DOT_WIDEN)
 
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
@@ -120,7 +133,7 @@ def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
         b_A = tl.where(m_A, b_A, 0.)
     b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
                   mask=m_t[:, None] & m_v[None, :], other=0.)
-    b_o += tl.dot(b_A.to(b_v.dtype), b_v, input_precision=DOT_PRECISION)
+    b_o += mma(b_A, b_v.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
     tl.store(o + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], (b_o * scale).to(o.dtype.element_ty),
              mask=m_t[:, None] & m_v[None, :])
 
@@ -133,18 +146,18 @@ def chunk_local_cumsum(g: torch.Tensor, index) -> torch.Tensor:
     return gc
 
 
-def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, state_dtype):
-    """Per-chunk entering states h [NT, H, K, V] (state_dtype) and the final state [N, H, K, V] (fp32)."""
+def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index):
+    """Per-chunk entering states h [NT, H, K, V] and the final state [N, H, K, V], both fp32."""
     _, _, H, K = k.shape
     V = v.shape[-1]
     BK, BV = block_size(K), block_size(V)
-    h = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype, device=k.device)
+    h = torch.empty(index.num_chunks, H, K, V, dtype=torch.float32, device=k.device)
     ht = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
     chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                              USE_H0=initial_state is not None, STORE_HT=output_final_state,
-                             DOT_PRECISION=dot_precision(k.dtype == torch.float32))
+                             **dot_args(k.dtype))
     return h, ht
 
 
@@ -157,5 +170,5 @@ def chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype):
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_fwd_o_kernel[grid](q, k, v, gc, h, o, index.cu_seqlens, index.chunk_indices, scale,
                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                             DOT_PRECISION=dot_precision(q.dtype == torch.float32))
+                             **dot_args(q.dtype))
     return o
