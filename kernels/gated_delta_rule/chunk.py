@@ -5,10 +5,11 @@ forward  ``wy`` (parallel over chunks) -> ``state`` (sequential over chunks) -> 
 backward recomputes ``wy`` and ``state``, then the reverse ``state`` pass and per-chunk ``grad``.
 Only q, k, v, g, beta and the initial state are saved for backward.
 
-Precision: intermediates (W, U, per-chunk states, deltas and their gradients) are stored in fp32 and
-every product takes fp32 operands, exact (ieee) for fp32 inputs and tf32 for 16-bit inputs, because
-the deltas U - W S cancel as the state learns the values. fla stores these in 16 bits instead, which
-halves their memory traffic; which trade is right on the H200 is still to be measured.
+Precision, as in fla: with 16-bit inputs the intermediates (W, U, per-chunk states, deltas and their
+gradients) are stored in that dtype and every product takes 16-bit operands with fp32 accumulation;
+the running state, decays, M^{-1} and the final state stay fp32. With fp32 inputs everything is fp32
+with exact (ieee) products. On the H200 the 16-bit path halves the intermediates' traffic and runs
+the products on the bf16 tensor cores (benchmarks/gdn_profile.py; notes in benchmarks/gdn_notes.md).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from .grad import gdn_bwd_kernel_grad
 from .output import gdn_fwd_kernel_output
 from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
 from .torch_chunk import torch_chunk_gated_delta_rule
+from ..common.interpreter_dot import dot_mode
 from .utils import check_inputs, l2norm, prepare_chunks
 from .wy import gdn_fwd_kernel_wy
 
@@ -27,9 +29,9 @@ BT = 64
 MAX_HEAD_DIM = 256
 
 
-def _precision(*xs: torch.Tensor) -> str:
-    """Exact fp32 products when every operand came in fp32; tf32 (10-bit mantissa) otherwise."""
-    return "ieee" if all(x.dtype == torch.float32 for x in xs) else "tf32"
+def _compute_dtype(*xs: torch.Tensor) -> torch.dtype:
+    """The first 16-bit input dtype (bf16/fp16 tensor-core products, 16-bit intermediates); fp32 if none."""
+    return next((x.dtype for x in xs if x.dtype != torch.float32), torch.float32)
 
 
 def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, store_final):
@@ -38,21 +40,23 @@ def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_off
     V = v.shape[-1]
     N, NT = cu_seqlens.numel() - 1, chunk_indices.shape[0]
     BK = max(triton.next_power_of_2(K), 16)
-    precision = _precision(q, k, v)
+    dtype = _compute_dtype(v, k, q)
+    precision, widen = dot_mode(dtype)
     b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
     m_inv = torch.empty(NT, H, BT, BT, dtype=torch.float32, device=k.device)
-    w = torch.empty(k.shape, dtype=torch.float32, device=k.device)
-    u = torch.empty(v.shape, dtype=torch.float32, device=k.device)
+    w = torch.empty(k.shape, dtype=dtype, device=k.device)
+    u = torch.empty(v.shape, dtype=dtype, device=k.device)
     gdn_fwd_kernel_wy[(NT, H)](
         k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
-        H=H, K=K, V=V, BT=BT, BK=BK, BV=min(max(triton.next_power_of_2(V), 16), 64), PRECISION=precision)
-    h = torch.empty(NT, H, K, V, dtype=torch.float32, device=k.device)
-    v_new = torch.empty(v.shape, dtype=torch.float32, device=k.device)
+        H=H, K=K, V=V, BT=BT, BK=BK, BV=min(max(triton.next_power_of_2(V), 16), 64),
+        PRECISION=precision, WIDEN=widen)
+    h = torch.empty(NT, H, K, V, dtype=dtype, device=k.device)
+    v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
     gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
         k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T,
         H=H, K=K, V=V, BT=BT, BK=BK, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=store_final,
-        PRECISION=precision)
+        PRECISION=precision, WIDEN=widen)
     return b_cum, m_inv, w, h, v_new, ht
 
 
@@ -70,10 +74,11 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, output_final_state)
         _, T, H, K = k.shape
         V = v.shape[-1]
+        precision, widen = dot_mode(h.dtype)
         o = torch.empty_like(v)
         gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), chunk_indices.shape[0], H)](
             q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
-            H=H, K=K, V=V, BT=BT, BK=max(triton.next_power_of_2(K), 16), PRECISION=_precision(q, k, v))
+            H=H, K=K, V=V, BT=BT, BK=max(triton.next_power_of_2(K), 16), PRECISION=precision, WIDEN=widen)
         ctx.save_for_backward(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets)
         ctx.scale = scale
         return o, ht
@@ -85,25 +90,25 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
         V = v.shape[-1]
         N, NT = cu_seqlens.numel() - 1, chunk_indices.shape[0]
         BK = max(triton.next_power_of_2(K), 16)
-        precision = _precision(q, k, v)
         b_cum, m_inv, w, h, v_new, _ = _forward_pipeline(
             q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_offsets, False)
         do = do.contiguous()
-        dh = torch.empty(NT, H, K, V, dtype=torch.float32, device=k.device)
-        dv_new = torch.empty(v.shape, dtype=torch.float32, device=k.device)
+        precision, widen = dot_mode(h.dtype)
+        dh = torch.empty(NT, H, K, V, dtype=h.dtype, device=k.device)
+        dv_new = torch.empty(v.shape, dtype=h.dtype, device=k.device)
         dh0 = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if h0 is not None else None
         gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
             q, k, w, b_cum, do, dh, dv_new, None if dht is None else dht.contiguous(), dh0,
             cu_seqlens, chunk_offsets, ctx.scale, T,
             H=H, K=K, V=V, BT=BT, BK=BK, USE_FINAL_STATE_GRADIENT=dht is not None,
-            STORE_INITIAL_STATE_GRADIENT=h0 is not None, PRECISION=precision)
+            STORE_INITIAL_STATE_GRADIENT=h0 is not None, PRECISION=precision, WIDEN=widen)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         dg = torch.empty(g.shape, dtype=torch.float32, device=g.device)
         dbeta = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)
         gdn_bwd_kernel_grad[(NT, H)](
             q, k, v, b_cum, beta, m_inv, h, dh, v_new, dv_new, do, dq, dk, dv, dg, dbeta,
             cu_seqlens, chunk_indices, ctx.scale, T,
-            H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision)
+            H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
         return dq, dk, dv, dg.to(g.dtype), dbeta.to(beta.dtype), None, dh0, None, None
 
 

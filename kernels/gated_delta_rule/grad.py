@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
+from .dot import dot
 
 
 # One stage: with the default three, the sm_90 build needs 304 KB of shared memory (K = V = 128).
@@ -24,8 +25,9 @@ def gdn_bwd_kernel_grad(
     q, k, v, b_cum, beta, m_inv, h, dh, v_new, dv_new, do, dq, dk, dv, dg, dbeta,
     cu_seqlens, chunk_indices, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    DT = h.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
@@ -68,13 +70,13 @@ def gdn_bwd_kernel_grad(
         b_v = tl.load(v + p_tv, mask=m_tv, other=0.).to(tl.float32)
         b_vt = tl.load(v + p_vt, mask=m_vt, other=0.).to(tl.float32)
 
-        b_dq += tl.dot(b_do, b_St, input_precision=PRECISION)
-        b_dks += tl.dot(b_d, b_dSt, input_precision=PRECISION)
-        b_dw += tl.dot(b_dd, b_St, input_precision=PRECISION)
-        b_dP += tl.dot(b_do, b_dt, input_precision=PRECISION)
-        b_dM += tl.dot(b_dd, b_vt, input_precision=PRECISION)
+        b_dq += dot(b_do, b_St, DT, PRECISION, WIDEN)
+        b_dks += dot(b_d, b_dSt, DT, PRECISION, WIDEN)
+        b_dw += dot(b_dd, b_St, DT, PRECISION, WIDEN)
+        b_dP += dot(b_do, b_dt, DT, PRECISION, WIDEN)
+        b_dM += dot(b_dd, b_vt, DT, PRECISION, WIDEN)
         b_dlast += tl.sum(b_St * b_dSt, 1)
-        b_dvb = tl.dot(b_Mt, b_dd, input_precision=PRECISION)
+        b_dvb = dot(b_Mt, b_dd, DT, PRECISION, WIDEN)
         b_dbeta += tl.sum(b_dvb * b_v, 1)
         tl.store(dv + p_tv, (b_dvb * b_beta[:, None]).to(dv.dtype.element_ty), mask=m_tv)
 
@@ -92,9 +94,9 @@ def gdn_bwd_kernel_grad(
     b_dq = b_dq * (scale * b_gamma)[:, None]
     b_db = tl.sum(b_dq * b_q, 1)
     b_dP = scale * b_dP * b_R
-    b_dq += tl.dot(b_dP, b_k, input_precision=PRECISION)
-    b_dk = tl.dot(tl.trans(b_dP), b_q, input_precision=PRECISION)
-    b_E = b_dP * tl.dot(b_q, b_kt, input_precision=PRECISION)
+    b_dq += dot(b_dP, b_k, DT, PRECISION, WIDEN)
+    b_dk = dot(tl.trans(b_dP), b_q, DT, PRECISION, WIDEN)
+    b_E = b_dP * dot(b_q, b_kt, DT, PRECISION, WIDEN)
     b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
 
     # State update term: (diag(gamma_C / gamma) K)^T delta.
@@ -106,20 +108,20 @@ def gdn_bwd_kernel_grad(
     # WY terms: W = M^{-1} diag(beta gamma) K, U = M^{-1} diag(beta) V.
     b_bg = b_beta * b_gamma
     b_dW = -b_dw
-    b_dKbg = tl.dot(b_Mt, b_dW, input_precision=PRECISION)
+    b_dKbg = dot(b_Mt, b_dW, DT, PRECISION, WIDEN)
     b_dk += b_dKbg * b_bg[:, None]
     b_t = tl.sum(b_dKbg * b_k, 1)
     b_dbeta += b_t * b_gamma
     b_db += b_t * b_bg
     b_dM = b_dM * b_beta[None, :]
-    b_dM += tl.dot(b_dW, (b_kt * b_bg[None, :]), input_precision=PRECISION)
-    b_dA = tl.dot(tl.dot(b_Mt, b_dM, input_precision=PRECISION), b_Mt, input_precision=PRECISION)
+    b_dM += dot(b_dW, (b_kt * b_bg[None, :]), DT, PRECISION, WIDEN)
+    b_dA = dot(dot(b_Mt, b_dM, DT, PRECISION, WIDEN), b_Mt, DT, PRECISION, WIDEN)
     b_dAR = tl.where(m_strict, -b_dA * b_R, 0.)
-    b_kk = tl.dot(b_k, b_kt, input_precision=PRECISION)
+    b_kk = dot(b_k, b_kt, DT, PRECISION, WIDEN)
     b_dbeta += tl.sum(b_dAR * b_kk, 1)
     b_dAR = b_dAR * b_beta[:, None]
-    b_dk += tl.dot(b_dAR, b_k, input_precision=PRECISION)
-    b_dk += tl.dot(tl.trans(b_dAR), b_k, input_precision=PRECISION)
+    b_dk += dot(b_dAR, b_k, DT, PRECISION, WIDEN)
+    b_dk += dot(tl.trans(b_dAR), b_k, DT, PRECISION, WIDEN)
     b_E = b_dAR * b_kk
     b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
 

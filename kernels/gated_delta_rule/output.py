@@ -7,6 +7,7 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
+from .dot import dot
 
 
 @autotune(configs=[triton.Config({"BV": bv}, num_warps=4) for bv in (64, 32)], key=["H", "K", "V", "BT"])
@@ -14,8 +15,9 @@ from ..common.triton_utils import autotune
 def gdn_fwd_kernel_output(
     q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    PRECISION: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    DT = h.dtype.element_ty
     i_v, i_tg, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_tg = tl.cast(i_tg, tl.int64)
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
@@ -37,8 +39,8 @@ def gdn_fwd_kernel_output(
     b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
 
     m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
-    b_P = tl.dot(b_q, b_kt, input_precision=PRECISION)
+    b_P = dot(b_q, b_kt, DT, PRECISION, WIDEN)
     b_P = tl.where(m_lower, b_P * tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
-    b_o = tl.dot(b_q, b_S, input_precision=PRECISION) * tl.exp(b_b)[:, None]
-    b_o += tl.dot(b_P, b_d, input_precision=PRECISION)
+    b_o = dot(b_q, b_S, DT, PRECISION, WIDEN) * tl.exp(b_b)[:, None]
+    b_o += dot(b_P, b_d, DT, PRECISION, WIDEN)
     tl.store(o + p_v, (scale * b_o).to(o.dtype.element_ty), mask=m_tv)

@@ -13,9 +13,13 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
+from .dot import dot
 
-# Offline sm_90 compiles (K = V = 128) spill registers at 4 warps and exceed shared memory with 3 stages.
-_CONFIGS = [triton.Config({"BV": bv}, num_warps=8, num_stages=stages) for bv, stages in ((32, 2), (64, 1))]
+# fp32 intermediates (fp32 inputs) spill at 4 warps and exceed shared memory with 3 stages (offline
+# sm_90 compiles, K = V = 128); 16-bit ones halve the tiles, so 4 warps are tried too. BV = 32 doubles
+# the programs for small B*H (at B*H = 16 and V = 128: 64 programs on 132 SMs).
+_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
+            for bv, warps, stages in ((32, 8, 2), (64, 8, 1), (32, 4, 2), (64, 4, 2))]
 
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])
@@ -23,8 +27,10 @@ _CONFIGS = [triton.Config({"BV": bv}, num_warps=8, num_stages=stages) for bv, st
 def gdn_fwd_kernel_state(
     k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, PRECISION: tl.constexpr,
+    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    DT = w.dtype.element_ty
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_nh = tl.cast(i_nh, tl.int64)
     i_n, i_h = i_nh // H, i_nh % H
@@ -50,14 +56,14 @@ def gdn_fwd_kernel_state(
         b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.).to(tl.float32)
         p_u = (r_t[:, None] * H + i_h) * V + o_v[None, :]
         b_u = tl.load(u + p_u, mask=m_tv, other=0.).to(tl.float32)
-        b_d = b_u - tl.dot(b_w, b_S, input_precision=PRECISION)
+        b_d = b_u - dot(b_w, b_S, DT, PRECISION, WIDEN)
         tl.store(v_new + p_u, b_d.to(v_new.dtype.element_ty), mask=m_tv)
 
         b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
         b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
         b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
         b_kt = (b_kt * tl.exp(b_last - b_b)[None, :])
-        b_S = b_S * tl.exp(b_last) + tl.dot(b_kt, b_d, input_precision=PRECISION)
+        b_S = b_S * tl.exp(b_last) + dot(b_kt, b_d, DT, PRECISION, WIDEN)
     if STORE_FINAL_STATE:
         tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
 
@@ -67,8 +73,10 @@ def gdn_fwd_kernel_state(
 def gdn_bwd_kernel_state(
     q, k, w, b_cum, do, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_FINAL_STATE_GRADIENT: tl.constexpr, STORE_INITIAL_STATE_GRADIENT: tl.constexpr, PRECISION: tl.constexpr,
+    USE_FINAL_STATE_GRADIENT: tl.constexpr, STORE_INITIAL_STATE_GRADIENT: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    DT = w.dtype.element_ty
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_nh = tl.cast(i_nh, tl.int64)
     i_n, i_h = i_nh // H, i_nh % H
@@ -103,15 +111,15 @@ def gdn_bwd_kernel_state(
 
         # [BT, BT] transposed intra-chunk scores: entry (j, i) = R_ij q_i.k_j for j <= i.
         m_upper = (o_t[:, None] <= o_t[None, :]) & m_t[:, None] & m_t[None, :]
-        b_Pt = tl.dot(b_k, b_qt, input_precision=PRECISION)
+        b_Pt = dot(b_k, b_qt, DT, PRECISION, WIDEN)
         b_Pt = tl.where(m_upper, b_Pt * tl.exp(tl.where(m_upper, b_b[None, :] - b_b[:, None], 0.)), 0.)
         b_kd = (b_k * tl.exp(b_last - b_b)[:, None])
-        b_dd = scale * tl.dot(b_Pt, b_do, input_precision=PRECISION)
-        b_dd += tl.dot(b_kd, b_dS, input_precision=PRECISION)
+        b_dd = scale * dot(b_Pt, b_do, DT, PRECISION, WIDEN)
+        b_dd += dot(b_kd, b_dS, DT, PRECISION, WIDEN)
         tl.store(dv_new + p_v, b_dd.to(dv_new.dtype.element_ty), mask=m_tv)
 
         b_qg = (b_qt * (scale * tl.exp(b_b))[None, :])
-        b_dS = b_dS * tl.exp(b_last) + tl.dot(b_qg, b_do, input_precision=PRECISION)
-        b_dS -= tl.dot(b_wt, b_dd, input_precision=PRECISION)
+        b_dS = b_dS * tl.exp(b_last) + dot(b_qg, b_do, DT, PRECISION, WIDEN)
+        b_dS -= dot(b_wt, b_dd, DT, PRECISION, WIDEN)
     if STORE_INITIAL_STATE_GRADIENT:
         tl.store(dh0 + i_nh * K * V + o_kv, b_dS, mask=m_kv)

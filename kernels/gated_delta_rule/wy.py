@@ -10,6 +10,7 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
+from .dot import dot
 
 
 @triton.jit
@@ -36,8 +37,9 @@ def _unit_lower_inverse_16(b_A):
 def gdn_fwd_kernel_wy(
     k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
-    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PRECISION: tl.constexpr,
+    BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    DT = w.dtype.element_ty
     tl.static_assert(BT == 64, "the blockwise inverse is written for 64-token chunks")
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
@@ -60,7 +62,7 @@ def gdn_fwd_kernel_wy(
     m_strict = (o_t[:, None] > o_t[None, :]) & m_t[:, None] & m_t[None, :]
     # Masked before exp: above the diagonal b_i - b_j > 0 can overflow.
     b_R = tl.exp(tl.where(m_strict, b_b[:, None] - b_b[None, :], 0.))
-    b_A = tl.where(m_strict, b_beta[:, None] * b_R * tl.dot(b_k, b_kt, input_precision=PRECISION), 0.)
+    b_A = tl.where(m_strict, b_beta[:, None] * b_R * dot(b_k, b_kt, DT, PRECISION, WIDEN), 0.)
 
     # (I + A)^{-1} blockwise: 16 x 16 diagonal blocks by forward substitution, then the
     # off-diagonal blocks X_ij = -X_ii sum_{j <= m < i} A_im X_mj, with A staged in m_inv.
@@ -100,7 +102,7 @@ def gdn_fwd_kernel_wy(
     b_M = tl.load(p_m + o_t[:, None] * BT + o_t[None, :])
 
     b_kbg = (b_k * (b_beta * tl.exp(b_b))[:, None])
-    b_w = tl.dot(b_M, b_kbg, input_precision=PRECISION)
+    b_w = dot(b_M, b_kbg, DT, PRECISION, WIDEN)
     tl.store(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], b_w.to(w.dtype.element_ty),
              mask=m_t[:, None] & m_k[None, :])
     for i_v in range(0, tl.cdiv(V, BV)):
@@ -108,5 +110,5 @@ def gdn_fwd_kernel_wy(
         m_tv = m_t[:, None] & (o_v < V)[None, :]
         p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
         b_v = tl.load(v + p_v, mask=m_tv, other=0.).to(tl.float32)
-        b_u = tl.dot(b_M, (b_v * b_beta[:, None]), input_precision=PRECISION)
+        b_u = dot(b_M, (b_v * b_beta[:, None]), DT, PRECISION, WIDEN)
         tl.store(u + p_v, b_u.to(u.dtype.element_ty), mask=m_tv)
