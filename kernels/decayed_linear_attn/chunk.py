@@ -52,8 +52,7 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         if g is not None:
             dG = dG[0]
             if need_final:
-                # G_T also scales the final state: dL/dG_T gains <S_T, dS_T>
-                # an empty sequence has no token to carry it
+                # G_T also scales the final state: dL/dG_T gains <S_T, dS_T> (empty sequences have no G_T)
                 nonempty = index.cu_seqlens.diff() > 0
                 dG = dG.index_add(0, index.cu_seqlens[1:][nonempty] - 1, (final_state * dht).sum((-2, -1))[nonempty])
             dg = _reverse_cumsum_per_sequence(dG, index)[None]
