@@ -190,8 +190,9 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16"] = option("auto", "auto = bf16 on GPU, fp32 on CPU")
     seed: int = option(0, "training seed (init, batch order)")
     curriculum: list[CurriculumStage] = option([], "length curriculum (empty = full length throughout)")
-    task_weights: dict[str, float] = option({}, "sampling weight per data task (unlisted tasks weigh 1; "
-                                                "0 leaves a task out)")
+    task_weights: dict[str, float] = option({}, "mixture weight per data task: its share of drawn rows, "
+                                                "whatever its row count (unlisted weigh 1; 0 leaves it out; "
+                                                "empty = rows drawn uniformly)")
     bucket_by_length: bool = option(True, "draw each step's rows from one length bucket (next power of two) "
                                           "so short rows are not padded to the longest")
 

@@ -81,3 +81,13 @@ def test_negative_task_weight_is_a_config_error():
 
     with pytest.raises(ConfigError, match=r"teacher.train.task_weights: expected weights >= 0.*mqar"):
         build(TrainConfig, {"task_weights": {"mqar": -1.0}}, "teacher.train")
+
+
+def test_task_weights_set_the_mixture_whatever_the_row_counts(tokenizer):
+    rows = toy_rows(tokenizer, 50, seed=6, pairs=(2,)) + toy_rows(tokenizer, 450, seed=7, pairs=(5,))
+    tasks = ["few"] * 50 + ["many"] * 450
+    batches = StepBatches([r["input_ids"] for r in rows], [r["labels"] for r in rows], batch_size=100,
+                          pad_id=tokenizer.pad_token_id, tasks=tasks, task_weights={"few": 3.0})
+    lengths = torch.cat([batches.micro_batches(s, 1)[0]["attention_mask"].sum(1) for s in range(1, 21)])
+    share_few = (lengths == 9).float().mean().item()
+    assert share_few == pytest.approx(0.75, abs=0.04), "3:1 weights give a 3:1 mixture despite 1:9 rows"

@@ -2,8 +2,9 @@
 
 The rows of each step are drawn from a generator seeded by ``(seed, step)``, so a resumed run sees
 exactly the batches an uninterrupted run would, without saving an iterator. Rows are drawn with
-replacement, each with probability proportional to its task's weight (1 unless
-``TrainConfig.task_weights`` says otherwise). With ``bucket_by_length`` a step first picks one
+replacement: uniformly, or, with ``TrainConfig.task_weights``, so that each task's share of the rows
+is proportional to its weight (unlisted tasks weigh 1) whatever its number of rows, which keeps a
+mixture fixed when the data config changes a task's size. With ``bucket_by_length`` a step first picks one
 length bucket (rows of up to the next power of two tokens), weighted the same way, and draws all its
 rows there, so short rows are not padded to the longest. A length curriculum
 (``TrainConfig.curriculum``) restricts each step to rows of at most its stage's ``max_len`` tokens.
@@ -11,6 +12,7 @@ With several processes, each step draws ``world_size`` times the rows and each r
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -41,7 +43,7 @@ class StepBatches:
         seed (int): sampling seed.
         curriculum (Sequence): stages with ``until_step`` and ``max_len``.
         tasks (Sequence[str], Optional): task name per row, for ``task_weights``.
-        task_weights (Mapping[str, float]): sampling weight per task; unlisted tasks weigh 1.
+        task_weights (Mapping[str, float]): mixture weight per task; unlisted tasks weigh 1.
         bucket_by_length (bool): draw each step from one length bucket. Default: ``False``.
         rank, world_size (int): this process's slice of each step's rows.
     """
@@ -77,7 +79,8 @@ class StepBatches:
         if unknown:
             raise ConfigError(f"task_weights: no training rows of task(s) {', '.join(sorted(unknown))} "
                               f"(tasks present: {', '.join(sorted(set(tasks)))})")
-        return np.array([task_weights.get(t, 1.0) for t in tasks], dtype=np.float64)
+        rows_per_task = Counter(tasks)
+        return np.array([task_weights.get(t, 1.0) / rows_per_task[t] for t in tasks], dtype=np.float64)
 
     def _pool(self, limit: int, until_step: int | None) -> _Pool:
         idx = np.flatnonzero((self.lengths <= limit) & (self.weights > 0))
