@@ -14,6 +14,9 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 from relin.kernels.gated_delta_rule import chunk_gated_delta_rule, naive_recurrent_gated_delta_rule
+from relin.kernels.gated_delta_rule.grad import gdn_bwd_kernel_grad
+from relin.kernels.gated_delta_rule.state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
+from relin.kernels.gated_delta_rule.wy import gdn_fwd_kernel_wy
 
 FWD_SHAPES = [(1, 4096, 16, 128), (1, 16384, 16, 128), (1, 65536, 16, 128), (8, 4096, 16, 128)]
 FWD_BWD_SHAPE = (1, 65536, 16, 128)
@@ -91,6 +94,12 @@ def main():
     if args.fla:
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_op
     rows = []
+    x = inputs(*FWD_BWD_SHAPE)
+    step = fwd_bwd(chunk_gated_delta_rule, x)
+    del x
+    ours = ms(step)
+    rows.append((f"fwd+bwd {FWD_BWD_SHAPE}", ours, SDPA_FWD_BWD_64K_MS, SDPA_FWD_BWD_64K_MS / ours))
+    print(*rows[-1], flush=True)
     for shape, fla_ms in zip(FWD_SHAPES, FLA_FWD_MS):
         x = inputs(*shape)
         ours = ms(lambda: chunk_gated_delta_rule(**x))
@@ -98,15 +107,13 @@ def main():
         rows.append((f"fwd {shape}", ours, theirs, ours / theirs))
         print(*rows[-1], flush=True)
         del x
-    x = inputs(*FWD_BWD_SHAPE)
-    step = fwd_bwd(chunk_gated_delta_rule, x)
-    ours = ms(step)
-    rows.append((f"fwd+bwd {FWD_BWD_SHAPE}", ours, SDPA_FWD_BWD_64K_MS, SDPA_FWD_BWD_64K_MS / ours))
-    print(*rows[-1], flush=True)
     if not args.no_profile:
         print("kernels in one fwd+bwd at", FWD_BWD_SHAPE)
         for name, total, count in kernel_breakdown(step):
             print(f"  {total:8.3f} ms  x{count:<3d} {name[:90]}")
+    for name, kernel in (("fwd state", gdn_fwd_kernel_state), ("bwd state", gdn_bwd_kernel_state),
+                         ("wy", gdn_fwd_kernel_wy), ("grad", gdn_bwd_kernel_grad)):
+        print(f"  autotuned {name}: {getattr(kernel, 'best_config', None)}")
     print(f"{'case':34s} {'relin ms':>9s} {'base ms':>9s} {'ratio':>7s}   (fwd: relin/fla; fwd+bwd: SDPA/relin)")
     for name, a, b, r in rows:
         print(f"{name:34s} {a:9.3f} {b:9.3f} {r:7.2f}")

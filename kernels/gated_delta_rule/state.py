@@ -2,8 +2,9 @@
 
 Forward (notes/chunked-algorithms.md §2), per chunk with entering state S_0:
     delta = U - W S_0,    S_C = exp(b_C) S_0 + (diag(exp(b_C - b)) K)^T delta.
-Backward, carrying dS (gradient of the state leaving the chunk):
-    d_delta = scale tril(R * Q K^T)^T dO + diag(exp(b_C - b)) K dS,
+Backward, carrying dS (gradient of the state leaving the chunk), with the intra-chunk term
+d_delta_intra = scale tril(R * Q K^T)^T dO from intra_dv.py:
+    d_delta = d_delta_intra + diag(exp(b_C - b)) K dS,
     dS_0 = exp(b_C) dS + scale (diag(exp(b)) Q)^T dO - W^T d_delta.
 One program per (V-block, sequence x head); the [K, BV] state stays in registers in fp32.
 """
@@ -71,7 +72,7 @@ def gdn_fwd_kernel_state(
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_bwd_kernel_state(
-    q, k, w, b_cum, do, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T,
+    q, k, w, b_cum, do, dd_intra, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     USE_FINAL_STATE_GRADIENT: tl.constexpr, STORE_INITIAL_STATE_GRADIENT: tl.constexpr,
     PRECISION: tl.constexpr, WIDEN: tl.constexpr,
@@ -103,19 +104,14 @@ def gdn_bwd_kernel_state(
         m_tv = m_t[:, None] & m_v[None, :]
         b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
         b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
-        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
-        b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.).to(tl.float32)
-        b_wt = tl.load(w + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.).to(tl.float32)
+        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
+        b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
+        b_wt = tl.load(w + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_kt, other=0.)
         p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        b_do = tl.load(do + p_v, mask=m_tv, other=0.).to(tl.float32)
+        b_do = tl.load(do + p_v, mask=m_tv, other=0.)
 
-        # [BT, BT] transposed intra-chunk scores: entry (j, i) = R_ij q_i.k_j for j <= i.
-        m_upper = (o_t[:, None] <= o_t[None, :]) & m_t[:, None] & m_t[None, :]
-        b_Pt = dot(b_k, b_qt, DT, PRECISION, WIDEN)
-        b_Pt = tl.where(m_upper, b_Pt * tl.exp(tl.where(m_upper, b_b[None, :] - b_b[:, None], 0.)), 0.)
         b_kd = (b_k * tl.exp(b_last - b_b)[:, None])
-        b_dd = scale * dot(b_Pt, b_do, DT, PRECISION, WIDEN)
-        b_dd += dot(b_kd, b_dS, DT, PRECISION, WIDEN)
+        b_dd = tl.load(dd_intra + p_v, mask=m_tv, other=0.) + dot(b_kd, b_dS, DT, PRECISION, WIDEN)
         tl.store(dv_new + p_v, b_dd.to(dv_new.dtype.element_ty), mask=m_tv)
 
         b_qg = (b_qt * (scale * tl.exp(b_b))[None, :])

@@ -55,3 +55,14 @@ def prepare_chunks(cu_seqlens: torch.Tensor, chunk: int, device: torch.device):
     chunk_indices = torch.tensor(indices, dtype=torch.int32, device=device).reshape(-1, 2)
     chunk_offsets = torch.tensor(offsets, dtype=torch.int64, device=device)
     return chunk_indices, chunk_offsets
+
+
+def equal_length_chunks(batch: int, seq_len: int, chunk: int, device: torch.device):
+    """``cu_seqlens`` and the ``prepare_chunks`` tables for ``batch`` sequences of ``seq_len`` tokens, built
+    on ``device`` by arange: no host-to-device copy, which would wait for the stream to drain."""
+    count = -(-seq_len // chunk)
+    sequences = torch.arange(batch + 1, dtype=torch.int64, device=device)
+    chunk_indices = torch.stack((
+        sequences[:-1].to(torch.int32).repeat_interleave(count),
+        torch.arange(count, dtype=torch.int32, device=device).repeat(batch)), 1)
+    return sequences * seq_len, chunk_indices, sequences * count
