@@ -20,19 +20,20 @@ def _dot(a, b):
 
 
 @triton.jit
-def _unit_lower_inverse_16(b_A):
-    """(I + A)^{-1} for a strictly lower-triangular [16, 16] A, row by row:
-    row i is e_i - sum_{j<i} A_ij row_j (rows >= i are still zero when read)."""
+def _unit_lower_inverse_16(p_A, STRIDE: tl.constexpr):
+    """(I + A)^{-1} for a strictly lower-triangular [16, 16] A stored row-major at ``p_A``, row by row:
+    row i is e_i - sum_{j<i} A_ij row_j (rows >= i are still zero when read). Rows of A are loaded
+    rather than extracted from a register tile, which would cost a cross-thread reduction each."""
     o = tl.arange(0, 16)
     b_X = tl.zeros([16, 16], dtype=tl.float32)
     for i in tl.static_range(16):
-        b_a = tl.sum(tl.where(o[:, None] == i, b_A, 0.), 0)
+        b_a = tl.load(p_A + i * STRIDE + o)
         b_row = tl.where(o == i, 1., 0.) - tl.sum(b_a[:, None] * b_X, 0)
         b_X = tl.where(o[:, None] == i, b_row[None, :], b_X)
     return b_X
 
 
-@autotune(configs=[triton.Config({}, num_warps=w) for w in (8, 4)], key=["H", "K", "V", "BT"])
+@autotune(configs=[triton.Config({}, num_warps=w) for w in (8, 4, 2)], key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_wy(
     k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
@@ -77,10 +78,10 @@ def gdn_fwd_kernel_wy(
     b_A30 = tl.load(p_s + 48 * BT)
     b_A31 = tl.load(p_s + 48 * BT + 16)
     b_A32 = tl.load(p_s + 48 * BT + 32)
-    b_X00 = _unit_lower_inverse_16(tl.load(p_s))
-    b_X11 = _unit_lower_inverse_16(tl.load(p_s + 16 * BT + 16))
-    b_X22 = _unit_lower_inverse_16(tl.load(p_s + 32 * BT + 32))
-    b_X33 = _unit_lower_inverse_16(tl.load(p_s + 48 * BT + 48))
+    b_X00 = _unit_lower_inverse_16(p_m, BT)
+    b_X11 = _unit_lower_inverse_16(p_m + 16 * BT + 16, BT)
+    b_X22 = _unit_lower_inverse_16(p_m + 32 * BT + 32, BT)
+    b_X33 = _unit_lower_inverse_16(p_m + 48 * BT + 48, BT)
     b_X10 = -_dot(b_X11, _dot(b_A10, b_X00))
     b_X21 = -_dot(b_X22, _dot(b_A21, b_X11))
     b_X32 = -_dot(b_X33, _dot(b_A32, b_X22))
