@@ -15,14 +15,6 @@ from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv
 from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o, chunk_local_cumsum
 
 
-def _reverse_cumsum_per_sequence(x: torch.Tensor, index) -> torch.Tensor:
-    """x [T, H] -> Σ_{u ≥ t, same sequence} x_u, accumulated in float64 (dg is the fragile gradient)."""
-    x = x.double()
-    suffix = torch.cat([x.flip(0).cumsum(0).flip(0), x.new_zeros(1, x.shape[1])])
-    seq_end = index.cu_seqlens[1:][index.seq_of_token]
-    return (suffix[:-1] - suffix[seq_end]).float()
-
-
 class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
     """Packed inputs: q, k [1, T, H, K], v [1, T, H, V] (one dtype), g [1, T, H] fp32 or None,
     initial_state [N, H, K, V] fp32 or None. Returns o [1, T, H, V] (out_dtype) and the fp32 final state."""
@@ -43,19 +35,10 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         do = do.to(q.dtype).contiguous()
         dht = dht.float().contiguous() if dht is not None else None
         gc = chunk_local_cumsum(g, index) if g is not None else None
-        need_final = g is not None and dht is not None
-        h, final_state = chunk_fwd_h(k, v, gc, initial_state, need_final, index)
+        h, _ = chunk_fwd_h(k, v, gc, initial_state, False, index)
         dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index)
         dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index)
-        dq, dk, dG = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index)
-        dg = None
-        if g is not None:
-            dG = dG[0]
-            if need_final:
-                # G_T also scales the final state: dL/dG_T gains <S_T, dS_T> (empty sequences have no G_T)
-                nonempty = index.cu_seqlens.diff() > 0
-                dG = dG.index_add(0, index.cu_seqlens[1:][nonempty] - 1, (final_state * dht).sum((-2, -1))[nonempty])
-            dg = _reverse_cumsum_per_sequence(dG, index)[None]
+        dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index)
         return dq, dk, dv, dg, None, dh0, None, None, None
 
 

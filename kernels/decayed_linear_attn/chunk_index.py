@@ -15,7 +15,6 @@ class ChunkIndex:
     cu_seqlens: torch.Tensor     # int64 [N+1], token offsets of the packed sequences
     chunk_indices: torch.Tensor  # int32 [NT, 2], (sequence, chunk within sequence) per global chunk
     chunk_offsets: torch.Tensor  # int64 [N+1], global index of each sequence's first chunk
-    seq_of_token: torch.Tensor   # int64 [total tokens], the sequence each packed token belongs to
     num_chunks: int
     num_seqs: int
 
@@ -34,7 +33,6 @@ def build_chunk_index(batch: int, seq_len: int, cu_seqlens: torch.Tensor | None,
     first = torch.tensor([0] + chunks, dtype=torch.int64).cumsum(0)
     within = torch.arange(int(first[-1])) - first[seq]
     chunk_indices = torch.stack([seq, within], dim=1).to(device=device, dtype=torch.int32)
-    seq_of_token = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(lengths, dtype=torch.int64))
     return ChunkIndex(cu_seqlens=cu_seqlens, chunk_indices=chunk_indices.contiguous(),
-                      chunk_offsets=first.to(device), seq_of_token=seq_of_token.to(device),
+                      chunk_offsets=first.to(device),
                       num_chunks=int(first[-1]), num_seqs=len(lengths))

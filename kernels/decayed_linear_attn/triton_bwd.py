@@ -6,8 +6,12 @@ cumulative log decay and R_ij = e^{b_i - b_j} on the causal triangle (notes/chun
     dK = scale · (R ⊙ dO Vᵀ)ᵀ Q + e^{b_C - b} V dhᵀ
     dV = scale · (R ⊙ Q Kᵀ)ᵀ dO + e^{b_C - b} K dh
     dh_prev = e^{b_C} dh + scale · (e^b Q)ᵀ dO          (the reverse serial pass)
-The decay gradient uses dL/dG_t = q_t·dq_t − k_t·dk_t (+ <S_T, dS_T> at each sequence's last token) for
-the global cumulative log decay G; dg is its reverse cumulative sum per sequence, taken by the caller.
+The decay gradient is taken per chunk, as in fla's chunk_simple_gla: dL/db_t = q_t·dq_t − k_t·dk_t, and the
+chunk's last token also gains dL/db_C through the state it hands on, <dh, S_end> = e^{b_C} <h, dh> + Σ_j k_j·dk_j^inter
+(dk^inter = e^{b_C - b} V dhᵀ); dg is the reverse cumulative sum of dL/db inside the chunk. Summing globally
+instead (adding <S_T, dS_T> at the end of the sequence) cancels terms of size |S_T|·|dS_T| that were rounded
+differently (tf32 dh in dk, exact S_T): with no initial state, dg at the first token is 0 exactly but came out
+~0.3 at T = 1 with K = 256. Here −k_j·dk_j^inter and the +Σ_j at the chunk's end are the same fp32 numbers.
 As in the forward, only products of raw 16-bit inputs (dO Vᵀ, K Qᵀ) run in the input dtype: dg is a
 near-cancelling difference and failed fla's 0.02 bound in bf16 when states or score tiles were bf16.
 """
@@ -19,6 +23,7 @@ import triton.language as tl
 
 from ..common.interpreter_dot import mma
 from ..common.triton_utils import autotune
+from . import triton_fwd
 from .triton_fwd import CHUNK_SIZE, block_size, dot_args
 
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
@@ -117,7 +122,7 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
 @triton.jit(do_not_specialize=["TOTAL"])
-def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens, chunk_indices, scale, TOTAL,
+def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens, chunk_indices, scale, TOTAL,
                          H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                          BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
                         DOT_WIDEN: tl.constexpr):
@@ -137,6 +142,7 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
     b_dq = tl.zeros([BT, BK], dtype=tl.float32)
     b_dk = tl.zeros([BT, BK], dtype=tl.float32)
     b_ds = tl.zeros([BT, BT], dtype=tl.float32)  # ds[i, j] = do_i · v_j
+    b_hdh = tl.zeros([BK], dtype=tl.float32)  # Σ_v h ⊙ dh, for <h, dh>
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = tl.cast(i_v, tl.int64) * BV + tl.arange(0, BV)
         m_v = o_v < V
@@ -151,7 +157,11 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
         b_ds += mma(b_do, tl.trans(b_v), DOT_PRECISION, DOT_WIDEN)
         b_dq += mma(b_do.to(b_h_vk.dtype), b_h_vk, DOT_PRECISION, DOT_WIDEN)
         b_dk += mma(b_v.to(b_dh_vk.dtype), b_dh_vk, DOT_PRECISION, DOT_WIDEN)
+        if USE_G:
+            b_hdh += tl.sum(b_h_vk.to(tl.float32) * b_dh_vk.to(tl.float32), axis=0)
 
+    b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
+    b_k = tl.load(k + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
         last = tl.minimum(i_t * BT + BT, T) - 1
@@ -162,25 +172,42 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, dg_partial, cu_seqlens,
         b_ds = tl.where(m_A, b_ds * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
     else:
         b_ds = tl.where(m_A, b_ds, 0.)
-    b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-    b_k = tl.load(k + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
     b_ds = b_ds * scale
     b_dq = b_dq * scale + mma(b_ds, b_k.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
-    b_dk += mma(tl.trans(b_ds), b_q.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+    b_dk_intra = mma(tl.trans(b_ds), b_q.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
     p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
     tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
-    tl.store(dk + p_out, b_dk.to(dk.dtype.element_ty), mask=m_tk)
+    tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)
     if USE_G:
-        b_dg = tl.sum(b_q.to(tl.float32) * b_dq, axis=1) - tl.sum(b_k.to(tl.float32) * b_dk, axis=1)
-        tl.store(dg_partial + (tl.cast(i_k, tl.int64) * TOTAL + bos + o_t) * H + i_h, b_dg, mask=m_t)
+        b_kdk_inter = tl.sum(b_k.to(tl.float32) * b_dk, axis=1)
+        b_db = tl.sum(b_q.to(tl.float32) * b_dq, axis=1) - tl.sum(b_k.to(tl.float32) * b_dk_intra, axis=1) - b_kdk_inter
+        b_db_end = tl.exp(b_g_last) * tl.sum(b_hdh, axis=0) + tl.sum(b_kdk_inter, axis=0)
+        b_db = tl.where(o_t == last, b_db + b_db_end, b_db)
+        tl.store(db_partial + (tl.cast(i_k, tl.int64) * TOTAL + bos + o_t) * H + i_h, b_db, mask=m_t)
+
+
+@triton.jit(do_not_specialize=["TOTAL"])
+def chunk_local_reverse_cumsum_kernel(db_partial, dg, cu_seqlens, chunk_indices, TOTAL, H: tl.constexpr,
+                                      BT: tl.constexpr, NK: tl.constexpr):
+    """dg_t = Σ over the NK partials and over u ≥ t in t's chunk of dL/db_u."""
+    i_c, i_h = tl.program_id(0), tl.program_id(1)
+    i_n = tl.load(chunk_indices + i_c * 2)
+    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
+    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
+    o_t = i_t * BT + tl.arange(0, BT)
+    m_t = o_t < eos - bos
+    b_db = tl.zeros([BT], dtype=tl.float32)
+    for i_k in range(0, NK):
+        b_db += tl.load(db_partial + (i_k * TOTAL + bos + o_t) * H + i_h, mask=m_t, other=0.)
+    tl.store(dg + (bos + o_t) * H + i_h, tl.cumsum(b_db, axis=0, reverse=True), mask=m_t)
 
 
 def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index):
-    """dh [NT, H, K, V] fp32: gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
+    """dh [NT, H, K, V] (STATE_DTYPE): gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
     _, _, H, K = q.shape
     V = do.shape[-1]
-    BK, BV = block_size(K), block_size(V)
-    dh = torch.empty(index.num_chunks, H, K, V, dtype=torch.float32, device=q.device)
+    BK, BV = block_size(K, triton_fwd.STATE_TILE), block_size(V, triton_fwd.STATE_TILE)
+    dh = torch.empty(index.num_chunks, H, K, V, dtype=triton_fwd.STATE_DTYPE, device=q.device)
     dh0 = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=q.device) if want_dh0 else None
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
     chunk_bwd_dh_kernel[grid](q, do, gc, dh, final_state_grad, dh0, index.cu_seqlens, index.chunk_offsets, scale,
@@ -193,7 +220,7 @@ def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index):
 def chunk_bwd_dv(q, k, do, gc, dh, scale, index):
     _, _, H, K = q.shape
     V = do.shape[-1]
-    BK, BV = block_size(K), block_size(V)
+    BK, BV = block_size(K), block_size(V, triton_fwd.CHUNK_TILE)
     dv = torch.empty_like(do)
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_bwd_dv_kernel[grid](q, k, do, gc, dh, dv, index.cu_seqlens, index.chunk_indices, scale,
@@ -203,16 +230,20 @@ def chunk_bwd_dv(q, k, do, gc, dh, scale, index):
 
 
 def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index):
-    """dq, dk [1, T, H, K] and dL/dG [1, T, H] fp32 (None without decay)."""
+    """dq, dk [1, T, H, K] and dg [1, T, H] fp32 (None without decay)."""
     _, TOTAL, H, K = q.shape
     V = v.shape[-1]
-    BK, BV = block_size(K), block_size(V)
+    BK, BV = block_size(K, triton_fwd.CHUNK_TILE), block_size(V)
     NK = triton.cdiv(K, BK)
     dq, dk = torch.empty_like(q), torch.empty_like(k)
-    dg_partial = torch.empty(NK, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None
+    db_partial = torch.empty(NK, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None
     grid = (index.num_chunks, NK, H)
-    chunk_bwd_dqk_kernel[grid](q, k, v, do, gc, h, dh, dq, dk, dg_partial, index.cu_seqlens, index.chunk_indices,
+    chunk_bwd_dqk_kernel[grid](q, k, v, do, gc, h, dh, dq, dk, db_partial, index.cu_seqlens, index.chunk_indices,
                                scale, TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                                **dot_args(q.dtype))
-    dG = dg_partial.sum(0, keepdim=True) if gc is not None else None
-    return dq, dk, dG
+    if gc is None:
+        return dq, dk, None
+    dg = torch.empty(1, TOTAL, H, dtype=torch.float32, device=q.device)
+    chunk_local_reverse_cumsum_kernel[(index.num_chunks, H)](db_partial, dg, index.cu_seqlens, index.chunk_indices,
+                                                             TOTAL, H=H, BT=CHUNK_SIZE, NK=NK)
+    return dq, dk, dg

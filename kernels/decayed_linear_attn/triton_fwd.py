@@ -32,9 +32,18 @@ def dot_args(dtype: torch.dtype) -> dict:
     return dict(DOT_PRECISION=precision, DOT_WIDEN=widen)
 
 
-def block_size(dim: int) -> int:
-    """Tile width along a feature dim: a power of two in [16, 64] (tl.dot needs ≥ 16)."""
-    return min(64, max(16, triton.next_power_of_2(dim)))
+# Precision and tiling policy, read at launch. STATE_DTYPE stores the per-chunk states h and dh (fp32
+# accumulation either way); STATE_TILE is the K and V tile of the two serial state passes (smaller tiles,
+# more programs walking the chunks at once); CHUNK_TILE the V (forward, dv) or K (dq, dk) tile of the
+# chunk-parallel kernels (one tile recomputes Q Kᵀ or dO Vᵀ fewer times).
+STATE_DTYPE = torch.float32
+STATE_TILE = 64
+CHUNK_TILE = 64
+
+
+def block_size(dim: int, cap: int = 64) -> int:
+    """Tile width along a feature dim: a power of two in [16, cap] (tl.dot needs ≥ 16)."""
+    return min(cap, max(16, triton.next_power_of_2(dim)))
 
 
 @triton.jit
@@ -147,11 +156,11 @@ def chunk_local_cumsum(g: torch.Tensor, index) -> torch.Tensor:
 
 
 def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index):
-    """Per-chunk entering states h [NT, H, K, V] and the final state [N, H, K, V], both fp32."""
+    """Per-chunk entering states h [NT, H, K, V] (STATE_DTYPE) and the final state [N, H, K, V] fp32."""
     _, _, H, K = k.shape
     V = v.shape[-1]
-    BK, BV = block_size(K), block_size(V)
-    h = torch.empty(index.num_chunks, H, K, V, dtype=torch.float32, device=k.device)
+    BK, BV = block_size(K, STATE_TILE), block_size(V, STATE_TILE)
+    h = torch.empty(index.num_chunks, H, K, V, dtype=STATE_DTYPE, device=k.device)
     ht = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
     chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
@@ -165,7 +174,7 @@ def chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype):
     """o [1, T, H, V] in out_dtype."""
     _, _, H, K = q.shape
     V = v.shape[-1]
-    BK, BV = block_size(K), block_size(V)
+    BK, BV = block_size(K), block_size(V, CHUNK_TILE)
     o = torch.empty(*v.shape, dtype=out_dtype, device=v.device)
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_fwd_o_kernel[grid](q, k, v, gc, h, o, index.cu_seqlens, index.chunk_indices, scale,

@@ -129,6 +129,24 @@ def test_chunk_matches_reference(kernel_backend, T, gate, normalize, initial_sta
     compare(ref, out)
 
 
+@pytest.mark.parametrize("kernel_backend", BACKENDS)
+def test_dg_vanishes_at_first_token_without_initial_state(kernel_backend):
+    """With S_0 = 0 the first decay of a sequence scales nothing, so dg there is 0 exactly. The chunked dg
+    cancels terms of size Σ|S_T ⊙ dS_T| (the final-state term at the end of a short sequence): they must
+    cancel to fp32 rounding. Summing dL/dG over the whole sequence left ~1e-5 of that on the GPU (tf32)."""
+    lengths = [1, 64, 1, 65]
+    cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
+    inputs = low_precision_inputs(make_inputs(1, sum(lengths)))
+    cot = Cotangents()
+    with backend(kernel_backend):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot, cu_seqlens=cu_seqlens.to(DEVICE))
+    N = len(lengths)
+    final_term = (out["state"].reshape(N, H, K * V) * cot.dstate[0].reshape(N, H, K * V)).abs().sum(-1)
+    first_dg = out["dg"][0, cu_seqlens[:-1]]  # [N, H]
+    assert (first_dg.abs() <= 1e-6 * final_term).all(), \
+        f"dg at first tokens {first_dg.tolist()} vs cancelled term sizes {final_term.tolist()}"
+
+
 @pytest.mark.parametrize("gate", [None, "logsigmoid"])
 @pytest.mark.parametrize("normalize", [False, True])
 def test_triton_bf16_matches_reference(gate, normalize):
