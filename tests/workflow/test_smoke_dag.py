@@ -42,15 +42,9 @@ def test_smoke_dag_runs_end_to_end_and_is_then_up_to_date(smoke_run):
      {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report"}),
 ], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta"])
 def test_teacher_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
-    changed = overlay(tmp_path / "change.yaml", change)
-    out = snakemake(smoke_run, "-n", overlays=(changed,)).stdout
+    out = snakemake(smoke_run, "-n", overlays=(overlay(tmp_path / "change.yaml", change),)).stdout
     assert planned_jobs(out) == expected, out
     assert "Params have changed since last execution" in out
-    listed = [line for line in snakemake(smoke_run, "--list-changes", "params", overlays=(changed,)).stdout.split()
-              if line.startswith("results/")]
-    archs = [job[len("teacher_lm[arch="):-1] for job in expected if job.startswith("teacher_lm")]
-    assert sorted(listed) == sorted(f"results/teacher/{arch}/{name}" for arch in archs
-                                    for name in ("model", "history.csv", "train_metrics.json"))
 
 
 def test_dvc_repro_reruns_only_the_changed_teacher_chain(smoke_run, tmp_path):
