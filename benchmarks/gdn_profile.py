@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from triton.testing import do_bench
 
 from relin.kernels.gated_delta_rule import chunk_gated_delta_rule, naive_recurrent_gated_delta_rule
-from relin.kernels.gated_delta_rule.grad import gdn_bwd_kernel_grad
+from relin.kernels.gated_delta_rule.grad import gdn_bwd_kernel_grad_output, gdn_bwd_kernel_grad_wy
 from relin.kernels.gated_delta_rule.state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
 from relin.kernels.gated_delta_rule.wy import gdn_fwd_kernel_wy
 
@@ -112,7 +112,8 @@ def main():
         for name, total, count in kernel_breakdown(step):
             print(f"  {total:8.3f} ms  x{count:<3d} {name[:90]}")
     for name, kernel in (("fwd state", gdn_fwd_kernel_state), ("bwd state", gdn_bwd_kernel_state),
-                         ("wy", gdn_fwd_kernel_wy), ("grad", gdn_bwd_kernel_grad)):
+                         ("wy", gdn_fwd_kernel_wy), ("grad output", gdn_bwd_kernel_grad_output),
+                         ("grad wy", gdn_bwd_kernel_grad_wy)):
         print(f"  autotuned {name}: {getattr(kernel, 'best_config', None)}")
     print(f"{'case':34s} {'relin ms':>9s} {'base ms':>9s} {'ratio':>7s}   (fwd: relin/fla; fwd+bwd: SDPA/relin)")
     for name, a, b, r in rows:

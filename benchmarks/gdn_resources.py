@@ -67,10 +67,12 @@ def main():
         rows.append((f"intra_dv w={warps}", resources(intra_dv.gdn_bwd_kernel_intra_dv, dtype, dict(
             idx, b_cum=f32, dd_intra=f32), dict(base, BV=64, DT=getattr(tl, {"bf16": "bfloat16"}.get(dtype, "float32"))),
             warps, 3)))
-    for config in grad.gdn_bwd_kernel_grad.configs:
+    for config in grad._CONFIGS:
         bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages
-        rows.append((f"grad BV={bv} w={warps} s={stages}", resources(grad.gdn_bwd_kernel_grad, dtype, dict(
-            idx, b_cum=f32, m_inv=f32, dg=f32, dbeta=f32), dict(base, BV=bv), warps, stages)))
+        rows.append((f"grad output BV={bv} w={warps} s={stages}", resources(grad.gdn_bwd_kernel_grad_output, dtype, dict(
+            idx, b_cum=f32, dk_part=f32, db_part=f32), dict(base, BV=bv), warps, stages)))
+        rows.append((f"grad wy BV={bv} w={warps} s={stages}", resources(grad.gdn_bwd_kernel_grad_wy, dtype, dict(
+            idx, b_cum=f32, m_inv=f32, dk_part=f32, db_part=f32, dg=f32, dbeta=f32), dict(base, BV=bv), warps, stages)))
     print(f"sm_90, {dtype} inputs, H={H} K={K} V={V} (Triton {triton.__version__})")
     for name, line in rows:
         print(f"  {name:30s} {line}")

@@ -2,7 +2,7 @@
 
 Triton pipeline, chunk size 64 (notes/chunked-algorithms.md §2):
 forward  ``wy`` (parallel over chunks) -> ``state`` (sequential over chunks) -> ``output`` (parallel);
-backward ``intra_dv`` (parallel) -> reverse ``state`` pass (sequential) -> ``grad`` (parallel).
+backward ``intra_dv`` (parallel) -> reverse ``state`` pass (sequential) -> two ``grad`` kernels (parallel).
 Forward keeps its intermediates (cumulative decays, M^{-1}, W, states, deltas) for backward rather than
 recomputing them: on the H200 at (1, 64K, 16, 128) the rerun cost a fifth of fwd+bwd.
 
@@ -19,7 +19,7 @@ import triton
 import triton.language as tl
 
 from ..common.backend import use_triton
-from .grad import gdn_bwd_kernel_grad
+from .grad import gdn_bwd_kernel_grad_output, gdn_bwd_kernel_grad_wy
 from .intra_dv import gdn_bwd_kernel_intra_dv
 from .output import gdn_fwd_kernel_output
 from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
@@ -111,9 +111,13 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         dg = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)
         dbeta = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)
-        gdn_bwd_kernel_grad[(NT, H)](
-            q, k, v, b_cum, beta, m_inv, h, dh, v_new, dv_new, do, dq, dk, dv, dg, dbeta,
-            cu_seqlens, chunk_indices, ctx.scale, T,
+        dk_part = torch.empty(k.shape, dtype=torch.float32, device=k.device)
+        db_part = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)
+        gdn_bwd_kernel_grad_output[(NT, H)](
+            q, k, b_cum, h, dh, v_new, do, dq, dk_part, db_part, cu_seqlens, chunk_indices, ctx.scale, T,
+            H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
+        gdn_bwd_kernel_grad_wy[(NT, H)](
+            k, v, b_cum, beta, m_inv, h, dv_new, dk_part, db_part, dk, dv, dg, dbeta, cu_seqlens, chunk_indices, T,
             H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
         return dq, dk, dv, dg.to(ctx.g_dtype), dbeta.to(beta.dtype), None, dh0, None, None, None, None
 

@@ -7,7 +7,12 @@ dS = dh (gradient of the leaving state), M^{-1} = (I + A)^{-1} and gamma = exp(b
     dM^{-1} = dU (diag(beta) V)^T + dW (diag(beta gamma) K)^T,  dA = -M^{-T} dM^{-1} M^{-T}, strict lower
     dK = dP^T Q + diag(gamma_C / gamma) delta dS^T + diag(beta gamma) M^{-T} dW + (dA*R)-terms,
 and db (gradient of the in-chunk cumulative log decay) collected from every exp(b) factor;
-dg is its reverse cumulative sum inside the chunk. One program per (chunk, head), looping over V.
+dg is its reverse cumulative sum inside the chunk.
+
+Two kernels, one program per (chunk, head) each, looping over V: ``gdn_bwd_kernel_grad_output`` takes the
+output and state-update terms (dQ, and the first part of dK and db), ``gdn_bwd_kernel_grad_wy`` the WY
+terms (dV, dbeta, the rest of dK and db, then dg). One kernel holding all five accumulators spilled
+~2.5 KB per thread at sm_90.
 """
 from __future__ import annotations
 
@@ -17,16 +22,95 @@ import triton.language as tl
 from ..common.triton_utils import autotune
 from .dot import dot
 
+# One stage: more does not fit shared memory with K = V = 128 (sm_90).
+_CONFIGS = [triton.Config({"BV": bv}, num_warps=8, num_stages=1) for bv in (32, 64)]
 
-# One stage: with the default three, the sm_90 build needs 304 KB of shared memory (K = V = 128).
-@autotune(configs=[triton.Config({"BV": bv}, num_warps=8, num_stages=1) for bv in (32, 64)], key=["H", "K", "V", "BT"])
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
-def gdn_bwd_kernel_grad(
-    q, k, v, b_cum, beta, m_inv, h, dh, v_new, dv_new, do, dq, dk, dv, dg, dbeta,
-    cu_seqlens, chunk_indices, scale, T,
+def gdn_bwd_kernel_grad_output(
+    q, k, b_cum, h, dh, v_new, do, dq, dk_part, db_part, cu_seqlens, chunk_indices, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    """dQ; dK and db from the output (S_0 and P) and state-update terms, to ``dk_part``, ``db_part`` in fp32."""
+    DT = h.dtype.element_ty
+    i_tg, i_h = tl.program_id(0), tl.program_id(1)
+    i_tg = tl.cast(i_tg, tl.int64)
+    i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
+    i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
+    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+
+    o_t = tl.arange(0, BT)
+    r_t = bos + i_c * BT + o_t
+    m_t = r_t < eos
+    o_k = tl.arange(0, BK)
+    m_k = o_k < K
+    m_tk = m_t[:, None] & m_k[None, :]
+    p_hk = (i_tg * H + i_h) * K * V + o_k[None, :] * V
+    b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
+
+    b_dq = tl.zeros([BT, BK], dtype=tl.float32)
+    b_dks = tl.zeros([BT, BK], dtype=tl.float32)
+    b_dP = tl.zeros([BT, BT], dtype=tl.float32)
+    b_dlast = tl.zeros([BV], dtype=tl.float32)
+    for i_v in range(0, tl.cdiv(V, BV)):
+        o_v = i_v * BV + tl.arange(0, BV)
+        m_v = o_v < V
+        m_tv = m_t[:, None] & m_v[None, :]
+        m_vt = m_v[:, None] & m_t[None, :]
+        m_vk = m_v[:, None] & m_k[None, :]
+        p_tv = (r_t[:, None] * H + i_h) * V + o_v[None, :]
+        p_vt = (r_t[None, :] * H + i_h) * V + o_v[:, None]
+        b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+        b_dSt = tl.load(dh + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+        b_do = tl.load(do + p_tv, mask=m_tv, other=0.).to(tl.float32)
+        b_d = tl.load(v_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
+        b_dt = tl.load(v_new + p_vt, mask=m_vt, other=0.).to(tl.float32)
+
+        b_dq += dot(b_do, b_St, DT, PRECISION, WIDEN)
+        b_dks += dot(b_d, b_dSt, DT, PRECISION, WIDEN)
+        b_dP += dot(b_do, b_dt, DT, PRECISION, WIDEN)
+        b_dlast += tl.sum(b_St * b_dSt, 1)
+
+    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
+    i_last = tl.minimum(eos - bos - i_c * BT, BT) - 1
+    b_blast = tl.sum(tl.where(o_t == i_last, b_b, 0.), 0)
+    b_gamma = tl.exp(b_b)
+
+    # Output terms: inter-chunk (S_0) and intra-chunk (P).
+    m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
+    b_R = tl.where(m_lower, tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
+    b_dq = b_dq * (scale * b_gamma)[:, None]
+    b_db = tl.sum(b_dq * b_q, 1)
+    b_dP = scale * b_dP * b_R
+    b_dq += dot(b_dP, b_k, DT, PRECISION, WIDEN)
+    b_dk = dot(tl.trans(b_dP), b_q, DT, PRECISION, WIDEN)
+    b_E = b_dP * dot(b_q, b_kt, DT, PRECISION, WIDEN)
+    b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
+
+    # State update term: (diag(gamma_C / gamma) K)^T delta.
+    b_dks = b_dks * tl.where(m_t, tl.exp(b_blast - b_b), 0.)[:, None]
+    b_dk += b_dks
+    b_e = tl.sum(b_dks * b_k, 1)
+    b_db += tl.where(o_t == i_last, tl.sum(b_e, 0) + tl.exp(b_blast) * tl.sum(b_dlast, 0), 0.) - b_e
+
+    p_tk = (r_t[:, None] * H + i_h) * K + o_k[None, :]
+    tl.store(dq + p_tk, b_dq.to(dq.dtype.element_ty), mask=m_tk)
+    tl.store(dk_part + p_tk, b_dk, mask=m_tk)
+    tl.store(db_part + r_t * H + i_h, b_db, mask=m_t)
+
+
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])
+@triton.jit(do_not_specialize=["T"])
+def gdn_bwd_kernel_grad_wy(
+    k, v, b_cum, beta, m_inv, h, dv_new, dk_part, db_part, dk, dv, dg, dbeta, cu_seqlens, chunk_indices, T,
+    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
+):
+    """dV, dbeta; the WY terms of dK and db added to ``dk_part`` and ``db_part``; dg."""
     DT = h.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
@@ -46,13 +130,9 @@ def gdn_bwd_kernel_grad(
     # M^{-T}: element (r, c) = M^{-1}_{cr}.
     b_Mt = tl.load(m_inv + ((i_tg * H + i_h) * BT + o_t[None, :]) * BT + o_t[:, None])
 
-    b_dq = tl.zeros([BT, BK], dtype=tl.float32)
-    b_dks = tl.zeros([BT, BK], dtype=tl.float32)
     b_dw = tl.zeros([BT, BK], dtype=tl.float32)
-    b_dP = tl.zeros([BT, BT], dtype=tl.float32)
     b_dM = tl.zeros([BT, BT], dtype=tl.float32)
     b_dbeta = tl.zeros([BT], dtype=tl.float32)
-    b_dlast = tl.zeros([BV], dtype=tl.float32)
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = i_v * BV + tl.arange(0, BV)
         m_v = o_v < V
@@ -62,72 +142,45 @@ def gdn_bwd_kernel_grad(
         p_tv = (r_t[:, None] * H + i_h) * V + o_v[None, :]
         p_vt = (r_t[None, :] * H + i_h) * V + o_v[:, None]
         b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
-        b_dSt = tl.load(dh + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
-        b_do = tl.load(do + p_tv, mask=m_tv, other=0.).to(tl.float32)
-        b_d = tl.load(v_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
-        b_dt = tl.load(v_new + p_vt, mask=m_vt, other=0.).to(tl.float32)
         b_dd = tl.load(dv_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
         b_v = tl.load(v + p_tv, mask=m_tv, other=0.).to(tl.float32)
         b_vt = tl.load(v + p_vt, mask=m_vt, other=0.).to(tl.float32)
 
-        b_dq += dot(b_do, b_St, DT, PRECISION, WIDEN)
-        b_dks += dot(b_d, b_dSt, DT, PRECISION, WIDEN)
         b_dw += dot(b_dd, b_St, DT, PRECISION, WIDEN)
-        b_dP += dot(b_do, b_dt, DT, PRECISION, WIDEN)
         b_dM += dot(b_dd, b_vt, DT, PRECISION, WIDEN)
-        b_dlast += tl.sum(b_St * b_dSt, 1)
         b_dvb = dot(b_Mt, b_dd, DT, PRECISION, WIDEN)
         b_dbeta += tl.sum(b_dvb * b_v, 1)
         tl.store(dv + p_tv, (b_dvb * b_beta[:, None]).to(dv.dtype.element_ty), mask=m_tv)
 
-    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
-    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+    p_tk = (r_t[:, None] * H + i_h) * K + o_k[None, :]
+    b_k = tl.load(k + p_tk, mask=m_tk, other=0.).to(tl.float32)
     b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
-    i_last = tl.minimum(eos - bos - i_c * BT, BT) - 1
-    b_blast = tl.sum(tl.where(o_t == i_last, b_b, 0.), 0)
+    b_db = tl.load(db_part + r_t * H + i_h, mask=m_t, other=0.)
     b_gamma = tl.exp(b_b)
-
-    # Output terms: inter-chunk (S_0) and intra-chunk (P).
-    m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
     m_strict = (o_t[:, None] > o_t[None, :]) & m_t[:, None] & m_t[None, :]
-    b_R = tl.where(m_lower, tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
-    b_dq = b_dq * (scale * b_gamma)[:, None]
-    b_db = tl.sum(b_dq * b_q, 1)
-    b_dP = scale * b_dP * b_R
-    b_dq += dot(b_dP, b_k, DT, PRECISION, WIDEN)
-    b_dk = dot(tl.trans(b_dP), b_q, DT, PRECISION, WIDEN)
-    b_E = b_dP * dot(b_q, b_kt, DT, PRECISION, WIDEN)
-    b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
+    b_R = tl.where(m_strict, tl.exp(tl.where(m_strict, b_b[:, None] - b_b[None, :], 0.)), 0.)
 
-    # State update term: (diag(gamma_C / gamma) K)^T delta.
-    b_dks = b_dks * tl.where(m_t, tl.exp(b_blast - b_b), 0.)[:, None]
-    b_dk += b_dks
-    b_e = tl.sum(b_dks * b_k, 1)
-    b_db += tl.where(o_t == i_last, tl.sum(b_e, 0) + tl.exp(b_blast) * tl.sum(b_dlast, 0), 0.) - b_e
-
-    # WY terms: W = M^{-1} diag(beta gamma) K, U = M^{-1} diag(beta) V.
+    # WY terms: W = M^{-1} diag(beta gamma) K, U = M^{-1} diag(beta) V. Ordered so that few [BT, BK]
+    # tiles are live at once (the K^T and dW tiles die before dK is formed).
     b_bg = b_beta * b_gamma
     b_dW = -b_dw
+    b_dM = b_dM * b_beta[None, :] + dot(b_dW, (b_kt * b_bg[None, :]), DT, PRECISION, WIDEN)
+    b_kk = dot(b_k, b_kt, DT, PRECISION, WIDEN)
+    b_dA = dot(dot(b_Mt, b_dM, DT, PRECISION, WIDEN), b_Mt, DT, PRECISION, WIDEN)
+    b_dAR = tl.where(m_strict, -b_dA * b_R, 0.)
+    b_dbeta += tl.sum(b_dAR * b_kk, 1)
+    b_dAR = b_dAR * b_beta[:, None]
+    b_E = b_dAR * b_kk
+    b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
     b_dKbg = dot(b_Mt, b_dW, DT, PRECISION, WIDEN)
-    b_dk += b_dKbg * b_bg[:, None]
     b_t = tl.sum(b_dKbg * b_k, 1)
     b_dbeta += b_t * b_gamma
     b_db += b_t * b_bg
-    b_dM = b_dM * b_beta[None, :]
-    b_dM += dot(b_dW, (b_kt * b_bg[None, :]), DT, PRECISION, WIDEN)
-    b_dA = dot(dot(b_Mt, b_dM, DT, PRECISION, WIDEN), b_Mt, DT, PRECISION, WIDEN)
-    b_dAR = tl.where(m_strict, -b_dA * b_R, 0.)
-    b_kk = dot(b_k, b_kt, DT, PRECISION, WIDEN)
-    b_dbeta += tl.sum(b_dAR * b_kk, 1)
-    b_dAR = b_dAR * b_beta[:, None]
+    b_dk = tl.load(dk_part + p_tk, mask=m_tk, other=0.) + b_dKbg * b_bg[:, None]
     b_dk += dot(b_dAR, b_k, DT, PRECISION, WIDEN)
     b_dk += dot(tl.trans(b_dAR), b_k, DT, PRECISION, WIDEN)
-    b_E = b_dAR * b_kk
-    b_db += tl.sum(b_E, 1) - tl.sum(b_E, 0)
 
     b_dg = tl.sum(tl.where((o_t[None, :] >= o_t[:, None]) & m_t[None, :], b_db[None, :], 0.), 1)
-    p_tk = (r_t[:, None] * H + i_h) * K + o_k[None, :]
-    tl.store(dq + p_tk, b_dq.to(dq.dtype.element_ty), mask=m_tk)
     tl.store(dk + p_tk, b_dk.to(dk.dtype.element_ty), mask=m_tk)
     tl.store(dg + r_t * H + i_h, b_dg.to(dg.dtype.element_ty), mask=m_t)
     tl.store(dbeta + r_t * H + i_h, b_dbeta.to(dbeta.dtype.element_ty), mask=m_t)
