@@ -57,7 +57,6 @@ def test_missing_data_is_one_line_error(tmp_path, capsys):
     assert "no such directory (expected the output of relin synth-text)" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # two launches of 2 processes: 40-90 s on 2 shared cores
 def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes(toy_dataset, tmp_path):
     env = {**os.environ, "RELIN_TRACKING": "0", "OMP_NUM_THREADS": "1"}
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
