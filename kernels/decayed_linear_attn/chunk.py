@@ -12,6 +12,7 @@ from .chunk_index import build_chunk_index
 from .inputs import check_inputs, pack_normalizer, unpack_normalizer
 from .torch_chunk import chunk_decayed_linear_attn_torch
 from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv
+from . import triton_fwd
 from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o, chunk_local_cumsum
 
 
@@ -24,18 +25,19 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         gc = chunk_local_cumsum(g, index) if g is not None else None
         h, final_state = chunk_fwd_h(k, v, gc, initial_state, output_final_state, index)
         o = chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype)
-        ctx.save_for_backward(q, k, v, g, initial_state)
+        ctx.save_for_backward(q, k, v, g, initial_state, h if triton_fwd.SAVE_STATES else None)
         ctx.scale, ctx.index = scale, index
         return o, final_state
 
     @staticmethod
     def backward(ctx, do, dht):
-        q, k, v, g, initial_state = ctx.saved_tensors
+        q, k, v, g, initial_state, h = ctx.saved_tensors
         scale, index = ctx.scale, ctx.index
         do = do.to(q.dtype).contiguous()
         dht = dht.float().contiguous() if dht is not None else None
         gc = chunk_local_cumsum(g, index) if g is not None else None
-        h, _ = chunk_fwd_h(k, v, gc, initial_state, False, index)
+        if h is None:
+            h, _ = chunk_fwd_h(k, v, gc, initial_state, False, index)
         dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index)
         dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index)
         dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index)

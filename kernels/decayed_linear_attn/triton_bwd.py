@@ -12,8 +12,8 @@ chunk's last token also gains dL/db_C through the state it hands on, <dh, S_end>
 instead (adding <S_T, dS_T> at the end of the sequence) cancels terms of size |S_T|·|dS_T| that were rounded
 differently (tf32 dh in dk, exact S_T): with no initial state, dg at the first token is 0 exactly but came out
 ~0.3 at T = 1 with K = 256. Here −k_j·dk_j^inter and the +Σ_j at the chunk's end are the same fp32 numbers.
-As in the forward, only products of raw 16-bit inputs (dO Vᵀ, K Qᵀ) run in the input dtype: dg is a
-near-cancelling difference and failed fla's 0.02 bound in bf16 when states or score tiles were bf16.
+As in the forward, dh is stored in the input dtype and products of other computed tiles take fp32
+operands unless LOW_OPERANDS (see ``triton_fwd``'s policy).
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import triton.language as tl
 from ..common.interpreter_dot import mma
 from ..common.triton_utils import autotune
 from . import triton_fwd
-from .triton_fwd import CHUNK_SIZE, block_size, dot_args
+from .triton_fwd import CHUNK_SIZE, block_size, dot_args, operand
 
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
 
@@ -34,7 +34,8 @@ _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8
 def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scale,
                         H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                         BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_DHT: tl.constexpr,
-                        STORE_DH0: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr):
+                        STORE_DH0: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr,
+                        LOW: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
     bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
@@ -68,7 +69,7 @@ def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scal
             b_qt = b_qt * tl.where(m_t, tl.exp(b_g), 0.)[None, :] * scale
         else:
             b_qt = b_qt.to(tl.float32) * scale
-        b_dh += mma(b_qt, b_do.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+        b_dh += mma(operand(b_qt, b_do, LOW), operand(b_do, b_do, LOW), DOT_PRECISION, DOT_WIDEN)
     if STORE_DH0:
         tl.store(dh0 + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_dh, mask=m_kv)
 
@@ -78,7 +79,7 @@ def chunk_bwd_dh_kernel(q, do, gc, dh, dht, dh0, cu_seqlens, chunk_offsets, scal
 def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
                         H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                         BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                        DOT_WIDEN: tl.constexpr):
+                        DOT_WIDEN: tl.constexpr, LOW: tl.constexpr):
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n = tl.load(chunk_indices + i_c * 2)
     i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
@@ -115,7 +116,7 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
         b_At = tl.where(m_A, b_At, 0.)
     b_do = tl.load(do + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
                    mask=m_t[:, None] & m_v[None, :], other=0.)
-    b_dv += mma(b_At * scale, b_do.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+    b_dv += mma(operand(b_At * scale, b_do, LOW), operand(b_do, b_do, LOW), DOT_PRECISION, DOT_WIDEN)
     tl.store(dv + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], b_dv.to(dv.dtype.element_ty),
              mask=m_t[:, None] & m_v[None, :])
 
@@ -125,7 +126,7 @@ def chunk_bwd_dv_kernel(q, k, do, gc, dh, dv, cu_seqlens, chunk_indices, scale,
 def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens, chunk_indices, scale, TOTAL,
                          H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                          BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                        DOT_WIDEN: tl.constexpr):
+                         DOT_WIDEN: tl.constexpr, LOW: tl.constexpr):
     i_c, i_k, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n = tl.load(chunk_indices + i_c * 2)
     i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
@@ -172,9 +173,9 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
         b_ds = tl.where(m_A, b_ds * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
     else:
         b_ds = tl.where(m_A, b_ds, 0.)
-    b_ds = b_ds * scale
-    b_dq = b_dq * scale + mma(b_ds, b_k.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
-    b_dk_intra = mma(tl.trans(b_ds), b_q.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+    b_ds = operand(b_ds * scale, b_k, LOW)
+    b_dq = b_dq * scale + mma(b_ds, operand(b_k, b_k, LOW), DOT_PRECISION, DOT_WIDEN)
+    b_dk_intra = mma(tl.trans(b_ds), operand(b_q, b_q, LOW), DOT_PRECISION, DOT_WIDEN)
     p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
     tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
     tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)
@@ -203,11 +204,11 @@ def chunk_local_reverse_cumsum_kernel(db_partial, dg, cu_seqlens, chunk_indices,
 
 
 def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index):
-    """dh [NT, H, K, V] (STATE_DTYPE): gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
+    """dh [NT, H, K, V] (``state_dtype``): gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
     _, _, H, K = q.shape
     V = do.shape[-1]
     BK, BV = block_size(K, triton_fwd.STATE_TILE), block_size(V, triton_fwd.STATE_TILE)
-    dh = torch.empty(index.num_chunks, H, K, V, dtype=triton_fwd.STATE_DTYPE, device=q.device)
+    dh = torch.empty(index.num_chunks, H, K, V, dtype=triton_fwd.state_dtype(q.dtype), device=q.device)
     dh0 = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=q.device) if want_dh0 else None
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
     chunk_bwd_dh_kernel[grid](q, do, gc, dh, final_state_grad, dh0, index.cu_seqlens, index.chunk_offsets, scale,

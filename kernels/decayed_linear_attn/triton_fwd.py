@@ -7,10 +7,10 @@ positions, b is the in-chunk cumulative log decay (notes/chunked-algorithms.md �
    chunks, stores the state entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V.
 3. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
 
-Precision with 16-bit inputs: products of raw inputs (Q Kᵀ) run in the input dtype; every product with a
-computed operand (decayed V, the states h, the decayed score tile) takes fp32 operands (tf32 on the
-GPU). Rounding those to bf16 instead put o at ~0.006 relative RMS from the fp32 reference, above fla's
-0.005; the states are stored in fp32 for the same reason.
+Precision with 16-bit inputs: products of raw inputs (Q Kᵀ) run in the input dtype; the states h are
+stored in the input dtype as in fla (H200, bf16, T = 300, H = 16, K = 256, V = 128: o 1.7e-3, dq 2.4e-3,
+dg 1.6e-3 relative RMS from the fp32 reference, against 1.7e-3, 2.4e-3, 1.4e-3 with fp32 states), and the
+other computed operands (decayed V, decayed score tile) stay fp32 (tf32) unless LOW_OPERANDS.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import torch
 import triton
 import triton.language as tl
 
+from ..common.backend import interpreting
 from ..common.interpreter_dot import dot_mode, mma
 from ..common.triton_utils import autotune
 
@@ -27,18 +28,35 @@ _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8
 
 
 def dot_args(dtype: torch.dtype) -> dict:
-    """The DOT_PRECISION / DOT_WIDEN constexprs every kernel here takes (see ``common.interpreter_dot``)."""
+    """The DOT_PRECISION / DOT_WIDEN / LOW constexprs every kernel here takes (see ``common.interpreter_dot``)."""
     precision, widen = dot_mode(dtype)
-    return dict(DOT_PRECISION=precision, DOT_WIDEN=widen)
+    return dict(DOT_PRECISION=precision, DOT_WIDEN=widen, LOW=LOW_OPERANDS and not interpreting())
 
 
-# Precision and tiling policy, read at launch. STATE_DTYPE stores the per-chunk states h and dh (fp32
-# accumulation either way); STATE_TILE is the K and V tile of the two serial state passes (smaller tiles,
-# more programs walking the chunks at once); CHUNK_TILE the V (forward, dv) or K (dq, dk) tile of the
-# chunk-parallel kernels (one tile recomputes Q Kᵀ or dO Vᵀ fewer times).
-STATE_DTYPE = torch.float32
+@triton.jit
+def operand(x, raw, LOW: tl.constexpr):
+    """x as a dot operand: in the dtype of the raw input tile ``raw`` when LOW, else fp32."""
+    dtype: tl.constexpr = raw.dtype if LOW else tl.float32
+    return x.to(dtype)
+
+
+# Precision and tiling policy for 16-bit inputs, read at launch (fp32 inputs keep fp32 everywhere).
+# LOW_STATES stores the per-chunk states h and dh in the input dtype (fp32 accumulation either way);
+# LOW_OPERANDS rounds computed dot operands (decayed V, K, Q and score tiles) to the input dtype instead of
+# tf32. STATE_TILE is the K and V tile of the two serial state passes; CHUNK_TILE the V (forward, dv) or
+# K (dq, dk) tile of the chunk-parallel kernels. SAVE_STATES keeps the forward's h for the backward instead
+# of recomputing it (memory: T/64 · H · K · V elements). The CPU interpreter (triton 3.9) truncates fp32 to
+# bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
+LOW_STATES = True
+LOW_OPERANDS = False
 STATE_TILE = 64
 CHUNK_TILE = 64
+SAVE_STATES = False
+
+
+def state_dtype(input_dtype: torch.dtype) -> torch.dtype:
+    low = LOW_STATES and input_dtype != torch.float32 and not interpreting()
+    return input_dtype if low else torch.float32
 
 
 def block_size(dim: int, cap: int = 64) -> int:
@@ -64,7 +82,8 @@ def chunk_local_cumsum_kernel(g, gc, cu_seqlens, chunk_indices, H: tl.constexpr,
 def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_H0: tl.constexpr,
-                       STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr):
+                       STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr,
+                       LOW: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
     bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
@@ -97,7 +116,7 @@ def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
             b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
             b_h *= tl.exp(b_g_last)
             b_v = b_v * tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
-        b_h += mma(b_kt.to(tl.float32), b_v.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+        b_h += mma(operand(b_kt, b_kt, LOW), operand(b_v, b_kt, LOW), DOT_PRECISION, DOT_WIDEN)
     if STORE_HT:
         tl.store(ht + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_h, mask=m_kv)
 
@@ -107,7 +126,7 @@ def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
 def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
                        BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                       DOT_WIDEN: tl.constexpr):
+                       DOT_WIDEN: tl.constexpr, LOW: tl.constexpr):
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n = tl.load(chunk_indices + i_c * 2)
     i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
@@ -142,7 +161,7 @@ def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
         b_A = tl.where(m_A, b_A, 0.)
     b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
                   mask=m_t[:, None] & m_v[None, :], other=0.)
-    b_o += mma(b_A, b_v.to(tl.float32), DOT_PRECISION, DOT_WIDEN)
+    b_o += mma(operand(b_A, b_v, LOW), operand(b_v, b_v, LOW), DOT_PRECISION, DOT_WIDEN)
     tl.store(o + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], (b_o * scale).to(o.dtype.element_ty),
              mask=m_t[:, None] & m_v[None, :])
 
@@ -156,11 +175,11 @@ def chunk_local_cumsum(g: torch.Tensor, index) -> torch.Tensor:
 
 
 def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index):
-    """Per-chunk entering states h [NT, H, K, V] (STATE_DTYPE) and the final state [N, H, K, V] fp32."""
+    """Per-chunk entering states h [NT, H, K, V] (``state_dtype``) and the final state [N, H, K, V] fp32."""
     _, _, H, K = k.shape
     V = v.shape[-1]
     BK, BV = block_size(K, STATE_TILE), block_size(V, STATE_TILE)
-    h = torch.empty(index.num_chunks, H, K, V, dtype=STATE_DTYPE, device=k.device)
+    h = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype(k.dtype), device=k.device)
     ht = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
     chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
