@@ -2,7 +2,7 @@
 # into /tmp/site, and puts it on PYTHONPATH. Usage: `source benchmarks/device_env.sh`.
 set -e
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/relin-site .
+python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/relin-site .
 export PYTHONPATH=/tmp/relin-site:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 export PATH=/tmp/site/bin:/tmp/relin-site/bin:$PATH
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true
