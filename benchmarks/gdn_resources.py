@@ -13,7 +13,6 @@ import sys
 import tempfile
 
 import triton
-import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
 
@@ -65,7 +64,7 @@ def main():
                                                        dict(base, BV=bv), 4, 3)))
     for warps in (4, 8):
         rows.append((f"intra_dv w={warps}", resources(intra_dv.gdn_bwd_kernel_intra_dv, dtype, dict(
-            idx, b_cum=f32, dd_intra=f32), dict(base, BV=64, DT=getattr(tl, {"bf16": "bfloat16"}.get(dtype, "float32"))),
+            idx, b_cum=f32, dd_intra=f32), dict(base, BV=64),
             warps, 3)))
     for config in grad._CONFIGS:
         bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import torch
 import triton
-import triton.language as tl
 
 from ..common.backend import use_triton
 from .grad import gdn_bwd_kernel_grad_output, gdn_bwd_kernel_grad_wy
@@ -29,7 +28,6 @@ from .utils import check_inputs, equal_length_chunks, l2norm, prepare_chunks
 from .wy import gdn_fwd_kernel_wy
 
 BT = 64
-_TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
 MAX_HEAD_DIM = 256
 
 
@@ -102,7 +100,7 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
         gdn_bwd_kernel_intra_dv[(NT, H)](
             q, k, b_cum, do, dd_intra, cu_seqlens, chunk_indices, ctx.scale, T,
             H=H, K=K, V=V, BT=BT, BK=BK, BV=min(max(triton.next_power_of_2(V), 16), 64),
-            DT=_TL_DTYPES[h.dtype], PRECISION=precision, WIDEN=widen)
+            PRECISION=precision, WIDEN=widen)
         gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
             q, k, w, b_cum, do, dd_intra, dh, dv_new, None if dht is None else dht.contiguous(), dh0,
             cu_seqlens, chunk_offsets, ctx.scale, T,

@@ -19,8 +19,10 @@ from .dot import dot
 def gdn_bwd_kernel_intra_dv(
     q, k, b_cum, do, dd_intra, cu_seqlens, chunk_indices, scale, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    DT: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    # dO comes in o's dtype, which is v's: the compute dtype whenever v is 16-bit.
+    DT = do.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
     i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
