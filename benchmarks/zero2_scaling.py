@@ -18,6 +18,7 @@ JSON to ``benchmarks/results/zero2-<device>-<date>.json`` (and ``$OUT`` when set
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
 import json
@@ -30,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import torch
 
 GPU_MODEL = {"family": "qwen3", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
@@ -67,7 +69,14 @@ def run(cmd: list[str], log: Path, env: dict, kill_when=None) -> tuple[int, floa
         proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         while proc.poll() is None:
             if kill_when is not None and kill_when():
-                os.killpg(proc.pid, signal.SIGKILL)
+                # torchrun starts its workers in sessions of their own: kill every descendant, not
+                # only the launcher's process group, or the orphaned workers finish the run.
+                victims = [proc, *psutil.Process(proc.pid).children(recursive=True)]
+                for victim in victims:
+                    with contextlib.suppress(psutil.NoSuchProcess, ProcessLookupError):
+                        victim.send_signal(signal.SIGKILL)
+                psutil.wait_procs([psutil.Process(v.pid) for v in victims[1:] if psutil.pid_exists(v.pid)],
+                                  timeout=30)
                 proc.wait()
                 break
             time.sleep(0.1)

@@ -200,7 +200,7 @@ def _schema_of(tp: Any) -> dict:
 
 
 def json_schema(cls: type) -> dict:
-    """JSON schema (draft 7) of dataclass ``cls``: a type and description for every key."""
+    """JSON schema (draft 2020-12) of dataclass ``cls``: a type and description for every key."""
     hints = _type_hints(cls)
     props, required = {}, []
     for f in dataclasses.fields(cls):

@@ -134,6 +134,7 @@ class Tracker(NullTracker):
         from mlflow.data.dataset_source_registry import resolve_dataset_source
         from mlflow.data.meta_dataset import MetaDataset
         from mlflow.entities import DatasetInput, InputTag
+        from mlflow.exceptions import MlflowException
 
         path = Path(path)
         producer = read_manifest(path)
@@ -145,7 +146,14 @@ class Tracker(NullTracker):
         if producer.get("run_id"):
             tags.append(InputTag("relin.producer_run_id", producer["run_id"]))
             tags.append(InputTag("relin.producer_stage", producer.get("stage", "")))
-        self.client.log_inputs(self.run_id, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags)])
+        entry = DatasetInput(dataset._to_mlflow_entity(), tags)
+        try:
+            self.client.log_inputs(self.run_id, datasets=[entry])
+        except MlflowException:
+            # Parallel stages reading the same artifact race on the store's dataset row (looked up,
+            # then inserted); the retry finds the row the other job created.
+            time.sleep(0.5)
+            self.client.log_inputs(self.run_id, datasets=[entry])
 
     def set_tags(self, tags: dict[str, str]) -> None:
         for k, v in tags.items():
@@ -172,7 +180,10 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
     reading it can record where their inputs came from.
     """
     cfg = tracking_config()
-    if not cfg.enabled or _rank() != 0:
+    if _rank() != 0:
+        yield NullTracker()  # rank 0 owns the run and the outputs' manifests
+        return
+    if not cfg.enabled:
         yield NullTracker()
         _write_manifests(stage, "", outputs)
         return
