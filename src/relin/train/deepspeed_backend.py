@@ -82,4 +82,4 @@ class DeepSpeedEngine:
                              f"another backend?); delete it to train from scratch")
         rng = directory / TAG / f"rng_rank{self.env.rank}.pt"
         if rng.is_file():
-            set_rng_state(torch.load(rng, weights_only=False))
+            set_rng_state(torch.load(rng, weights_only=True))

@@ -68,8 +68,7 @@ class TorchEngine:
                         "scheduler": self.scheduler.state_dict(), "rng": rng_state()}, directory / STATE_FILE)
 
     def load(self, directory: Path) -> None:
-        # Our own checkpoint: it holds numpy/python RNG states, which the weights-only loader rejects.
-        state = torch.load(directory / STATE_FILE, map_location=self.device, weights_only=False)
+        state = torch.load(directory / STATE_FILE, map_location=self.device, weights_only=True)
         self.module.load_state_dict(state["model"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
