@@ -41,6 +41,18 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return path
 
 
+def atomic_write_csv(path: str | Path, rows: list[dict], columns: list[str]) -> Path:
+    """Rows as CSV with ``columns`` as the header (the header alone when there are no rows)."""
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return atomic_write_text(path, buffer.getvalue())
+
+
 def atomic_write_json(path: str | Path, obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
 

@@ -21,17 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by-length", required=True, help="accuracy_by_length.csv to write")
 
 
-def _csv(rows: list[dict]) -> str:
-    import csv
-    import io
-
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=["task", "length", "depth", "accuracy", "n"], lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
-
-
 def _flat_metrics(metrics: dict) -> dict[str, float]:
     flat = {"overall": metrics["overall"], "perplexity": metrics["perplexity"]}
     flat.update({f"accuracy/{task}": acc for task, acc in metrics["accuracy"].items()})
@@ -50,7 +39,8 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..errors import InputError
     from ..eval.data import load_eval_split, tokenizer_dir
     from ..eval.lm import evaluate_lm
-    from ..io import atomic_write_json, atomic_write_text
+    from ..io import atomic_write_csv, atomic_write_json
+    from ..report.inputs import BY_LENGTH_COLUMNS
     from ..models.teachers import load_pretrained, load_tokenizer
 
     cfg = sections.get("eval")
@@ -66,7 +56,7 @@ def run(args: argparse.Namespace, sections) -> None:
         result = evaluate_lm(model, rows, tokenizer, cfg, name=args.name)
         metrics = result.metrics()
         atomic_write_json(args.out, metrics)
-        atomic_write_text(args.by_length, _csv(result.by_length_rows()))
+        atomic_write_csv(args.by_length, result.by_length_rows(), list(BY_LENGTH_COLUMNS))
         tracker.log_metrics({**_flat_metrics(metrics), **{f"seconds/{k}": v for k, v in result.seconds.items()}})
         tracker.log_artifact(args.out)
         tracker.log_artifact(args.by_length)

@@ -10,8 +10,6 @@ kill resumes from the newest one. Launch with ``torchrun``/``deepspeed`` for sev
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import os
 from pathlib import Path
 
@@ -31,14 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoints", required=True, help="checkpoint root (resumed from when present)")
 
 
-def history_csv(rows: list[dict]) -> str:
-    columns = list(dict.fromkeys(key for row in rows for key in row)) or ["step", "loss", "lr", "grad_norm",
-                                                                         "tokens_per_s"]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buffer.getvalue()
+def history_columns(rows: list[dict]) -> list[str]:
+    """Every key the history rows carry, in first-seen order (the default header when empty)."""
+    return list(dict.fromkeys(key for row in rows for key in row)) or ["step", "loss", "lr", "grad_norm",
+                                                                      "tokens_per_s"]
 
 
 def load_train_rows(data: Path):
@@ -62,7 +56,7 @@ def load_train_rows(data: Path):
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
-    from ..io import atomic_dir, atomic_write_json, atomic_write_text
+    from ..io import atomic_dir, atomic_write_csv, atomic_write_json
     from ..models.teachers import build_teacher, load_pretrained, load_tokenizer
     from ..tracking import stage_run
     from ..train.batching import StepBatches
@@ -114,7 +108,7 @@ def run(args: argparse.Namespace, sections) -> None:
             with atomic_dir(args.out) as tmp:
                 model.save_pretrained(tmp, safe_serialization=True)
                 tokenizer.save_pretrained(tmp)
-            atomic_write_text(args.history, history_csv(history))
+            atomic_write_csv(args.history, history, history_columns(history))
             atomic_write_json(args.metrics, summary)
             tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float))})
     barrier()
