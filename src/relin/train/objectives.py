@@ -8,6 +8,8 @@ in eval mode and never gives them to the optimizer.
 """
 from __future__ import annotations
 
+import abc
+
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -29,7 +31,7 @@ class ObjectiveOutput:
     sums: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
-class Objective:
+class Objective(abc.ABC):
     """Base class: subclasses set ``name`` and implement ``__call__``."""
 
     name: ClassVar[str] = ""
@@ -38,8 +40,9 @@ class Objective:
         """Networks the objective uses but does not train (e.g. a teacher)."""
         return []
 
+    @abc.abstractmethod
     def __call__(self, model: torch.nn.Module, batch: dict[str, torch.Tensor]) -> ObjectiveOutput:
-        raise NotImplementedError
+        """Loss summed over the batch's targets, the target count, and extra sums to log."""
 
 
 OBJECTIVES: dict[str, type[Objective]] = {}
