@@ -7,7 +7,7 @@ Runs ``relin teacher-lm`` (the same entry point and config mechanism as the DAG)
 3. ``resume``: the N-process run killed after its first checkpoint, then rerun: it must resume from
    the ZeRO checkpoint and continue the curve.
 
-and checks: both ranks trained, the checkpoint holds N optimizer shards (``zero_pp_rank_*``), only
+and checks: both ranks trained, the checkpoint holds N optimizer shards (``[bf16_]zero_pp_rank_*``), only
 rank 0 logged to MLflow (one child run per invocation), the N-process loss curve matches the
 1-process one within noise, and the resumed curve continues it. Prints a table last and writes
 JSON to ``benchmarks/results/zero2-<device>-<date>.json`` (and ``$OUT`` when set).
@@ -37,6 +37,8 @@ import torch
 GPU_MODEL = {"family": "qwen3", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
              "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536,
              "max_position_embeddings": 1024}
+# DeepSpeed names the shards zero_pp_rank_<r>_..._optim_states.pt, with a bf16_ prefix under its bf16 optimizer
+SHARD_GLOB = "*zero_pp_rank_*_optim_states.pt"
 TINY_MODEL = {"family": "qwen3", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 16, "intermediate_size": 128,
               "max_position_embeddings": 1024}
@@ -145,12 +147,12 @@ def main() -> int:
 
     def first_checkpoint_written() -> bool:
         """A checkpoint before the last step holds its optimizer shards: kill the run mid-training."""
-        return any(int(d.name.split("-")[-1]) < args.steps and len(list(d.rglob("zero_pp_rank_*"))) == n
+        return any(int(d.name.split("-")[-1]) < args.steps and len(list(d.rglob(SHARD_GLOB))) == n
                    for d in ckpt.glob("step-*") if d.name.split("-")[-1].isdigit())
 
     rc_kill, logs["killed_s"] = run(relin_command(args, "resume", n, g // n), work / "resume-killed.log", env,
                                     kill_when=first_checkpoint_written)
-    shards = sorted({p.name for p in ckpt.rglob("zero_pp_rank_*")})
+    shards = sorted({p.name for p in ckpt.rglob(SHARD_GLOB)})
     rc, logs["resumed_s"] = run(relin_command(args, "resume", n, g // n), work / "resume.log", env)
     assert rc == 0, (work / "resume.log").read_text()[-3000:]
 
