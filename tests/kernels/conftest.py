@@ -7,6 +7,17 @@ import torch
 _ALLOCATORS = ("empty", "empty_like", "new_empty", "empty_strided")
 
 
+def pytest_configure(config):
+    """Under pytest-xdist on a multi-GPU host, spread the workers over the GPUs; one CPU thread per worker
+    (the fp32 references run on the CPU, and N workers x all-cores threads thrash)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return
+    torch.set_num_threads(1)
+    if torch.cuda.is_available() and torch.cuda.device_count() > 1:
+        torch.cuda.set_device(int(worker.removeprefix("gw")) % torch.cuda.device_count())
+
+
 @pytest.fixture(autouse=True)
 def nan_poisoned_allocations(monkeypatch):
     """Fill every float ``torch.empty*`` with NaN so an element a kernel never writes fails the test."""
