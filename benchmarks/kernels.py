@@ -200,6 +200,13 @@ def bench_decayed_linear_attn(run, shape, check_shape):
         if theirs["ms"] is not None:
             run.compare(ours, "fla chunk_simple_gla", theirs["ms"], 1.0, "dla")
         run.compare(ours, "torch sdpa causal", sdpa["ms"], DLA_SDPA_GOAL if backward else 1.0, "dla")
+    # Hedgehog's form (positive features, no decay, normalized): no baseline; the backward runs on fp32
+    # operands with fp32-accurate products (see ChunkDecayedLinearAttnFunction), so it costs more
+    hedgehog = dict(q=torch.softmax(rand(B, T, H, K, dtype=torch.float32), -1).to(DTYPE),
+                    k=torch.softmax(rand(B, T, H, K, dtype=torch.float32), -1).to(DTYPE), v=inputs["v"])
+    for backward in (False, True):
+        run.time("relin", "chunk_decayed_linear_attn normalize", "fwd+bwd" if backward else "fwd", label,
+                 op_factory(chunk_decayed_linear_attn, hedgehog, backward, normalize=True))
 
 
 def msr_inputs(B, T, C, S):

@@ -18,44 +18,56 @@ from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o, chunk_local_cumsum
 
 class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
     """Packed inputs: q, k [1, T, H, K], v [1, T, H, V] (one dtype), g [1, T, H] fp32 or None,
-    initial_state [N, H, K, V] fp32 or None. Returns o [1, T, H, V] (out_dtype) and the fp32 final state."""
+    initial_state [N, H, K, V] fp32 or None. Returns o [1, T, H, V] (out_dtype) and the fp32 final state.
+
+    ``fp32_backward`` (the normalized form): the incoming gradient of the packed [numerator, denominator]
+    output is [do/d, -(do·o)/d], whose two parts cancel in every product with [v, 1] down to do·(v - o)/d.
+    Near a sequence start o ≈ v, so rounding do to 16 bits (or tf32 products) leaves errors of order
+    |do·v|/d against a true value ~1e-6/d smaller: dq at T = 1 came out 8x its own size. The backward then
+    runs on fp32 operands with fp32-accurate products (``dot_args(precise=True)``) and fp32 states.
+    """
 
     @staticmethod
-    def forward(ctx, q, k, v, g, scale, initial_state, output_final_state, index, out_dtype):
+    def forward(ctx, q, k, v, g, scale, initial_state, output_final_state, index, out_dtype, fp32_backward):
         gc = chunk_local_cumsum(g, index) if g is not None else None
         h, final_state = chunk_fwd_h(k, v, gc, initial_state, output_final_state, index)
         o = chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype)
         ctx.save_for_backward(q, k, v, g, initial_state, h if triton_fwd.SAVE_STATES else None)
-        ctx.scale, ctx.index = scale, index
+        ctx.scale, ctx.index, ctx.fp32_backward = scale, index, fp32_backward
         return o, final_state
 
     @staticmethod
     def backward(ctx, do, dht):
         q, k, v, g, initial_state, h = ctx.saved_tensors
-        scale, index = ctx.scale, ctx.index
+        scale, index, precise = ctx.scale, ctx.index, ctx.fp32_backward
+        input_dtype = q.dtype
+        if precise:
+            q, k, v, h = q.float(), k.float(), v.float(), None
         do = do.to(q.dtype).contiguous()
         dht = dht.float().contiguous() if dht is not None else None
         gc = chunk_local_cumsum(g, index) if g is not None else None
         if h is None:
-            h, _ = chunk_fwd_h(k, v, gc, initial_state, False, index)
-        dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index)
-        dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index)
-        dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index)
-        return dq, dk, dv, dg, None, dh0, None, None, None
+            h, _ = chunk_fwd_h(k, v, gc, initial_state, False, index, precise)
+        dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index, precise)
+        dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index, precise)
+        dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index, precise)
+        dq, dk, dv = (x.to(input_dtype) for x in (dq, dk, dv))
+        return dq, dk, dv, dg, None, dh0, None, None, None, None
 
 
-def _triton_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
+def _triton_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize):
     B, T, H, K = q.shape
     index = build_chunk_index(B, T, cu_seqlens, CHUNK_SIZE, q.device)
     packed = [x.reshape(1, B * T, *x.shape[2:]).contiguous() for x in (q, k, v)]
     g = g.float().reshape(1, B * T, H).contiguous() if g is not None else None
     initial_state = initial_state.float().contiguous() if initial_state is not None else None
     o, final_state = ChunkDecayedLinearAttnFunction.apply(*packed, g, scale, initial_state, output_final_state,
-                                                          index, out_dtype)
+                                                          index, out_dtype, normalize)
     return o.reshape(B, T, H, -1), final_state
 
 
-def _torch_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
+def _torch_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize):
+    # fp32 throughout, so the normalized gradient's cancellation (see the Function) costs nothing here
     if cu_seqlens is None:
         o, final_state = chunk_decayed_linear_attn_torch(q, k, v, g, scale, initial_state)
     else:
@@ -95,7 +107,8 @@ def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, init
     elif scale is None:
         scale = q.shape[-1] ** -0.5
     core = _triton_core if use_triton(q) else _torch_core
-    o, final_state = core(q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens, out_dtype)
+    o, final_state = core(q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens, out_dtype,
+                          normalize)
     if normalize:
         o, final_state = unpack_normalizer(o, final_state, q.dtype)
     return o, final_state

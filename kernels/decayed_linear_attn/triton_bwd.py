@@ -203,7 +203,7 @@ def chunk_local_reverse_cumsum_kernel(db_partial, dg, cu_seqlens, chunk_indices,
     tl.store(dg + (bos + o_t) * H + i_h, tl.cumsum(b_db, axis=0, reverse=True), mask=m_t)
 
 
-def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index):
+def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index, precise=False):
     """dh [NT, H, K, V] (``state_dtype``): gradient w.r.t. the state leaving each chunk; dh0 [N, H, K, V] fp32 or None."""
     _, _, H, K = q.shape
     V = do.shape[-1]
@@ -214,11 +214,11 @@ def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index):
     chunk_bwd_dh_kernel[grid](q, do, gc, dh, final_state_grad, dh0, index.cu_seqlens, index.chunk_offsets, scale,
                               H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                               USE_DHT=final_state_grad is not None, STORE_DH0=want_dh0,
-                              **dot_args(q.dtype))
+                              **dot_args(q.dtype, precise))
     return dh, dh0
 
 
-def chunk_bwd_dv(q, k, do, gc, dh, scale, index):
+def chunk_bwd_dv(q, k, do, gc, dh, scale, index, precise=False):
     _, _, H, K = q.shape
     V = do.shape[-1]
     BK, BV = block_size(K), block_size(V, triton_fwd.CHUNK_TILE)
@@ -226,11 +226,11 @@ def chunk_bwd_dv(q, k, do, gc, dh, scale, index):
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_bwd_dv_kernel[grid](q, k, do, gc, dh, dv, index.cu_seqlens, index.chunk_indices, scale,
                               H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                              **dot_args(q.dtype))
+                              **dot_args(q.dtype, precise))
     return dv
 
 
-def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index):
+def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index, precise=False):
     """dq, dk [1, T, H, K] and dg [1, T, H] fp32 (None without decay)."""
     _, TOTAL, H, K = q.shape
     V = v.shape[-1]
@@ -241,7 +241,7 @@ def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index):
     grid = (index.num_chunks, NK, H)
     chunk_bwd_dqk_kernel[grid](q, k, v, do, gc, h, dh, dq, dk, db_partial, index.cu_seqlens, index.chunk_indices,
                                scale, TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                               **dot_args(q.dtype))
+                               **dot_args(q.dtype, precise))
     if gc is None:
         return dq, dk, None
     dg = torch.empty(1, TOTAL, H, dtype=torch.float32, device=q.device)

@@ -27,9 +27,17 @@ CHUNK_SIZE = 64
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
 
 
-def dot_args(dtype: torch.dtype) -> dict:
-    """The DOT_PRECISION / DOT_WIDEN / LOW constexprs every kernel here takes (see ``common.interpreter_dot``)."""
+def dot_args(dtype: torch.dtype, precise: bool = False) -> dict:
+    """The DOT_PRECISION / DOT_WIDEN / LOW constexprs every kernel here takes (see ``common.interpreter_dot``).
+
+    ``precise`` (fp32 operands only): tf32x3 on the GPU, three tensor-core products with fp32 accuracy,
+    instead of ieee's CUDA-core FMAs.
+    """
     precision, widen = dot_mode(dtype)
+    if precise:
+        if dtype != torch.float32:
+            raise ValueError(f"precise products need fp32 operands; got {dtype}")
+        precision = "ieee" if interpreting() else "tf32x3"
     return dict(DOT_PRECISION=precision, DOT_WIDEN=widen, LOW=LOW_OPERANDS and not interpreting())
 
 
@@ -174,7 +182,7 @@ def chunk_local_cumsum(g: torch.Tensor, index) -> torch.Tensor:
     return gc
 
 
-def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index):
+def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, precise=False):
     """Per-chunk entering states h [NT, H, K, V] (``state_dtype``) and the final state [N, H, K, V] fp32."""
     _, _, H, K = k.shape
     V = v.shape[-1]
@@ -185,7 +193,7 @@ def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index):
     chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                              USE_H0=initial_state is not None, STORE_HT=output_final_state,
-                             **dot_args(k.dtype))
+                             **dot_args(k.dtype, precise))
     return h, ht
 
 
