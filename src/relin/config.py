@@ -147,6 +147,9 @@ class TeacherModelConfig:
     rotary_pct: float = option(0.25, "fraction of head dims with RoPE (GPT-NeoX only)", minimum=0, maximum=1)
     rope_theta: float = option(10000.0, "RoPE base", exclusive_minimum=0)
     max_position_embeddings: int = option(1024, "longest position", minimum=8)
+    initializer_range: float = option(0.02, "std of the normal initialisation of every weight matrix; without "
+                                            "Qwen3's q/k norms, 0.02 leaves GPT-NeoX's attention logits near 0 "
+                                            "and tiny models then never learn MQAR", exclusive_minimum=0)
     pretrained: str = option("", "Hugging Face id or local path to load instead of building "
                                  "(empty = build from this config and train)")
 

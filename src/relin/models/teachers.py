@@ -36,14 +36,14 @@ def teacher_config(cfg: "TeacherModelConfig", vocab_size: int, special_ids: dict
             num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
             head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
             max_position_embeddings=cfg.max_position_embeddings, rope_parameters=rope,
-            tie_word_embeddings=True, **special_ids)
+            initializer_range=cfg.initializer_range, tie_word_embeddings=True, **special_ids)
     if cfg.family == "gpt_neox":
         return GPTNeoXConfig(
             vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
             num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
             max_position_embeddings=cfg.max_position_embeddings,
             rope_parameters={**rope, "partial_rotary_factor": cfg.rotary_pct},
-            tie_word_embeddings=False, **special_ids)
+            initializer_range=cfg.initializer_range, tie_word_embeddings=False, **special_ids)
     raise InputError(f"teacher family {cfg.family!r} is not supported (expected qwen3 or gpt_neox)")
 
 
