@@ -39,6 +39,20 @@ def test_qwen3_uses_grouped_kv_heads_and_neox_partial_rotary(tokenizer):
     assert neox.config.rope_parameters["partial_rotary_factor"] == 0.5
 
 
+@pytest.mark.parametrize("family", ["qwen3", "gpt_neox"])
+def test_initializer_range_sets_the_weight_scale(tokenizer, family):
+    def weight_std(scale):
+        cfg = TeacherModelConfig(family=family, hidden_size=64, head_dim=16, intermediate_size=128,
+                                 initializer_range=scale)
+        model = build_teacher(cfg, tokenizer)
+        assert model.config.initializer_range == scale
+        return torch.cat([p.detach().flatten() for n, p in model.named_parameters()
+                          if p.dim() == 2 and "embed" not in n]).std().item()
+
+    assert weight_std(0.02) == pytest.approx(0.02, rel=0.05)
+    assert weight_std(0.05) == pytest.approx(0.05, rel=0.05)
+
+
 def test_same_seed_same_weights(tokenizer):
     cfg = TeacherModelConfig(family="qwen3", hidden_size=32, head_dim=8)
     a, b, c = build_teacher(cfg, tokenizer, seed=1), build_teacher(cfg, tokenizer, seed=1), build_teacher(cfg, tokenizer, seed=2)

@@ -9,6 +9,7 @@ good checkpoint untouched.
 """
 from __future__ import annotations
 
+import math
 import sys
 import time
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cf
         scale = env.world_size / targets.clamp(min=1.0)
         totals: dict[str, torch.Tensor] = {}
         for i, batch in enumerate(micro):
+            interval_tokens += int(batch["attention_mask"].sum()) * env.world_size  # on the host: no device sync
             batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
             last = i == len(micro) - 1
             with engine.micro_step(last):
@@ -104,12 +106,11 @@ def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cf
                 engine.backward(out.loss_sum * scale, last)
             for name, value in {"loss": out.loss_sum.detach(), **out.sums}.items():
                 totals[name] = totals.get(name, 0.0) + value.float()
-            interval_tokens += int(batch["attention_mask"].sum()) * env.world_size
         names = sorted(totals)
         reduced = all_reduce_sum(torch.stack([totals[n] for n in names])) / targets.clamp(min=1.0)
         metrics = dict(zip(names, reduced.tolist()))
         loss_value = metrics["loss"]
-        if not torch.isfinite(torch.tensor(loss_value)):
+        if not math.isfinite(loss_value):
             bar.close()
             kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
             raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
