@@ -106,7 +106,6 @@ def main():
         theirs = ms(lambda: fla_op(**x)) if fla_op else fla_ms
         rows.append((f"fwd {shape}", ours, theirs, ours / theirs))
         print(*rows[-1], flush=True)
-        del x
     if not args.no_profile:
         print("kernels in one fwd+bwd at", FWD_BWD_SHAPE)
         for name, total, count in kernel_breakdown(step):

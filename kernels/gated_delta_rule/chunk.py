@@ -149,7 +149,7 @@ def chunk_gated_delta_rule(
     Returns:
         o [B, T, H, V] in v's dtype, and the final state (or None).
     """
-    N = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
     B, T, H, K = q.shape
     V = v.shape[-1]
     scale = K ** -0.5 if scale is None else scale
