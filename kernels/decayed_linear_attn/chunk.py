@@ -9,7 +9,7 @@ import torch
 
 from ..common.backend import use_triton
 from .chunk_index import build_chunk_index
-from .inputs import check_inputs, pack_normalizer, unpack_normalizer
+from .inputs import per_sequence, prepare, unpack_normalizer
 from .torch_chunk import chunk_decayed_linear_attn_torch
 from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv
 from . import triton_fwd
@@ -68,18 +68,8 @@ def _triton_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlen
 
 def _torch_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize):
     # fp32 throughout, so the normalized gradient's cancellation (see the Function) costs nothing here
-    if cu_seqlens is None:
-        o, final_state = chunk_decayed_linear_attn_torch(q, k, v, g, scale, initial_state)
-    else:
-        outputs, states = [], []
-        bounds = cu_seqlens.tolist()
-        for n, (bos, eos) in enumerate(zip(bounds[:-1], bounds[1:])):
-            o_n, s_n = chunk_decayed_linear_attn_torch(
-                q[:, bos:eos], k[:, bos:eos], v[:, bos:eos], g[:, bos:eos] if g is not None else None, scale,
-                initial_state[n:n + 1] if initial_state is not None else None)
-            outputs.append(o_n)
-            states.append(s_n)
-        o, final_state = torch.cat(outputs, dim=1), torch.cat(states)
+    o, final_state = per_sequence(lambda q, k, v, g, s: chunk_decayed_linear_attn_torch(q, k, v, g, scale, s),
+                                  q, k, v, g, initial_state, cu_seqlens)
     return o.to(out_dtype), (final_state if output_final_state else None)
 
 
@@ -98,17 +88,9 @@ def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, init
     Returns:
         o [B, T, H, V] in q's dtype, and the final state or None.
     """
-    check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
-    k, v = k.to(q.dtype), v.to(q.dtype)
-    out_dtype = q.dtype
-    if normalize:
-        scale, out_dtype = 1.0, torch.float32
-        v, initial_state = pack_normalizer(v, initial_state)
-    elif scale is None:
-        scale = q.shape[-1] ** -0.5
+    k, v, scale, initial_state, out_dtype = prepare(q, k, v, g, scale, normalize, initial_state, cu_seqlens)
     core = _triton_core if use_triton(q) else _torch_core
-    o, final_state = core(q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens, out_dtype,
-                          normalize)
+    o, final_state = core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize)
     if normalize:
         o, final_state = unpack_normalizer(o, final_state, q.dtype)
     return o, final_state

@@ -67,3 +67,32 @@ def unpack_normalizer(o, final_state, dtype):
     if final_state is not None:
         final_state = (final_state[..., :-1], final_state[..., -1])
     return o, final_state
+
+
+def prepare(q, k, v, g, scale, normalize, initial_state, cu_seqlens):
+    """Check the arguments and bring them to the unnormalized op's form (both entry points).
+
+    Returns k, v in q's dtype (v packed as [v, 1] when normalizing), the scale, the initial state (packed
+    [S, z] when normalizing) and the dtype of the op's raw output (fp32 when normalizing, for the division).
+    """
+    check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
+    k, v = k.to(q.dtype), v.to(q.dtype)
+    if normalize:
+        v, initial_state = pack_normalizer(v, initial_state)
+        return k, v, 1.0, initial_state, torch.float32
+    return k, v, float(q.shape[-1] ** -0.5 if scale is None else scale), initial_state, q.dtype
+
+
+def per_sequence(op, q, k, v, g, initial_state, cu_seqlens):
+    """``op(q, k, v, g, initial_state) -> (o, state)`` on the whole batch, or with ``cu_seqlens`` once per packed
+    sequence (q, k, v, g sliced along T, the state row n), outputs concatenated along T and states along N."""
+    if cu_seqlens is None:
+        return op(q, k, v, g, initial_state)
+    outputs, states = [], []
+    bounds = cu_seqlens.tolist()
+    for n, (bos, eos) in enumerate(zip(bounds[:-1], bounds[1:])):
+        o_n, s_n = op(q[:, bos:eos], k[:, bos:eos], v[:, bos:eos], None if g is None else g[:, bos:eos],
+                      None if initial_state is None else initial_state[n:n + 1])
+        outputs.append(o_n)
+        states.append(s_n)
+    return torch.cat(outputs, dim=1), torch.cat(states)

@@ -11,7 +11,7 @@ import triton
 import triton.language as tl
 
 from ..common.backend import use_triton
-from .inputs import check_inputs, pack_normalizer, unpack_normalizer
+from .inputs import per_sequence, prepare, unpack_normalizer
 
 
 @triton.jit
@@ -74,22 +74,13 @@ def _torch_recurrent_one(q, k, v, g, scale, S):
 
 
 def _torch_recurrent(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
-    B, T, H, K = q.shape
-    V = v.shape[-1]
-    if cu_seqlens is None:
-        S = initial_state.float() if initial_state is not None else q.new_zeros(B, H, K, V, dtype=torch.float32)
-        o, S = _torch_recurrent_one(q, k, v, g, scale, S)
-    else:
-        bounds = cu_seqlens.tolist()
-        outputs, states = [], []
-        for n, (bos, eos) in enumerate(zip(bounds[:-1], bounds[1:])):
-            S_n = (initial_state[n:n + 1].float() if initial_state is not None
-                   else q.new_zeros(1, H, K, V, dtype=torch.float32))
-            o_n, S_n = _torch_recurrent_one(q[:, bos:eos], k[:, bos:eos], v[:, bos:eos],
-                                            g[:, bos:eos] if g is not None else None, scale, S_n)
-            outputs.append(o_n)
-            states.append(S_n)
-        o, S = torch.cat(outputs, dim=1), torch.cat(states)
+    H, K, V = q.shape[2], q.shape[3], v.shape[3]
+
+    def one(q, k, v, g, S):
+        S = S.float() if S is not None else q.new_zeros(q.shape[0], H, K, V, dtype=torch.float32)
+        return _torch_recurrent_one(q, k, v, g, scale, S)
+
+    o, S = per_sequence(one, q, k, v, g, initial_state, cu_seqlens)
     return o.to(out_dtype), (S if output_final_state else None)
 
 
@@ -99,18 +90,11 @@ def fused_recurrent_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=F
 
     Runs the Triton kernel (forward only) when the backend selects Triton and no input needs a gradient.
     """
-    check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
-    k, v = k.to(q.dtype), v.to(q.dtype)
-    out_dtype = q.dtype
-    if normalize:
-        scale, out_dtype = 1.0, torch.float32
-        v, initial_state = pack_normalizer(v, initial_state)
-    elif scale is None:
-        scale = q.shape[-1] ** -0.5
+    k, v, scale, initial_state, out_dtype = prepare(q, k, v, g, scale, normalize, initial_state, cu_seqlens)
     tensors = [x for x in (q, k, v, g, initial_state) if x is not None]
     needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in tensors)
     core = _triton_recurrent if use_triton(q) and not needs_grad else _torch_recurrent
-    o, final_state = core(q, k, v, g, float(scale), initial_state, output_final_state, cu_seqlens, out_dtype)
+    o, final_state = core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype)
     if normalize:
         o, final_state = unpack_normalizer(o, final_state, q.dtype)
     return o, final_state
