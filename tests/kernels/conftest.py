@@ -4,8 +4,6 @@ import os
 import pytest
 import torch
 
-_ALLOCATORS = ("empty", "empty_like", "new_empty", "empty_strided")
-
 
 def pytest_configure(config):
     """Under pytest-xdist on a multi-GPU host, spread the workers over the GPUs; one CPU thread per worker
