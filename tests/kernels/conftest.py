@@ -34,9 +34,10 @@ def nan_poisoned_allocations(monkeypatch):
             monkeypatch.setattr(torch, name, poisoned(fn))
     original_new_empty = torch.Tensor.new_empty
     monkeypatch.setattr(torch.Tensor, "new_empty", poisoned(original_new_empty))
-    seed = int.from_bytes(os.urandom(4), "little")
-    torch.manual_seed(seed)  # fresh random inputs every run
-    print(f"torch seed {seed}")  # shown by pytest on failure, to reproduce
+    # fresh random inputs every run; RELIN_TEST_SEED replays the seed a failure printed
+    seed = int(os.environ.get("RELIN_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+    torch.manual_seed(seed)
+    print(f"torch seed {seed} (rerun with RELIN_TEST_SEED={seed})")  # shown by pytest on failure
     yield
 
 

@@ -60,13 +60,13 @@ def reference(inputs, initial_state, do, dht, **kwargs):
     return o.to(DEVICE), ht.to(DEVICE), {name: g.to(DEVICE) for name, g in grads.items()}
 
 
-def assert_matches(ref, out, dtype):
+def assert_matches(ref, out, dtype, dg_atol=1e-6):
     ratios = RATIOS[dtype]
     assert_close("o", ref[0], out[0], ratios["o"])
     assert_close("ht", ref[1], out[1], ratios["ht"])
     for name in GRAD_NAMES:
         if name in ref[2]:
-            assert_close(name, ref[2][name], out[2][name], ratios[name])
+            assert_close(name, ref[2][name], out[2][name], ratios[name], err_atol=dg_atol if name == "dg" else 1e-6)
 
 
 BACKENDS = ["triton", "torch"]
@@ -118,7 +118,10 @@ def test_chunk_gate_stress(backend_name, gate_logit_normalizer, zero_gate_fracti
     ref = reference(inputs, h0, do, dht)
     with backend(backend_name):
         out = run(chunk_gated_delta_rule, inputs, h0, do, dht)
-    assert_matches(ref, out, dtype)
+    # dg is a difference of q·dq and k·dk terms that cancel almost exactly under ~-35 gates: in fp32 its
+    # relative error reached 1.1e-4 at a max abs error of 1.8e-6 (seed 3212237018), so dg takes an absolute
+    # floor here, as fla's gate tests and the decayed-linear-attention tests do
+    assert_matches(ref, out, dtype, dg_atol=1e-5)
 
 
 @pytest.mark.parametrize("backend_name", BACKENDS)
