@@ -17,10 +17,12 @@ from ..common.triton_utils import autotune
 from .dot import dot
 
 # fp32 intermediates (fp32 inputs) spill at 4 warps and exceed shared memory with 3 stages (offline
-# sm_90 compiles, K = V = 128); 16-bit ones halve the tiles, so 4 warps are tried too. BV = 32 doubles
-# the programs for small B*H (at B*H = 16 and V = 128: 64 programs on 132 SMs).
+# sm_90 compiles, K = V = 128); 16-bit ones halve the tiles, so fewer warps and deeper pipelines are
+# tried too (fla's state pass uses 2-4 warps, 2-4 stages). Smaller BV multiplies the programs for small
+# N*H, which is all the parallelism a serial pass has (N*H = 16, V = 128: 64 programs at BV = 32, 128 at 16).
 _CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
-            for bv, warps, stages in ((32, 8, 2), (64, 8, 1), (32, 4, 2), (64, 4, 2))]
+            for bv, warps, stages in ((32, 8, 2), (64, 8, 1), (32, 4, 2), (64, 4, 2), (32, 4, 3), (32, 2, 3),
+                                      (16, 4, 2), (16, 2, 3))]
 
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BT"])

@@ -1,0 +1,139 @@
+"""Where the time of relin's kernel ops goes on one GPU: per-kernel device time, host time per call, and the
+autotuner's choice, at the shapes of ``benchmarks/kernels.py`` (bf16 inputs).
+
+For each case it prints the median wall time per call (``do_bench``), the host time per call (launches only,
+measured while the GPU is idle so nothing waits), the sum of the op's kernel times and each kernel's share
+(``torch.profiler``). Wall >> kernel sum means the case is bound by the host, not by the kernels.
+
+    source benchmarks/device_env.sh; python3 benchmarks/kernel_profile.py --only gdn,dla,msr
+
+Writes nothing; prints one block per case as it is measured and a summary table last.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+from triton.runtime.autotuner import Autotuner
+from triton.testing import do_bench
+
+from kernels import (gdn_inputs, msr_inputs, msr_log_decays, op_factory, rand)  # benchmarks/kernels.py
+from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
+from relin.kernels.common.backend import backend
+
+GDN_FWD = [(1, 4096, 16, 128), (1, 16384, 16, 128), (1, 65536, 16, 128), (8, 4096, 16, 128)]
+GDN_FWD_BWD = [(1, 65536, 16, 128), (1, 4096, 16, 128)]
+DLA = (1, 16384, 16, 256, 128)
+MSR = (1, 262144, 1024, 8)
+
+
+def fla_op(module, name):
+    import importlib
+
+    return getattr(importlib.import_module(f"fla.ops.{module}"), name)
+
+
+def cases(only):
+    if "gdn" in only:
+        for shape in GDN_FWD:
+            yield f"gdn fwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), False)
+        for shape in GDN_FWD_BWD:
+            yield f"gdn fwd+bwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), True)
+    if "dla" in only:
+        B, T, H, K, V = DLA
+        x = dict(q=rand(B, T, H, K), k=rand(B, T, H, K), v=rand(B, T, H, V),
+                 g=torch.nn.functional.logsigmoid(rand(B, T, H, dtype=torch.float32)))
+        hedgehog = dict(q=torch.softmax(x["q"].float(), -1).to(x["q"].dtype),
+                        k=torch.softmax(x["k"].float(), -1).to(x["k"].dtype), v=x["v"])
+        for backward in (False, True):
+            mode = "fwd+bwd" if backward else "fwd"
+            yield f"dla {mode} {DLA}", op_factory(chunk_decayed_linear_attn, x, backward)
+            yield f"dla normalize {mode} {DLA}", op_factory(chunk_decayed_linear_attn, hedgehog, backward,
+                                                            normalize=True)
+    if "msr" in only:
+        x, log_decays = msr_inputs(*MSR), msr_log_decays(MSR[-1])
+        for backward in (False, True):
+            yield (f"msr {'fwd+bwd' if backward else 'fwd'} {MSR}",
+                   op_factory(multiscale_diag_retention, x, backward, log_decays=log_decays))
+    if "fla" in only:
+        for shape in (GDN_FWD[2], GDN_FWD[3]):
+            yield f"fla gdn fwd {shape}", op_factory(fla_op("gated_delta_rule", "chunk_gated_delta_rule"),
+                                                     gdn_inputs(*shape), False)
+
+
+def host_ms_per_call(fn, calls=20):
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - start) / calls * 1e3
+    torch.cuda.synchronize()
+    return host
+
+
+def kernel_times(fn):
+    """[(kernel name, ms per call)] of one call, largest first."""
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    rows = [(e.key, e.device_time_total / 1e3) for e in prof.key_averages() if e.device_time_total > 0]
+    return sorted(rows, key=lambda r: -r[1])
+
+
+def autotuners():
+    """Every autotuned relin kernel, by name."""
+    found = {}
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("relin.kernels"):
+            found.update((name, obj) for name, obj in vars(module).items() if isinstance(obj, Autotuner))
+    return found
+
+
+def print_tuning(tuners):
+    """Each autotuner's measured configs (ms), best first: what a config change would buy."""
+    for name, tuner in sorted(tuners.items()):
+        timings = getattr(tuner, "configs_timings", None)
+        if not timings:
+            continue
+        ranked = sorted(timings.items(), key=lambda item: item[1][0] if isinstance(item[1], list) else item[1])
+        shown = ", ".join(f"{cfg} {t[0] if isinstance(t, list) else t:.3f}" for cfg, t in ranked[:6])
+        print(f"  tuned {name}: {shown}")
+        tuner.configs_timings = None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="gdn,dla,msr", help="subset of gdn, dla, msr, fla (fla's GDN forward)")
+    parser.add_argument("--retune", action="store_true",
+                        help="forget autotuning before each case (the keys hold no length or batch)")
+    args = parser.parse_args()
+    summary = []
+    with backend("triton"):
+        for name, factory in cases(set(args.only.split(","))):
+            if args.retune:
+                for tuner in autotuners().values():
+                    tuner.cache.clear()
+            fn = factory()
+            fn()
+            torch.cuda.synchronize()
+            wall = do_bench(fn, warmup=10, rep=50, return_mode="median")
+            host = host_ms_per_call(fn)
+            rows = kernel_times(fn)
+            total = sum(ms for _, ms in rows)
+            print(f"\n{name}: wall {wall:.3f} ms, host {host:.3f} ms, kernels {total:.3f} ms", flush=True)
+            for kernel, ms in rows[:12]:
+                print(f"  {ms:8.3f} ms  {kernel[:100]}")
+            print_tuning(autotuners())
+            summary.append((name, wall, host, total))
+            del fn
+            torch.cuda.empty_cache()
+    print(f"\n{'case':48s} {'wall ms':>9s} {'host ms':>9s} {'kernels ms':>11s}")
+    for name, wall, host, total in summary:
+        print(f"{name:48s} {wall:9.3f} {host:9.3f} {total:11.3f}")
+
+
+if __name__ == "__main__":
+    main()
