@@ -16,7 +16,7 @@ from triton.testing import do_bench
 from relin.kernels.gated_delta_rule import chunk_gated_delta_rule, naive_recurrent_gated_delta_rule
 from relin.kernels.gated_delta_rule.grad import gdn_bwd_kernel_grad_output, gdn_bwd_kernel_grad_wy
 from relin.kernels.gated_delta_rule.state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
-from relin.kernels.gated_delta_rule.wy import gdn_fwd_kernel_wy
+from relin.kernels.gated_delta_rule.wy import gdn_fwd_kernel_kkt_inverse, gdn_fwd_kernel_wu
 
 FWD_SHAPES = [(1, 4096, 16, 128), (1, 16384, 16, 128), (1, 65536, 16, 128), (8, 4096, 16, 128)]
 FWD_BWD_SHAPE = (1, 65536, 16, 128)
@@ -111,7 +111,8 @@ def main():
         for name, total, count in kernel_breakdown(step):
             print(f"  {total:8.3f} ms  x{count:<3d} {name[:90]}")
     for name, kernel in (("fwd state", gdn_fwd_kernel_state), ("bwd state", gdn_bwd_kernel_state),
-                         ("wy", gdn_fwd_kernel_wy), ("grad output", gdn_bwd_kernel_grad_output),
+                         ("kkt_inverse", gdn_fwd_kernel_kkt_inverse), ("wu", gdn_fwd_kernel_wu),
+                         ("grad output", gdn_bwd_kernel_grad_output),
                          ("grad wy", gdn_bwd_kernel_grad_wy)):
         print(f"  autotuned {name}: {getattr(kernel, 'best_config', None)}")
     print(f"{'case':34s} {'relin ms':>9s} {'base ms':>9s} {'ratio':>7s}   (fwd: relin/fla; fwd+bwd: SDPA/relin)")

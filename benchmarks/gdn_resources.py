@@ -29,7 +29,7 @@ def resources(kernel, dtype, pointers, constexprs, warps, stages) -> str:
     scalars = {"T": "i32", "scale": "fp32"}
     signature = {p: "constexpr" if p in constexprs else scalars.get(p) or pointers.get(p, "*" + dtype) for p in params}
     source = ASTSource(fn=kernel.fn, signature=signature,
-                       constexprs={(params.index(name),): value for name, value in constexprs.items()})
+                       constexprs={(params.index(name),): value for name, value in constexprs.items() if name in params})
     try:
         compiled = triton.compile(source, target=TARGET, options=dict(num_warps=warps, num_stages=stages))
     except Exception as error:  # noqa: BLE001 - e.g. out of shared memory: reported, not fatal
@@ -48,10 +48,15 @@ def main():
     f32, idx = "*fp32", dict(cu_seqlens="*i64", chunk_indices="*i32", chunk_offsets="*i64")
     base = dict(H=H, K=K, V=V, BT=BT, BK=BK, PRECISION="ieee" if dtype == "fp32" else "tf32", WIDEN=False)
     rows = []
-    for warps in (8, 4):
-        rows.append((f"wy w={warps}", resources(wy.gdn_fwd_kernel_wy, dtype, dict(
-            idx, g=f32, beta=f32, b_cum=f32, m_inv=f32), dict(base, BV=64), warps, 3)))
-    for config in state._CONFIGS:
+    for config in wy._KKT_CONFIGS:
+        bk, warps = config.kwargs["BK"], config.num_warps
+        rows.append((f"kkt_inverse BK={bk} w={warps}", resources(wy.gdn_fwd_kernel_kkt_inverse, dtype, dict(
+            idx, g=f32, b_cum=f32), dict(base, BK=bk), warps, 3)))
+    for config in wy._WU_CONFIGS:
+        bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages
+        rows.append((f"wu BV={bv} w={warps} s={stages}", resources(wy.gdn_fwd_kernel_wu, dtype, dict(
+            idx, b_cum=f32), dict(base, BV=bv), warps, stages)))
+    for config in state._CONFIGS:  # the backward tries those with more than 2 warps
         bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages
         rows.append((f"fwd state BV={bv} w={warps} s={stages}", resources(state.gdn_fwd_kernel_state, dtype, dict(
             idx, b_cum=f32, h0=f32, ht=f32), dict(base, BV=bv, USE_INITIAL_STATE=False, STORE_FINAL_STATE=False),
@@ -71,7 +76,7 @@ def main():
         rows.append((f"grad output BV={bv} w={warps} s={stages}", resources(grad.gdn_bwd_kernel_grad_output, dtype, dict(
             idx, b_cum=f32, dk_part=f32, db_part=f32), dict(base, BV=bv), warps, stages)))
         rows.append((f"grad wy BV={bv} w={warps} s={stages}", resources(grad.gdn_bwd_kernel_grad_wy, dtype, dict(
-            idx, b_cum=f32, m_inv=f32, dk_part=f32, db_part=f32, dg=f32, dbeta=f32), dict(base, BV=bv), warps, stages)))
+            idx, b_cum=f32, dk_part=f32, db_part=f32, dg=f32, dbeta=f32), dict(base, BV=bv), warps, stages)))
     print(f"sm_90, {dtype} inputs, H={H} K={K} V={V} (Triton {triton.__version__})")
     for name, line in rows:
         print(f"  {name:30s} {line}")

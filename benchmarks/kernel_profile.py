@@ -12,6 +12,7 @@ Writes nothing; prints one block per case as it is measured and a summary table 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 
@@ -20,7 +21,8 @@ from torch.profiler import ProfilerActivity, profile
 from triton.runtime.autotuner import Autotuner
 from triton.testing import do_bench
 
-from kernels import (gdn_inputs, msr_inputs, msr_log_decays, op_factory, rand)  # benchmarks/kernels.py
+import kernels as bench  # benchmarks/kernels.py
+from kernels import gdn_inputs, msr_inputs, msr_log_decays, op_factory, rand
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
 from relin.kernels.common.backend import backend
 
@@ -107,12 +109,42 @@ def print_tuning(tuners):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="gdn,dla,msr", help="subset of gdn, dla, msr, fla (fla's GDN forward)")
+    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=INT",
+                        help="override a module-level policy knob of relin.kernels first, e.g. "
+                             "decayed_linear_attn.triton_fwd.SAVE_STATES=1 (repeatable)")
+    parser.add_argument("--check", action="store_true",
+                        help="first check the selected ops against their fp32 references (kernels.py's checks)")
     parser.add_argument("--retune", action="store_true",
                         help="forget autotuning before each case (the keys hold no length or batch)")
     args = parser.parse_args()
+    for assignment in args.set:
+        target, value = assignment.split("=")
+        module, name = target.rsplit(".", 1)
+        module = importlib.import_module(f"relin.kernels.{module}")
+        if not hasattr(module, name):
+            parser.error(f"--set {assignment}: relin.kernels.{target} does not exist")
+        setattr(module, name, type(getattr(module, name))(int(value)))
+        print(f"set relin.kernels.{target} = {getattr(module, name)}")
+    only = set(args.only.split(","))
     summary = []
     with backend("triton"):
-        for name, factory in cases(set(args.only.split(","))):
+        if args.check:
+            if "gdn" in only:
+                bench.check_op("chunk_gated_delta_rule", lambda **x: chunk_gated_delta_rule(**x)[0],
+                               lambda **x: bench.naive_recurrent_gated_delta_rule(**x)[0],
+                               gdn_inputs(1, 256, 4, 128))
+            if "dla" in only:
+                for normalize in (False, True):
+                    B, T, H, K, V = 1, 256, 4, 256, 128
+                    x = dict(q=rand(B, T, H, K), k=rand(B, T, H, K), v=rand(B, T, H, V))
+                    if normalize:
+                        x = {n: torch.softmax(t.float(), -1).to(t.dtype) if n != "v" else t for n, t in x.items()}
+                    else:
+                        x["g"] = torch.nn.functional.logsigmoid(rand(B, T, H, dtype=torch.float32))
+                    bench.check_op(f"chunk_decayed_linear_attn{' normalize' * normalize}",
+                                   lambda **x: chunk_decayed_linear_attn(**x, normalize=normalize)[0],
+                                   lambda **x: bench.naive_recurrent_decayed_linear_attn(**x, normalize=normalize)[0], x)
+        for name, factory in cases(only):
             if args.retune:
                 for tuner in autotuners().values():
                     tuner.cache.clear()

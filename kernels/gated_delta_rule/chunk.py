@@ -1,14 +1,14 @@
 """Chunked gated delta rule (OPAL's Gated DeltaNet; Yang, Kautz, Hatamizadeh 2025): public op.
 
 Triton pipeline, chunk size 64 (notes/chunked-algorithms.md §2):
-forward  ``wy`` (parallel over chunks) -> ``state`` (sequential over chunks) -> ``output`` (parallel);
+forward  ``wy`` (two kernels, parallel over chunks) -> ``state`` (sequential over chunks) -> ``output`` (parallel);
 backward ``intra_dv`` (parallel) -> reverse ``state`` pass (sequential) -> two ``grad`` kernels (parallel).
 Forward keeps its intermediates (cumulative decays, M^{-1}, W, states, deltas) for backward rather than
 recomputing them: on the H200 at (1, 64K, 16, 128) the rerun cost a fifth of fwd+bwd.
 
 Precision, as in fla: with 16-bit inputs the intermediates (W, U, per-chunk states, deltas and their
 gradients) are stored in that dtype and every product takes 16-bit operands with fp32 accumulation;
-the running state, decays, M^{-1} and the final state stay fp32. With fp32 inputs everything is fp32
+the running state, decays and the final state stay fp32. With fp32 inputs everything is fp32
 with exact (ieee) products. On the H200 the 16-bit path halves the intermediates' traffic and runs
 the products on the bf16 tensor cores (benchmarks/gdn_profile.py; notes in benchmarks/gdn_notes.md).
 """
@@ -25,7 +25,7 @@ from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
 from .torch_chunk import torch_chunk_gated_delta_rule
 from ..common.interpreter_dot import dot_mode
 from .utils import check_inputs, equal_length_chunks, l2norm, prepare_chunks
-from .wy import gdn_fwd_kernel_wy
+from .wy import gdn_fwd_kernel_kkt_inverse, gdn_fwd_kernel_wu
 
 BT = 64
 MAX_HEAD_DIM = 256
@@ -45,13 +45,14 @@ def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_off
     dtype = _compute_dtype(v, k, q)
     precision, widen = dot_mode(dtype)
     b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
-    m_inv = torch.empty(NT, H, BT, BT, dtype=torch.float32, device=k.device)
+    m_inv = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device)
     w = torch.empty(k.shape, dtype=dtype, device=k.device)
     u = torch.empty(v.shape, dtype=dtype, device=k.device)
-    gdn_fwd_kernel_wy[(NT, H)](
-        k, v, g, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
-        H=H, K=K, V=V, BT=BT, BK=BK, BV=min(max(triton.next_power_of_2(V), 16), 64),
-        PRECISION=precision, WIDEN=widen)
+    gdn_fwd_kernel_kkt_inverse[(NT, H)](
+        k, g, beta, b_cum, m_inv, cu_seqlens, chunk_indices, T, H=H, K=K, BT=BT, PRECISION=precision, WIDEN=widen)
+    gdn_fwd_kernel_wu[(NT, H)](
+        k, v, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
+        H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
     h = torch.empty(NT, H, K, V, dtype=dtype, device=k.device)
     v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
