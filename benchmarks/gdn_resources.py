@@ -26,7 +26,7 @@ H, K, V, BT, BK = 16, 128, 128, 64, 128
 def resources(kernel, dtype, pointers, constexprs, warps, stages) -> str:
     """Compile ``kernel`` for sm_90; other pointers default to ``dtype``; return its resource line."""
     params = list(inspect.signature(kernel.fn.fn).parameters)
-    scalars = {"T": "i32", "scale": "fp32"}
+    scalars = {"T": "i32", "WIDTH": "i32", "scale": "fp32"}
     signature = {p: "constexpr" if p in constexprs else scalars.get(p) or pointers.get(p, "*" + dtype) for p in params}
     source = ASTSource(fn=kernel.fn, signature=signature,
                        constexprs={(params.index(name),): value for name, value in constexprs.items() if name in params})

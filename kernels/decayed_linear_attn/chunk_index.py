@@ -1,13 +1,11 @@
-"""Chunk bookkeeping shared by the Triton kernels: every call is treated as variable-length.
-
-A fixed-length batch [B, T] is the packed sequence [1, B·T] with cu_seqlens = (0, T, 2T, ...), so one
-set of kernels serves both layouts.
-"""
+"""The chunk tables of one call (``common.chunk_tables``) with their sizes, as the launchers take them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
+
+from ..common.chunk_tables import equal_length_chunks, varlen_chunks
 
 
 @dataclass(frozen=True)
@@ -23,16 +21,8 @@ def build_chunk_index(batch: int, seq_len: int, cu_seqlens: torch.Tensor | None,
                       device: torch.device) -> ChunkIndex:
     """From a fixed [batch, seq_len] layout (cu_seqlens None) or FlashAttention-style cu_seqlens."""
     if cu_seqlens is None:
-        lengths = [seq_len] * batch
-        cu_seqlens = torch.arange(batch + 1, device=device, dtype=torch.int64) * seq_len
-    else:
-        lengths = cu_seqlens.diff().tolist()
-        cu_seqlens = cu_seqlens.to(device=device, dtype=torch.int64)
-    chunks = [-(-n // chunk_size) for n in lengths]
-    seq = torch.repeat_interleave(torch.arange(len(lengths)), torch.tensor(chunks, dtype=torch.int64))
-    first = torch.tensor([0] + chunks, dtype=torch.int64).cumsum(0)
-    within = torch.arange(int(first[-1])) - first[seq]
-    chunk_indices = torch.stack([seq, within], dim=1).to(device=device, dtype=torch.int32)
-    return ChunkIndex(cu_seqlens=cu_seqlens, chunk_indices=chunk_indices.contiguous(),
-                      chunk_offsets=first.to(device),
-                      num_chunks=int(first[-1]), num_seqs=len(lengths))
+        cu_seqlens, chunk_indices, chunk_offsets = equal_length_chunks(batch, seq_len, chunk_size, device)
+        return ChunkIndex(cu_seqlens, chunk_indices, chunk_offsets, batch * -(-seq_len // chunk_size), batch)
+    chunk_indices, chunk_offsets = varlen_chunks(cu_seqlens.cpu(), chunk_size, device)
+    return ChunkIndex(cu_seqlens.to(device=device, dtype=torch.int64), chunk_indices, chunk_offsets,
+                      chunk_indices.shape[0], cu_seqlens.numel() - 1)

@@ -56,10 +56,10 @@ def operand(x, raw, LOW: tl.constexpr):
 # of recomputing it (memory: T/64 · H · K · V elements). The CPU interpreter (triton 3.9) truncates fp32 to
 # bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
 LOW_STATES = True
-LOW_OPERANDS = False
+LOW_OPERANDS = True
 STATE_TILE = 64
 CHUNK_TILE = 64
-SAVE_STATES = False
+SAVE_STATES = True
 
 
 def state_dtype(input_dtype: torch.dtype) -> torch.dtype:

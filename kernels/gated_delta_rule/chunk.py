@@ -21,10 +21,11 @@ from ..common.backend import use_triton
 from .grad import gdn_bwd_kernel_grad_output, gdn_bwd_kernel_grad_wy
 from .intra_dv import gdn_bwd_kernel_intra_dv
 from .output import gdn_fwd_kernel_output
-from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state
+from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state, parallel_width
 from .torch_chunk import torch_chunk_gated_delta_rule
 from ..common.interpreter_dot import dot_mode
-from .utils import check_inputs, equal_length_chunks, l2norm, prepare_chunks
+from ..common.chunk_tables import equal_length_chunks, varlen_chunks
+from .utils import check_inputs, l2norm
 from .wy import gdn_fwd_kernel_kkt_inverse, gdn_fwd_kernel_wu
 
 BT = 64
@@ -57,7 +58,7 @@ def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_off
     v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
     gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
-        k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T,
+        k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, parallel_width(N, H),
         H=H, K=K, V=V, BT=BT, BK=BK, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=store_final,
         PRECISION=precision, WIDEN=widen)
     return b_cum, m_inv, w, h, v_new, ht
@@ -65,7 +66,7 @@ def _forward_pipeline(q, k, v, g, beta, h0, cu_seqlens, chunk_indices, chunk_off
 
 class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
     """Triton chunked gated delta rule on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H],
-    sequence boundaries ``cu_seqlens`` [N+1] and the chunk tables of ``prepare_chunks``, all on q's device."""
+    sequence boundaries ``cu_seqlens`` [N+1] and the chunk tables of ``common.chunk_tables``, all on q's device."""
 
     @staticmethod
     def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, chunk_indices,
@@ -104,7 +105,7 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
             PRECISION=precision, WIDEN=widen)
         gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
             q, k, w, b_cum, do, dd_intra, dh, dv_new, None if dht is None else dht.contiguous(), dh0,
-            cu_seqlens, chunk_offsets, ctx.scale, T,
+            cu_seqlens, chunk_offsets, ctx.scale, T, parallel_width(N, H),
             H=H, K=K, V=V, BT=BT, BK=BK, USE_FINAL_STATE_GRADIENT=dht is not None,
             STORE_INITIAL_STATE_GRADIENT=h0 is not None, PRECISION=precision, WIDEN=widen)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
@@ -166,7 +167,7 @@ def chunk_gated_delta_rule(
         cu_seqlens, chunk_indices, chunk_offsets = equal_length_chunks(B, T, BT, q.device)
         q, k, v, g, beta = (x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta))
     else:
-        chunk_indices, chunk_offsets = prepare_chunks(cu_seqlens.cpu(), BT, q.device)
+        chunk_indices, chunk_offsets = varlen_chunks(cu_seqlens.cpu(), BT, q.device)
         cu_seqlens = cu_seqlens.to(q.device)
     o, final = ChunkGatedDeltaRuleFunction.apply(
         q, k, v, g, beta, scale, initial_state, output_final_state, cu_seqlens, chunk_indices, chunk_offsets)

@@ -38,31 +38,3 @@ def check_inputs(q, k, v, g, beta, initial_state, cu_seqlens) -> int:
             f"initial_state must be [N, H, K, V] = [{N}, {H}, {q.shape[-1]}, {v.shape[-1]}]; "
             f"got {tuple(initial_state.shape)}")
     return N
-
-
-def prepare_chunks(cu_seqlens: torch.Tensor, chunk: int, device: torch.device):
-    """Host-side chunk tables for packed sequences (pass ``cu_seqlens`` on the CPU to avoid a sync).
-
-    Returns ``chunk_indices`` [NT, 2] int32 (sequence, chunk within it) for every chunk in packing
-    order, and ``chunk_offsets`` [N+1] int64 (index of each sequence's first chunk), both on ``device``.
-    """
-    lengths = (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
-    counts = [-(-n // chunk) for n in lengths]
-    indices = [(n, c) for n, count in enumerate(counts) for c in range(count)]
-    offsets = [0]
-    for count in counts:
-        offsets.append(offsets[-1] + count)
-    chunk_indices = torch.tensor(indices, dtype=torch.int32, device=device).reshape(-1, 2)
-    chunk_offsets = torch.tensor(offsets, dtype=torch.int64, device=device)
-    return chunk_indices, chunk_offsets
-
-
-def equal_length_chunks(batch: int, seq_len: int, chunk: int, device: torch.device):
-    """``cu_seqlens`` and the ``prepare_chunks`` tables for ``batch`` sequences of ``seq_len`` tokens, built
-    on ``device`` by arange: no host-to-device copy, which would wait for the stream to drain."""
-    count = -(-seq_len // chunk)
-    sequences = torch.arange(batch + 1, dtype=torch.int64, device=device)
-    chunk_indices = torch.stack((
-        sequences[:-1].to(torch.int32).repeat_interleave(count),
-        torch.arange(count, dtype=torch.int32, device=device).repeat(batch)), 1)
-    return sequences * seq_len, chunk_indices, sequences * count
