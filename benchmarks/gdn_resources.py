@@ -56,11 +56,13 @@ def main():
         bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages
         rows.append((f"wu BV={bv} w={warps} s={stages}", resources(wy.gdn_fwd_kernel_wu, dtype, dict(
             idx, b_cum=f32), dict(base, BV=bv), warps, stages)))
-    for config in state._CONFIGS:  # the backward tries those with more than 2 warps
+    for config in state._FWD_CONFIGS:
         bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages
         rows.append((f"fwd state BV={bv} w={warps} s={stages}", resources(state.gdn_fwd_kernel_state, dtype, dict(
             idx, b_cum=f32, h0=f32, ht=f32), dict(base, BV=bv, USE_INITIAL_STATE=False, STORE_FINAL_STATE=False),
             warps, stages)))
+    for config in state._BWD_CONFIGS:
+        bv, warps, stages = config.kwargs["BV"], config.num_warps, config.num_stages
         rows.append((f"bwd state BV={bv} w={warps} s={stages}", resources(state.gdn_bwd_kernel_state, dtype, dict(
             idx, b_cum=f32, dd_intra=f32, dht=f32, dh0=f32),
             dict(base, BV=bv, USE_FINAL_STATE_GRADIENT=False, STORE_INITIAL_STATE_GRADIENT=False), warps, stages)))
