@@ -173,9 +173,11 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
         b_ds = tl.where(m_A, b_ds * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
     else:
         b_ds = tl.where(m_A, b_ds, 0.)
-    b_ds = operand(b_ds * scale, b_k, LOW)
-    b_dq = b_dq * scale + mma(b_ds, operand(b_k, b_k, LOW), DOT_PRECISION, DOT_WIDEN)
-    b_dk_intra = mma(tl.trans(b_ds), operand(b_q, b_q, LOW), DOT_PRECISION, DOT_WIDEN)
+    b_ds = b_ds * scale
+    b_dq = b_dq * scale + mma(operand(b_ds, b_k, LOW), operand(b_k, b_k, LOW), DOT_PRECISION, DOT_WIDEN)
+    # Transposed in fp32, then rounded: tl.trans of a 16-bit tile converted from a dot's output layout is
+    # miscompiled on Hopper by Triton 3.4-3.7.0 (fla issue #640; with LOW, dq here was 118% off at K=20).
+    b_dk_intra = mma(operand(tl.trans(b_ds), b_q, LOW), operand(b_q, b_q, LOW), DOT_PRECISION, DOT_WIDEN)
     p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
     tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
     tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)

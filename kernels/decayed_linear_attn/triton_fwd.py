@@ -56,7 +56,9 @@ def operand(x, raw, LOW: tl.constexpr):
 # of recomputing it (memory: T/64 · H · K · V elements). The CPU interpreter (triton 3.9) truncates fp32 to
 # bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
 # H200, (1, 16K, 16, K=256, V=128) fwd+bwd: SAVE_STATES 2.79 -> 2.53 ms; LOW_OPERANDS on top 2.10 ms, but dq
-# failed (relative RMS 1.18) at K=20, V=36 (test_odd_head_dims_and_custom_scale), so it stays off.
+# failed (relative RMS 1.18) at K=20, V=36 (test_odd_head_dims_and_custom_scale): the Triton 3.4-3.7.0 Hopper
+# miscompile of fla #640 (trans of a converted dot output). The dq/dk kernel now transposes before rounding;
+# LOW_OPERANDS stays off until that is tested on the H200.
 LOW_STATES = True
 LOW_OPERANDS = False
 STATE_TILE = 64
