@@ -66,9 +66,10 @@ def main():
         rows.append((f"bwd state BV={bv} w={warps} s={stages}", resources(state.gdn_bwd_kernel_state, dtype, dict(
             idx, b_cum=f32, dd_intra=f32, dht=f32, dh0=f32),
             dict(base, BV=bv, USE_FINAL_STATE_GRADIENT=False, STORE_INITIAL_STATE_GRADIENT=False), warps, stages)))
-    for bv in (64, 32):
-        rows.append((f"output BV={bv} w=4", resources(output.gdn_fwd_kernel_output, dtype, dict(idx, b_cum=f32),
-                                                       dict(base, BV=bv), 4, 3)))
+    for config in output._CONFIGS:
+        bv, warps = config.kwargs["BV"], config.num_warps
+        rows.append((f"output BV={bv} w={warps}", resources(output.gdn_fwd_kernel_output, dtype, dict(
+            idx, b_cum=f32), dict(base, BV=bv), warps, config.num_stages)))
     for warps in (4, 8):
         rows.append((f"intra_dv w={warps}", resources(intra_dv.gdn_bwd_kernel_intra_dv, dtype, dict(
             idx, b_cum=f32, dd_intra=f32), dict(base, BV=64),

@@ -19,9 +19,10 @@ from .dot import dot
 
 
 @triton.jit
-def _dot(a, b):
-    """fp32 product of 16 x 16 blocks, exact (ieee): the inverse feeds every later product."""
-    return tl.dot(a, b, input_precision="ieee")
+def _dot(a, b, PRECISION: tl.constexpr):
+    """fp32 product of 16 x 16 blocks: exact (ieee) for fp32 inputs; tf32 tensor-core products for 16-bit
+    inputs, whose M^{-1} is then stored in 16 bits (8 mantissa bits against tf32's 10), as in fla's solve_tril."""
+    return tl.dot(a, b, input_precision=PRECISION)
 
 
 @triton.jit
@@ -136,12 +137,13 @@ def gdn_fwd_kernel_kkt_inverse(
         x33 = _substitute_row(a33, x33, i)
     eye = tl.where(o[:, None] == o[None, :], 1., 0.)
     x00, x11, x22, x33 = x00 + eye, x11 + eye, x22 + eye, x33 + eye
-    x10 = -_dot(x11, _dot(a10, x00))
-    x21 = -_dot(x22, _dot(a21, x11))
-    x32 = -_dot(x33, _dot(a32, x22))
-    x20 = -_dot(x22, _dot(a20, x00) + _dot(a21, x10))
-    x31 = -_dot(x33, _dot(a31, x11) + _dot(a32, x21))
-    x30 = -_dot(x33, _dot(a30, x00) + _dot(a31, x10) + _dot(a32, x20))
+    P: tl.constexpr = PRECISION
+    x10 = -_dot(x11, _dot(a10, x00, P), P)
+    x21 = -_dot(x22, _dot(a21, x11, P), P)
+    x32 = -_dot(x33, _dot(a32, x22, P), P)
+    x20 = -_dot(x22, _dot(a20, x00, P) + _dot(a21, x10, P), P)
+    x31 = -_dot(x33, _dot(a31, x11, P) + _dot(a32, x21, P), P)
+    x30 = -_dot(x33, _dot(a30, x00, P) + _dot(a31, x10, P) + _dot(a32, x20, P), P)
 
     p = m_inv + (i_tg * H + i_h) * BT * BT + o[:, None] * BT + o[None, :]
     zero = tl.zeros([16, 16], dtype=DT)
