@@ -1,0 +1,22 @@
+# The GPU verification of the kernels, in stages that each fit one device call (<= 10 minutes):
+#   bash benchmarks/h200_check.sh tests msr dla     # ~8 min on a fresh one-H200 machine
+#   bash benchmarks/h200_check.sh gdn               # ~4 min (fla's and relin's autotuning on a fresh machine)
+# Logs and the benchmark JSON go to $OUT (the device tool returns them) and to benchmarks/results/.
+# Every stage runs under its own timeout so that a slow one still leaves the others' output.
+source benchmarks/device_env.sh
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+OUT=${OUT:-benchmarks/results}
+workers=$(( $(nproc) - 1 ))
+for stage in "$@"; do
+    case $stage in
+        tests)
+            (cd tests/kernels && timeout 300 python3 -m pytest . -n "$workers" -p no:cacheprovider -p no:benchmark \
+                -q --tb=short -rf) 2>&1 | tail -30 | tee "$OUT/kernel-tests.log" ;;
+        gdn|dla|msr)
+            timeout 420 python3 benchmarks/kernels.py --only "$stage" 2>&1 | grep -v "warn" | tee "$OUT/kernels-$stage.log" | tail -16 ;;
+        profile)
+            timeout 300 python3 benchmarks/kernel_profile.py --only gdn,dla,msr 2>&1 | tee "$OUT/profile.log" \
+                | sed -n '/^case/,$p' ;;
+        *) echo "unknown stage '$stage': expected tests, gdn, dla, msr or profile" >&2; exit 2 ;;
+    esac
+done
