@@ -16,7 +16,7 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
-from .fwd import load_write, next_step, write_value
+from .fwd import ahead, load_write, write_value
 
 WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
 
@@ -49,7 +49,7 @@ def multiscale_retention_bwd_kernel_forward_sweep(
     b_do = tl.load(do + p_x, mask=m_c, other=0.0)
     b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
     for i in range(0, n):
-        d = next_step(i, n)
+        d = ahead(i, n, 1)
         n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
         n_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
         n_do = tl.load(do + p_x + d * C, mask=m_c, other=0.0)
@@ -92,7 +92,7 @@ def multiscale_retention_bwd_kernel_reverse_sweep(
     b_do = tl.load(do + p_x, mask=m_c, other=0.0)
     b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
     for i in range(0, n):
-        d = next_step(i, n)
+        d = ahead(i, n, 1)
         n_k, n_v, n_gate = load_write(k, v, gate, p_x - d * C, p_gate - d, m_c, GATE_PER_CHANNEL)
         n_q = tl.load(q + p_x - d * C, mask=m_c, other=0.0)
         n_do = tl.load(do + p_x - d * C, mask=m_c, other=0.0)

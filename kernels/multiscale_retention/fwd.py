@@ -4,8 +4,9 @@ Grid (C / BC, N blocks of BT tokens, B): each program walks its BT tokens once w
 memories of its BC channels in registers ([BS, BC] fp32), so [B, T, S, C] is never stored.
 Two kernels: ``block_end`` (end state of each block from a zero start) feeds the scan in
 ``block_scan.py``; ``output`` re-walks each block from its true start state and writes o.
-The token loops are memory-latency bound, so each iteration issues the next token's loads
-before its own arithmetic (software pipelining by hand, one token deep).
+The token loops are memory-latency bound, so each iteration issues a later token's loads before its own
+arithmetic (software pipelining by hand): ``PREFETCH`` tokens ahead, 1 or 2, picked by the autotuner
+(at most 32 programs are resident per SM, so bytes in flight per program set the bandwidth).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import triton.language as tl
 
 from ..common.triton_utils import autotune
 
-WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
+FWD_CONFIGS = [triton.Config({"PREFETCH": p}, num_warps=w) for p in (2, 1) for w in (1, 2, 4)]
 
 
 @triton.jit
@@ -30,9 +31,9 @@ def load_write(k, v, gate, p_x, p_gate, mask_c, GATE_PER_CHANNEL: tl.constexpr):
 
 
 @triton.jit
-def next_step(i, n):
-    """1 while a next token exists in the block, else 0: the last prefetch re-reads the last token."""
-    return tl.minimum(tl.cast(i, tl.int64) + 1, n - 1) - tl.cast(i, tl.int64)
+def ahead(i, n, DISTANCE: tl.constexpr):
+    """Offset from token i to the token DISTANCE ahead, clamped to the block's last token (re-read at the end)."""
+    return tl.minimum(tl.cast(i, tl.int64) + DISTANCE, n - 1) - tl.cast(i, tl.int64)
 
 
 @triton.jit
@@ -41,12 +42,12 @@ def write_value(b_k, b_v, b_gate):
     return b_gate.to(tl.float32) * b_k.to(tl.float32) * b_v.to(tl.float32)
 
 
-@autotune(WARP_CONFIGS, key=["C", "S", "BT", "BC"])
+@autotune(FWD_CONFIGS, key=["C", "S", "BT", "BC"])
 @triton.jit(do_not_specialize=["T"])
 def multiscale_retention_fwd_kernel_block_end(
     k, v, gate, log_decays, block_end, T,
     C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr,
-    GATE_PER_CHANNEL: tl.constexpr,
+    GATE_PER_CHANNEL: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     i_c, i_n, i_b = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
     NT = tl.cdiv(T, BT)
@@ -61,23 +62,30 @@ def multiscale_retention_fwd_kernel_block_end(
     p_gate = i_b * T + t0
     p_x = p_gate * C + o_c
     b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
+    if PREFETCH == 2:
+        d = ahead(0, n, 1)
+        c_k, c_v, c_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
     for i in range(0, n):
-        d = next_step(i, n)
+        d = ahead(i, n, PREFETCH)
         n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
         b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
-        b_k, b_v, b_gate = n_k, n_v, n_gate
+        if PREFETCH == 2:
+            b_k, b_v, b_gate = c_k, c_v, c_gate
+            c_k, c_v, c_gate = n_k, n_v, n_gate
+        else:
+            b_k, b_v, b_gate = n_k, n_v, n_gate
         p_x += C
         p_gate += 1
     p_h = ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :]
     tl.store(block_end + p_h, b_h, mask=m_s[:, None] & m_c[None, :])
 
 
-@autotune(WARP_CONFIGS, key=["C", "S", "BT", "BC"])
+@autotune(FWD_CONFIGS, key=["C", "S", "BT", "BC"])
 @triton.jit(do_not_specialize=["T"])
 def multiscale_retention_fwd_kernel_output(
     q, k, v, gate, mix, log_decays, block_start, o, final_state, T,
     C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr,
-    GATE_PER_CHANNEL: tl.constexpr,
+    GATE_PER_CHANNEL: tl.constexpr, PREFETCH: tl.constexpr,
 ):
     i_c, i_n, i_b = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
     NT = tl.cdiv(T, BT)
@@ -95,15 +103,24 @@ def multiscale_retention_fwd_kernel_output(
     b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
     b_q = tl.load(q + p_x, mask=m_c, other=0.0)
     b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
+    if PREFETCH == 2:
+        d = ahead(0, n, 1)
+        c_k, c_v, c_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
+        c_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
+        c_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
     for i in range(0, n):
-        d = next_step(i, n)
+        d = ahead(i, n, PREFETCH)
         n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
         n_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
         n_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
         b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
         b_o = b_q.to(tl.float32) * tl.sum(b_mix.to(tl.float32)[:, None] * b_h, 0)
         tl.store(o + p_x, b_o.to(o.dtype.element_ty), mask=m_c)
-        b_k, b_v, b_gate, b_q, b_mix = n_k, n_v, n_gate, n_q, n_mix
+        if PREFETCH == 2:
+            b_k, b_v, b_gate, b_q, b_mix = c_k, c_v, c_gate, c_q, c_mix
+            c_k, c_v, c_gate, c_q, c_mix = n_k, n_v, n_gate, n_q, n_mix
+        else:
+            b_k, b_v, b_gate, b_q, b_mix = n_k, n_v, n_gate, n_q, n_mix
         p_x += C
         p_gate += 1
     if i_n == NT - 1:
