@@ -163,6 +163,24 @@ def test_triton_bf16_matches_reference(gate, normalize, T, initial_state):
     compare(ref, out, dg_atol=1e-3, tol=HALF_TOL)
 
 
+@pytest.mark.skipif(not CUDA, reason="LOW_OPERANDS only changes GPU code: the interpreter keeps fp32 operands")
+@pytest.mark.parametrize("k_dim, v_dim", [(20, 36), (100, 72), (2 * K, V)])
+@pytest.mark.parametrize("gate", [None, "logsigmoid"])
+def test_low_operands_policy_matches_reference(monkeypatch, k_dim, v_dim, gate):
+    """The off-by-default 16-bit operand policy (triton_fwd.LOW_OPERANDS), so that the H200 run says whether it
+    can be turned on: at K = 20 it once hit Triton 3.6's Hopper miscompile of a transposed 16-bit dot output."""
+    from relin.kernels.decayed_linear_attn import triton_fwd
+
+    monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", True)
+    inputs = low_precision_inputs(make_inputs(1, 150, heads=2, k_dim=k_dim, v_dim=v_dim, gate=gate,
+                                              initial_state=True))
+    cot = Cotangents()
+    ref = reference(inputs, False, cot, scale=0.3)
+    with backend("triton"):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot, scale=0.3)
+    compare(ref, out)
+
+
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
 @pytest.mark.parametrize("gate_logit_normalizer, mask_p", [(0.01, 0.0), (0.1, 0.5), (10.0, 0.0), (1.0, 0.9)])
 def test_gate_stress(kernel_backend, gate_logit_normalizer, mask_p):
