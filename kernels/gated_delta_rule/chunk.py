@@ -10,7 +10,7 @@ Precision, as in fla: with 16-bit inputs the intermediates (W, U, per-chunk stat
 gradients) are stored in that dtype and every product takes 16-bit operands with fp32 accumulation;
 the running state, decays and the final state stay fp32. With fp32 inputs everything is fp32
 with exact (ieee) products. On the H200 the 16-bit path halves the intermediates' traffic and runs
-the products on the bf16 tensor cores (benchmarks/gdn_profile.py; notes in benchmarks/gdn_notes.md).
+the products on the bf16 tensor cores (benchmarks/kernel_profile.py; notes in benchmarks/notes/gdn-h200.md).
 """
 from __future__ import annotations
 
