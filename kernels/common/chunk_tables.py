@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 
 import torch
+import triton
+import triton.language as tl
 
 
 @functools.lru_cache(maxsize=64)
@@ -39,3 +41,12 @@ def varlen_chunks(cu_seqlens: torch.Tensor, chunk: int, device: torch.device):
         offsets.append(offsets[-1] + count)
     chunk_indices = torch.tensor(indices, dtype=torch.int32).reshape(-1, 2).to(device)
     return chunk_indices, torch.tensor(offsets, dtype=torch.int64).to(device)
+
+
+@triton.jit
+def locate_chunk(chunk_indices, cu_seqlens, i_tg):
+    """Device side: (chunk index within its sequence, sequence start, sequence end) of global chunk ``i_tg``,
+    all int64."""
+    i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
+    i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
+    return i_c, tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)

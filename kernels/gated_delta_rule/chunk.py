@@ -18,13 +18,13 @@ import torch
 import triton
 
 from ..common.backend import use_triton
+from ..common.chunk_tables import equal_length_chunks, varlen_chunks
+from ..common.interpreter_dot import dot_mode
 from .grad import gdn_bwd_kernel_grad_output, gdn_bwd_kernel_grad_wy
 from .intra_dv import gdn_bwd_kernel_intra_dv
 from .output import gdn_fwd_kernel_output
 from .state import gdn_bwd_kernel_state, gdn_fwd_kernel_state, parallel_width
 from .torch_chunk import torch_chunk_gated_delta_rule
-from ..common.interpreter_dot import dot_mode
-from ..common.chunk_tables import equal_length_chunks, varlen_chunks
 from .utils import check_inputs, l2norm
 from .wy import gdn_fwd_kernel_kkt_inverse, gdn_fwd_kernel_wu
 

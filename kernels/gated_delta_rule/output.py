@@ -6,9 +6,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ..common.chunk_tables import locate_chunk
 from ..common.triton_utils import autotune
 from .dot import dot
-
 
 # BV=64 won over 32 on the H200 (0.56 vs 0.76 ms at (1, 64K, 16, 128)); fla's chunk_fwd_o also offers one program
 # per chunk and head (BV = 128 at 8 warps), which computes Q K^T once instead of once per V block.
@@ -25,9 +25,7 @@ def gdn_fwd_kernel_output(
     DT = h.dtype.element_ty
     i_v, i_tg, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_tg = tl.cast(i_tg, tl.int64)
-    i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
-    i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
-    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
 
     o_t = tl.arange(0, BT)
     r_t = bos + i_c * BT + o_t

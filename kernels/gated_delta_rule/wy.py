@@ -14,6 +14,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ..common.chunk_tables import locate_chunk
 from ..common.triton_utils import autotune
 from .dot import dot
 
@@ -62,9 +63,7 @@ def gdn_fwd_kernel_kkt_inverse(
     tl.static_assert(BT == 64, "the blockwise inverse is written for 64-token chunks")
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
-    i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
-    i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
-    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
 
     o = tl.arange(0, 16)
     r0 = bos + i_c * BT + o
@@ -179,9 +178,7 @@ def gdn_fwd_kernel_wu(
     DT = w.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
-    i_n = tl.load(chunk_indices + i_tg * 2).to(tl.int64)
-    i_c = tl.load(chunk_indices + i_tg * 2 + 1).to(tl.int64)
-    bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
+    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
 
     o_t = tl.arange(0, BT)
     r_t = bos + i_c * BT + o_t
