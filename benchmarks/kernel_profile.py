@@ -22,7 +22,7 @@ from triton.runtime.autotuner import Autotuner
 from triton.testing import do_bench
 
 import kernels as bench  # benchmarks/kernels.py
-from kernels import gdn_inputs, msr_inputs, msr_log_decays, op_factory, rand
+from kernels import gdn_inputs, msr_inputs, msr_log_decays, op_factory
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
 from relin.kernels.common.backend import backend
 
@@ -32,12 +32,6 @@ DLA = (1, 16384, 16, 256, 128)
 MSR = (1, 262144, 1024, 8)
 
 
-def fla_op(module, name):
-    import importlib
-
-    return getattr(importlib.import_module(f"fla.ops.{module}"), name)
-
-
 def cases(only):
     if "gdn" in only:
         for shape in GDN_FWD:
@@ -45,11 +39,8 @@ def cases(only):
         for shape in GDN_FWD_BWD:
             yield f"gdn fwd+bwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), True)
     if "dla" in only:
-        B, T, H, K, V = DLA
-        x = dict(q=rand(B, T, H, K), k=rand(B, T, H, K), v=rand(B, T, H, V),
-                 g=torch.nn.functional.logsigmoid(rand(B, T, H, dtype=torch.float32)))
-        hedgehog = dict(q=torch.softmax(x["q"].float(), -1).to(x["q"].dtype),
-                        k=torch.softmax(x["k"].float(), -1).to(x["k"].dtype), v=x["v"])
+        x = bench.dla_inputs(*DLA)
+        hedgehog = bench.hedgehog_inputs(x)
         for backward in (False, True):
             mode = "fwd+bwd" if backward else "fwd"
             yield f"dla {mode} {DLA}", op_factory(chunk_decayed_linear_attn, x, backward)
@@ -62,7 +53,7 @@ def cases(only):
                    op_factory(multiscale_diag_retention, x, backward, log_decays=log_decays))
     if "fla" in only:
         for shape in (GDN_FWD[2], GDN_FWD[3]):
-            yield f"fla gdn fwd {shape}", op_factory(fla_op("gated_delta_rule", "chunk_gated_delta_rule"),
+            yield f"fla gdn fwd {shape}", op_factory(bench.fla("gated_delta_rule", "chunk_gated_delta_rule"),
                                                      gdn_inputs(*shape), False)
 
 
@@ -135,12 +126,8 @@ def main():
                                gdn_inputs(1, 256, 4, 128))
             if "dla" in only:
                 for normalize in (False, True):
-                    B, T, H, K, V = 1, 256, 4, 256, 128
-                    x = dict(q=rand(B, T, H, K), k=rand(B, T, H, K), v=rand(B, T, H, V))
-                    if normalize:
-                        x = {n: torch.softmax(t.float(), -1).to(t.dtype) if n != "v" else t for n, t in x.items()}
-                    else:
-                        x["g"] = torch.nn.functional.logsigmoid(rand(B, T, H, dtype=torch.float32))
+                    x = bench.dla_inputs(1, 256, 4, 256, 128)
+                    x = bench.hedgehog_inputs(x) if normalize else x
                     bench.check_op(f"chunk_decayed_linear_attn{' normalize' * normalize}",
                                    lambda **x: chunk_decayed_linear_attn(**x, normalize=normalize)[0],
                                    lambda **x: bench.naive_recurrent_decayed_linear_attn(**x, normalize=normalize)[0], x)

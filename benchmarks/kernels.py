@@ -179,16 +179,22 @@ def bench_gated_delta_rule(run, shapes_fwd, shape_fwd_bwd, check_shape):
         del inputs
 
 
-def bench_decayed_linear_attn(run, shape, check_shape):
-    def inputs_for(B, T, H, K, V):
-        return dict(q=rand(B, T, H, K), k=rand(B, T, H, K), v=rand(B, T, H, V),
-                    g=F.logsigmoid(rand(B, T, H, dtype=torch.float32)))
+def dla_inputs(B, T, H, K, V):
+    return dict(q=rand(B, T, H, K), k=rand(B, T, H, K), v=rand(B, T, H, V),
+                g=F.logsigmoid(rand(B, T, H, dtype=torch.float32)))
 
+
+def hedgehog_inputs(x):
+    """Hedgehog's form of ``dla_inputs``: positive (softmax) features, no decay; for ``normalize=True``."""
+    return dict(q=torch.softmax(x["q"].float(), -1).to(DTYPE), k=torch.softmax(x["k"].float(), -1).to(DTYPE), v=x["v"])
+
+
+def bench_decayed_linear_attn(run, shape, check_shape):
     run.checks["dla"] = check_op(
         "chunk_decayed_linear_attn", lambda **x: chunk_decayed_linear_attn(**x)[0],
-        lambda **x: naive_recurrent_decayed_linear_attn(**x)[0], inputs_for(*check_shape))
+        lambda **x: naive_recurrent_decayed_linear_attn(**x)[0], dla_inputs(*check_shape))
     B, T, H, K, V = shape
-    label, inputs = f"B={B} T={T} H={H} K={K} V={V}", inputs_for(*shape)
+    label, inputs = f"B={B} T={T} H={H} K={K} V={V}", dla_inputs(*shape)
     for backward in (False, True):
         mode = "fwd+bwd" if backward else "fwd"
         ours = run.time("relin", "chunk_decayed_linear_attn", mode, label,
@@ -202,8 +208,7 @@ def bench_decayed_linear_attn(run, shape, check_shape):
         run.compare(ours, "torch sdpa causal", sdpa["ms"], DLA_SDPA_GOAL if backward else 1.0, "dla")
     # Hedgehog's form (positive features, no decay, normalized): no baseline; the backward runs on fp32
     # operands with fp32-accurate products (see ChunkDecayedLinearAttnFunction), so it costs more
-    hedgehog = dict(q=torch.softmax(rand(B, T, H, K, dtype=torch.float32), -1).to(DTYPE),
-                    k=torch.softmax(rand(B, T, H, K, dtype=torch.float32), -1).to(DTYPE), v=inputs["v"])
+    hedgehog = hedgehog_inputs(inputs)
     for backward in (False, True):
         run.time("relin", "chunk_decayed_linear_attn normalize", "fwd+bwd" if backward else "fwd", label,
                  op_factory(chunk_decayed_linear_attn, hedgehog, backward, normalize=True))
