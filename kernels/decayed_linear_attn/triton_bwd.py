@@ -143,6 +143,7 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
     b_dq = tl.zeros([BT, BK], dtype=tl.float32)
     b_dk = tl.zeros([BT, BK], dtype=tl.float32)
     b_ds = tl.zeros([BT, BT], dtype=tl.float32)  # ds[i, j] = do_i · v_j
+    b_dst = tl.zeros([BT, BT], dtype=tl.float32)  # dsᵀ, its own product: see the note at dk_intra
     b_hdh = tl.zeros([BK], dtype=tl.float32)  # Σ_v h ⊙ dh, for <h, dh>
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = tl.cast(i_v, tl.int64) * BV + tl.arange(0, BV)
@@ -156,6 +157,7 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
         b_h_vk = tl.load(h + o_state + o_vk, mask=m_vk, other=0.)
         b_dh_vk = tl.load(dh + o_state + o_vk, mask=m_vk, other=0.)
         b_ds += mma(b_do, tl.trans(b_v), DOT_PRECISION, DOT_WIDEN)
+        b_dst += mma(b_v, tl.trans(b_do), DOT_PRECISION, DOT_WIDEN)
         b_dq += mma(b_do.to(b_h_vk.dtype), b_h_vk, DOT_PRECISION, DOT_WIDEN)
         b_dk += mma(b_v.to(b_dh_vk.dtype), b_dh_vk, DOT_PRECISION, DOT_WIDEN)
         if USE_G:
@@ -164,6 +166,7 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
     b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
     b_k = tl.load(k + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
+    m_At = (o_i[:, None] <= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
         last = tl.minimum(i_t * BT + BT, T) - 1
         b_g_last = tl.load(gc + (bos + last) * H + i_h)
@@ -171,13 +174,15 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
         b_dq *= tl.where(m_t, tl.exp(b_g), 0.)[:, None]
         b_dk *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
         b_ds = tl.where(m_A, b_ds * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
+        b_dst = tl.where(m_At, b_dst * tl.exp(tl.where(m_At, b_g[None, :] - b_g[:, None], 0.)), 0.)
     else:
         b_ds = tl.where(m_A, b_ds, 0.)
-    b_ds = b_ds * scale
-    b_dq = b_dq * scale + mma(operand(b_ds, b_k, LOW), operand(b_k, b_k, LOW), DOT_PRECISION, DOT_WIDEN)
-    # Transposed in fp32, then rounded: tl.trans of a 16-bit tile converted from a dot's output layout is
-    # miscompiled on Hopper by Triton 3.4-3.7.0 (fla issue #640; with LOW, dq here was 118% off at K=20).
-    b_dk_intra = mma(operand(tl.trans(b_ds), b_q, LOW), operand(b_q, b_q, LOW), DOT_PRECISION, DOT_WIDEN)
+        b_dst = tl.where(m_At, b_dst, 0.)
+    b_dq = b_dq * scale + mma(operand(b_ds * scale, b_k, LOW), operand(b_k, b_k, LOW), DOT_PRECISION, DOT_WIDEN)
+    # dsᵀ is a product of its own rather than tl.trans(ds): Triton 3.4-3.7.0 miscompiles on Hopper the transpose
+    # of a dot output used as a 16-bit dot operand (fla issue #640). With LOW, dq here was 63-118% off at
+    # K = 20, V = 36 on the H200 whether ds was transposed before or after rounding.
+    b_dk_intra = mma(operand(b_dst * scale, b_q, LOW), operand(b_q, b_q, LOW), DOT_PRECISION, DOT_WIDEN)
     p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
     tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
     tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)

@@ -57,10 +57,10 @@ def operand(x, raw, LOW: tl.constexpr):
 # bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
 # H200, (1, 16K, 16, K=256, V=128) fwd+bwd: SAVE_STATES 2.79 -> 2.53 ms; LOW_OPERANDS on top 2.10 ms, but dq
 # failed (relative RMS 1.18) at K=20, V=36 (test_odd_head_dims_and_custom_scale): the Triton 3.4-3.7.0 Hopper
-# miscompile of fla #640 (trans of a converted dot output). The dq/dk kernel now transposes before rounding;
-# LOW_OPERANDS stays off until that is tested on the H200.
+# miscompile of fla #640 (trans of a dot output as a 16-bit operand). Transposing before rounding still failed
+# (session 4); the dq/dk kernel now takes dsᵀ from a product of its own, and LOW_OPERANDS is on.
 LOW_STATES = True
-LOW_OPERANDS = False
+LOW_OPERANDS = True
 STATE_TILE = 64
 CHUNK_TILE = 64
 SAVE_STATES = True

@@ -40,12 +40,6 @@ def _launch_meta(q, mix, gate, block_len):
     return meta, (triton.cdiv(C, BC), triton.cdiv(T, BT), B)
 
 
-def _block_decay(log_decays, T, BT):
-    """[N, S]: λ_s to the power of each block's length (the last block may be short)."""
-    lengths = (T - torch.arange(0, T, BT, device=log_decays.device)).clamp_max(BT)
-    return torch.exp(lengths[:, None].float() * log_decays.float()[None, :])
-
-
 def retention_fwd(q, k, v, gate, mix, log_decays, initial_state, block_len=None):
     """Returns o [B, T, C] (q's dtype), final state [B, S, C] fp32, block start states [B, N, S, C]."""
     B, T, C = q.shape
@@ -59,7 +53,7 @@ def retention_fwd(q, k, v, gate, mix, log_decays, initial_state, block_len=None)
         block_end = q.new_empty(B, n_blocks, S, C, dtype=torch.float32)
         multiscale_retention_fwd_kernel_block_end[grid](k, v, gate, log_decays, block_end, T, **meta)
         h0 = initial_state.float().contiguous() if initial_state is not None else None
-        start = scan_block_states(_block_decay(log_decays, T, meta["BT"]), block_end, h0)
+        start = scan_block_states(log_decays, meta["BT"], T, block_end, h0)
     o = torch.empty_like(q)
     final_state = q.new_empty(B, S, C, dtype=torch.float32)
     multiscale_retention_fwd_kernel_output[grid](q, k, v, gate, mix, log_decays, start, o, final_state, T, **meta)
@@ -82,7 +76,7 @@ def retention_bwd(q, k, v, gate, mix, log_decays, start, do, dht, block_len=None
         carry = (dht if dht is not None else q.new_zeros(B, S, C, dtype=torch.float32)).reshape(B, 1, S, C)
     else:
         # R_n = λ^{len_{n+1}} R_{n+1} + λ G_{n+1} with R_{N-1} = dht: the start-state scan, reversed.
-        carry = scan_block_states(_block_decay(log_decays, T, meta["BT"]), block_adjoint, dht, reverse=True)
+        carry = scan_block_states(log_decays, meta["BT"], T, block_adjoint, dht, reverse=True)
     carry = carry.contiguous()
     dk, dv = torch.empty_like(k), torch.empty_like(v)
     per_channel = meta["GATE_PER_CHANNEL"]

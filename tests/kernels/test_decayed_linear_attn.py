@@ -164,14 +164,15 @@ def test_triton_bf16_matches_reference(gate, normalize, T, initial_state):
 
 
 @pytest.mark.skipif(not CUDA, reason="LOW_OPERANDS only changes GPU code: the interpreter keeps fp32 operands")
+@pytest.mark.parametrize("low_operands", [True, False])
 @pytest.mark.parametrize("k_dim, v_dim", [(20, 36), (100, 72), (2 * K, V)])
 @pytest.mark.parametrize("gate", [None, "logsigmoid"])
-def test_low_operands_policy_matches_reference(monkeypatch, k_dim, v_dim, gate):
-    """The off-by-default 16-bit operand policy (triton_fwd.LOW_OPERANDS), so that the H200 run says whether it
-    can be turned on: at K = 20 it once hit Triton 3.6's Hopper miscompile of a transposed 16-bit dot output."""
+def test_operand_policies_match_reference(monkeypatch, low_operands, k_dim, v_dim, gate):
+    """Both operand policies (triton_fwd.LOW_OPERANDS), whichever is the default: with 16-bit operands, dq at
+    K = 20 once hit Triton 3.6's Hopper miscompile of a transposed dot output used as a 16-bit operand."""
     from relin.kernels.decayed_linear_attn import triton_fwd
 
-    monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", True)
+    monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", low_operands)
     inputs = low_precision_inputs(make_inputs(1, 150, heads=2, k_dim=k_dim, v_dim=v_dim, gate=gate,
                                               initial_state=True))
     cot = Cotangents()
