@@ -221,7 +221,7 @@ def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index, precise=Fa
     chunk_bwd_dh_kernel[grid](q, do, gc, dh, final_state_grad, dh0, index.cu_seqlens, index.chunk_offsets, scale,
                               H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                               USE_DHT=final_state_grad is not None, STORE_DH0=want_dh0,
-                              **dot_args(q.dtype, precise))
+                              **dot_args(q.dtype, K, precise))
     return dh, dh0
 
 
@@ -233,7 +233,7 @@ def chunk_bwd_dv(q, k, do, gc, dh, scale, index, precise=False):
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_bwd_dv_kernel[grid](q, k, do, gc, dh, dv, index.cu_seqlens, index.chunk_indices, scale,
                               H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                              **dot_args(q.dtype, precise))
+                              **dot_args(q.dtype, K, precise))
     return dv
 
 
@@ -248,7 +248,7 @@ def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index, precise=False):
     grid = (index.num_chunks, NK, H)
     chunk_bwd_dqk_kernel[grid](q, k, v, do, gc, h, dh, dq, dk, db_partial, index.cu_seqlens, index.chunk_indices,
                                scale, TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                               **dot_args(q.dtype, precise))
+                               **dot_args(q.dtype, K, precise))
     if gc is None:
         return dq, dk, None
     dg = torch.empty(1, TOTAL, H, dtype=torch.float32, device=q.device)

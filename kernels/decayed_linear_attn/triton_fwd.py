@@ -27,18 +27,19 @@ CHUNK_SIZE = 64
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
 
 
-def dot_args(dtype: torch.dtype, precise: bool = False) -> dict:
+def dot_args(dtype: torch.dtype, k_dim: int, precise: bool = False) -> dict:
     """The DOT_PRECISION / DOT_WIDEN / LOW constexprs every kernel here takes (see ``common.interpreter_dot``).
 
     ``precise`` (fp32 operands only): tf32x3 on the GPU, three tensor-core products with fp32 accuracy,
-    instead of ieee's CUDA-core FMAs.
+    instead of ieee's CUDA-core FMAs. LOW (16-bit computed operands) needs ``k_dim >= LOW_OPERANDS_MIN_K``.
     """
     precision, widen = dot_mode(dtype)
     if precise:
         if dtype != torch.float32:
             raise ValueError(f"precise products need fp32 operands; got {dtype}")
         precision = "ieee" if interpreting() else "tf32x3"
-    return dict(DOT_PRECISION=precision, DOT_WIDEN=widen, LOW=LOW_OPERANDS and not interpreting())
+    low = LOW_OPERANDS and k_dim >= LOW_OPERANDS_MIN_K and not interpreting()
+    return dict(DOT_PRECISION=precision, DOT_WIDEN=widen, LOW=low)
 
 
 @triton.jit
@@ -57,10 +58,14 @@ def operand(x, raw, LOW: tl.constexpr):
 # bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
 # H200, (1, 16K, 16, K=256, V=128) fwd+bwd: SAVE_STATES 2.79 -> 2.53 ms; LOW_OPERANDS on top 2.10 ms, but dq
 # failed (relative RMS 1.18) at K=20, V=36 (test_odd_head_dims_and_custom_scale): the Triton 3.4-3.7.0 Hopper
-# miscompile of fla #640 (trans of a dot output as a 16-bit operand). Transposing before rounding still failed
-# (session 4); the dq/dk kernel now takes dsᵀ from a product of its own, and LOW_OPERANDS is on.
+# miscompile of fla #640 (trans of a dot output as a 16-bit operand). Transposing ds before rounding still failed
+# dq; taking dsᵀ from a product of its own fixed dq but dk then failed (relative RMS 0.79-1.14), at K = 20 only:
+# K = 100, 256 and 512 (64-wide K tiles) passed, as did fp32 operands at every K (H200 runs of session 4).
+# fla #640 likewise fails at one K tile width only. So 16-bit operands need K >= LOW_OPERANDS_MIN_K.
+# With them at (1, 16K, 16, 256, 128): fwd 0.636 -> 0.434 ms, fwd+bwd 2.05 -> 1.84 ms (kernels.py).
 LOW_STATES = True
 LOW_OPERANDS = True
+LOW_OPERANDS_MIN_K = 64
 STATE_TILE = 64
 CHUNK_TILE = 64
 SAVE_STATES = True
@@ -197,7 +202,7 @@ def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, precise=Fals
     chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
                              USE_H0=initial_state is not None, STORE_HT=output_final_state,
-                             **dot_args(k.dtype, precise))
+                             **dot_args(k.dtype, K, precise))
     return h, ht
 
 
@@ -210,5 +215,5 @@ def chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype):
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_fwd_o_kernel[grid](q, k, v, gc, h, o, index.cu_seqlens, index.chunk_indices, scale,
                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                             **dot_args(q.dtype))
+                             **dot_args(q.dtype, K))
     return o

@@ -163,13 +163,24 @@ def test_triton_bf16_matches_reference(gate, normalize, T, initial_state):
     compare(ref, out, dg_atol=1e-3, tol=HALF_TOL)
 
 
+def test_low_operands_policy_needs_64_wide_key_tiles(monkeypatch):
+    """16-bit computed operands only where the H200 tests passed with them (K >= 64), and never when off."""
+    from relin.kernels.decayed_linear_attn import triton_fwd
+
+    monkeypatch.setattr(triton_fwd, "interpreting", lambda: False)
+    monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", True)
+    assert [triton_fwd.dot_args(torch.bfloat16, k)["LOW"] for k in (20, 63, 64, 256)] == [False, False, True, True]
+    monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", False)
+    assert not triton_fwd.dot_args(torch.bfloat16, 256)["LOW"]
+
+
 @pytest.mark.skipif(not CUDA, reason="LOW_OPERANDS only changes GPU code: the interpreter keeps fp32 operands")
 @pytest.mark.parametrize("low_operands", [True, False])
 @pytest.mark.parametrize("k_dim, v_dim", [(20, 36), (100, 72), (2 * K, V)])
 @pytest.mark.parametrize("gate", [None, "logsigmoid"])
 def test_operand_policies_match_reference(monkeypatch, low_operands, k_dim, v_dim, gate):
-    """Both operand policies (triton_fwd.LOW_OPERANDS), whichever is the default: with 16-bit operands, dq at
-    K = 20 once hit Triton 3.6's Hopper miscompile of a transposed dot output used as a 16-bit operand."""
+    """Both operand policies (triton_fwd.LOW_OPERANDS) as applied, whichever is the default. 16-bit operands at
+    K = 20 hit Triton 3.6's Hopper miscompile (dq, then dk): the policy now keeps fp32 operands below 64."""
     from relin.kernels.decayed_linear_attn import triton_fwd
 
     monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", low_operands)
