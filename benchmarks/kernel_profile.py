@@ -3,7 +3,9 @@ autotuner's choice, at the shapes of ``benchmarks/kernels.py`` (bf16 inputs).
 
 For each case it prints the median wall time per call (``do_bench``), the host time per call (launches only,
 measured while the GPU is idle so nothing waits), the sum of the op's kernel times and each kernel's share
-(``torch.profiler``). Wall >> kernel sum means the case is bound by the host, not by the kernels.
+(``torch.profiler``). Wall >> kernel sum means the case is bound by the host, not by the kernels; ``--host``
+then splits one call's host time by Triton launch and torch op, on every thread (the backward runs on
+autograd's device thread).
 
     source benchmarks/device_env.sh; python3 benchmarks/kernel_profile.py --only gdn,dla,msr
 
@@ -17,8 +19,9 @@ import sys
 import time
 
 import torch
-from torch.profiler import ProfilerActivity, profile
+from torch.profiler import ProfilerActivity, profile, record_function
 from triton.runtime.autotuner import Autotuner
+from triton.runtime.jit import JITFunction
 from triton.testing import do_bench
 
 import kernels as bench  # benchmarks/kernels.py
@@ -76,6 +79,30 @@ def kernel_times(fn):
     return sorted(rows, key=lambda r: -r[1])
 
 
+def host_breakdown(fn, rows=25):
+    """One call's host time by event, every thread: each Triton launch as ``launch <kernel>`` (the autotuner's
+    and the JIT's dispatch nested), torch ops as themselves, autograd nodes as ``...Backward``."""
+    patched = {}
+    for cls in (JITFunction, Autotuner):
+        original = cls.run
+
+        def run(self, *args, _original=original, **kwargs):
+            kernel = getattr(self, "fn", self)
+            with record_function(f"launch {getattr(kernel, '__name__', type(kernel).__name__)}"):
+                return _original(self, *args, **kwargs)
+        patched[cls] = original
+        cls.run = run
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    finally:
+        for cls, original in patched.items():
+            cls.run = original
+    print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=rows))
+
+
 def autotuners():
     """Every autotuned relin kernel, by name."""
     found = {}
@@ -105,6 +132,8 @@ def main():
                              "decayed_linear_attn.triton_fwd.SAVE_STATES=1 (repeatable)")
     parser.add_argument("--check", action="store_true",
                         help="first check the selected ops against their fp32 references (kernels.py's checks)")
+    parser.add_argument("--host", action="store_true",
+                        help="also split one call's host time by Triton launch and torch op (torch.profiler, CPU)")
     parser.add_argument("--retune", action="store_true",
                         help="forget autotuning before each case (the keys hold no length or batch)")
     args = parser.parse_args()
@@ -146,6 +175,8 @@ def main():
             for kernel, ms in rows[:12]:
                 print(f"  {ms:8.3f} ms  {kernel[:100]}")
             print_tuning(autotuners())
+            if args.host:
+                host_breakdown(fn)
             summary.append((name, wall, host, total))
             del fn
             torch.cuda.empty_cache()
