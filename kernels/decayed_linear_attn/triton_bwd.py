@@ -181,7 +181,8 @@ def chunk_bwd_dqk_kernel(q, k, v, do, gc, h, dh, dq, dk, db_partial, cu_seqlens,
     b_dq = b_dq * scale + mma(operand(b_ds * scale, b_k, LOW), operand(b_k, b_k, LOW), DOT_PRECISION, DOT_WIDEN)
     # dsᵀ is a product of its own rather than tl.trans(ds): Triton 3.4-3.7.0 miscompiles on Hopper the transpose
     # of a dot output used as a 16-bit dot operand (fla issue #640). With LOW, dq here was 63-118% off at
-    # K = 20, V = 36 on the H200 whether ds was transposed before or after rounding.
+    # K = 20, V = 36 on the H200 whether ds was transposed before or after rounding; with dsᵀ, dq is right and
+    # dk still fails there, so LOW needs 64-wide K tiles (triton_fwd.LOW_OPERANDS_MIN_K).
     b_dk_intra = mma(operand(b_dst * scale, b_q, LOW), operand(b_q, b_q, LOW), DOT_PRECISION, DOT_WIDEN)
     p_out = ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :]
     tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
