@@ -56,13 +56,9 @@ def operand(x, raw, LOW: tl.constexpr):
 # K (dq, dk) tile of the chunk-parallel kernels. SAVE_STATES keeps the forward's h for the backward instead
 # of recomputing it (memory: T/64 · H · K · V elements). The CPU interpreter (triton 3.9) truncates fp32 to
 # bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
-# H200, (1, 16K, 16, K=256, V=128) fwd+bwd: SAVE_STATES 2.79 -> 2.53 ms; LOW_OPERANDS on top 2.10 ms, but dq
-# failed (relative RMS 1.18) at K=20, V=36 (test_odd_head_dims_and_custom_scale): the Triton 3.4-3.7.0 Hopper
-# miscompile of fla #640 (trans of a dot output as a 16-bit operand). Transposing ds before rounding still failed
-# dq; taking dsᵀ from a product of its own fixed dq but dk then failed (relative RMS 0.79-1.14), at K = 20 only:
-# K = 100, 256 and 512 (64-wide K tiles) passed, as did fp32 operands at every K (H200 runs of session 4).
-# fla #640 likewise fails at one K tile width only. So 16-bit operands need K >= LOW_OPERANDS_MIN_K.
-# With them at (1, 16K, 16, 256, 128): fwd 0.636 -> 0.434 ms, fwd+bwd 2.05 -> 1.84 ms (kernels.py).
+# LOW_OPERANDS_MIN_K: below it, 16-bit operands hit the Triton 3.4-3.7.0 Hopper miscompile of fla #640 (dk
+# 79-114% off at K = 20 on the H200; every K with 64-wide tiles passed; fp32 operands pass everywhere).
+# Measured gains at (1, 16K, 16, K=256, V=128) and the history: benchmarks/notes/dla-msr-h200.md.
 LOW_STATES = True
 LOW_OPERANDS = True
 LOW_OPERANDS_MIN_K = 64
