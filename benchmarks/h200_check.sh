@@ -16,8 +16,10 @@ for stage in "$@"; do
         gdn|dla|msr)
             timeout 420 python3 benchmarks/kernels.py --only "$stage" 2>&1 | grep -v "warn" | tee "$OUT/kernels-$stage.log" | tail -16 ;;
         profile)
-            timeout 300 python3 benchmarks/kernel_profile.py --only gdn,dla,msr 2>&1 | tee "$OUT/profile.log" \
-                | sed -n '/^case/,$p' ;;
+            # PROFILE_ARGS replaces the default selection, e.g. "--only dla --host" or
+            # "--only dla --check --set decayed_linear_attn.triton_fwd.CHUNK_TILE=128"
+            timeout 300 python3 benchmarks/kernel_profile.py ${PROFILE_ARGS:---only gdn,dla,msr} 2>&1 \
+                | tee "$OUT/profile.log" | sed -n '/^case/,$p' ;;
         *) echo "unknown stage '$stage': expected tests, gdn, dla, msr or profile" >&2; exit 2 ;;
     esac
 done
