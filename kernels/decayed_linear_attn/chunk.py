@@ -13,7 +13,7 @@ from .inputs import per_sequence, prepare, unpack_normalizer
 from .torch_chunk import chunk_decayed_linear_attn_torch
 from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv
 from . import triton_fwd
-from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o, chunk_local_cumsum
+from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o
 
 
 class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
@@ -29,10 +29,9 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, q, k, v, g, scale, initial_state, output_final_state, index, out_dtype, fp32_backward):
-        gc = chunk_local_cumsum(g, index) if g is not None else None
-        h, final_state = chunk_fwd_h(k, v, gc, initial_state, output_final_state, index)
+        h, final_state, gc = chunk_fwd_h(k, v, g, initial_state, output_final_state, index)
         o = chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype)
-        # gc rather than g: one launch fewer in the backward, whose host time per call exceeded its kernels' time
+        # gc rather than g: no cumsum to redo in the backward, whose host time per call rivals its kernels' time
         ctx.save_for_backward(q, k, v, gc, initial_state, h if triton_fwd.SAVE_STATES else None)
         ctx.scale, ctx.index, ctx.fp32_backward = scale, index, fp32_backward
         return o, final_state
@@ -47,7 +46,7 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         do = do.to(q.dtype).contiguous()
         dht = dht.float().contiguous() if dht is not None else None
         if h is None:
-            h, _ = chunk_fwd_h(k, v, gc, initial_state, False, index, precise)
+            h, _, _ = chunk_fwd_h(k, v, gc, initial_state, False, index, precise, cumsum=False)
         dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index, precise)
         dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index, precise)
         dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index, precise)

@@ -24,7 +24,7 @@ import triton.language as tl
 from ..common.interpreter_dot import mma
 from ..common.triton_utils import autotune
 from . import triton_fwd
-from .triton_fwd import CHUNK_SIZE, block_size, dot_args, operand
+from .triton_fwd import CHUNK_SIZE, block_size, dot_args, operand, value_tile
 
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
 
@@ -229,12 +229,12 @@ def chunk_bwd_dh(q, do, gc, final_state_grad, want_dh0, scale, index, precise=Fa
 def chunk_bwd_dv(q, k, do, gc, dh, scale, index, precise=False):
     _, _, H, K = q.shape
     V = do.shape[-1]
-    BK, BV = block_size(K), block_size(V, triton_fwd.CHUNK_TILE)
+    dots = dot_args(q.dtype, K, precise)
+    BK, BV = block_size(K), value_tile(V, dots["LOW"])
     dv = torch.empty_like(do)
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_bwd_dv_kernel[grid](q, k, do, gc, dh, dv, index.cu_seqlens, index.chunk_indices, scale,
-                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                              **dot_args(q.dtype, K, precise))
+                              H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, **dots)
     return dv
 
 
@@ -242,7 +242,7 @@ def chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index, precise=False):
     """dq, dk [1, T, H, K] and dg [1, T, H] fp32 (None without decay)."""
     _, TOTAL, H, K = q.shape
     V = v.shape[-1]
-    BK, BV = block_size(K, triton_fwd.CHUNK_TILE), block_size(V)
+    BK, BV = block_size(K, triton_fwd.KEY_TILE), block_size(V)
     NK = triton.cdiv(K, BK)
     dq, dk = torch.empty_like(q), torch.empty_like(k)
     db_partial = torch.empty(NK, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None

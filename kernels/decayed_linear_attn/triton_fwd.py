@@ -2,10 +2,11 @@
 
 Inputs are packed as [1, total tokens, H, D] with cu_seqlens (see ``chunk_index``). Per chunk of BT
 positions, b is the in-chunk cumulative log decay (notes/chunked-algorithms.md §1):
-1. ``chunk_local_cumsum_kernel``: b = cumsum of g inside each chunk, fp32.
-2. ``chunk_fwd_h_kernel``: the only serial pass; per (sequence, head, K-block, V-block) it walks the
+1. ``chunk_fwd_h_kernel``: the only serial pass; per (sequence, head, K-block, V-block) it walks the
    chunks, stores the state entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V.
-3. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
+   It takes b = cumsum of g inside each chunk (fp32) itself and stores it for the kernels after it: a
+   separate cumsum launch cost more host time than its 5 µs on the H200, where fwd+bwd is host-bound.
+2. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
 
 Precision with 16-bit inputs: products of raw inputs (Q Kᵀ) run in the input dtype; the states h are
 stored in the input dtype as in fla (H200, bf16, T = 300, H = 16, K = 256, V = 128: o 1.7e-3, dq 2.4e-3,
@@ -52,8 +53,8 @@ def operand(x, raw, LOW: tl.constexpr):
 # Precision and tiling policy for 16-bit inputs, read at launch (fp32 inputs keep fp32 everywhere).
 # LOW_STATES stores the per-chunk states h and dh in the input dtype (fp32 accumulation either way);
 # LOW_OPERANDS rounds computed dot operands (decayed V, K, Q and score tiles) to the input dtype instead of
-# tf32. STATE_TILE is the K and V tile of the two serial state passes; CHUNK_TILE the V (forward, dv) or
-# K (dq, dk) tile of the chunk-parallel kernels. SAVE_STATES keeps the forward's h for the backward instead
+# tf32. STATE_TILE is the K and V tile of the two serial state passes; KEY_TILE the K tile of dq, dk;
+# VALUE_TILE the V tile of the output and dv with 16-bit operands (see ``value_tile``). SAVE_STATES keeps the forward's h for the backward instead
 # of recomputing it (memory: T/64 · H · K · V elements). The CPU interpreter (triton 3.9) truncates fp32 to
 # bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
 # LOW_OPERANDS_MIN_K: below it, 16-bit operands hit the Triton 3.4-3.7.0 Hopper miscompile of fla #640 (dk
@@ -63,7 +64,8 @@ LOW_STATES = True
 LOW_OPERANDS = True
 LOW_OPERANDS_MIN_K = 64
 STATE_TILE = 64
-CHUNK_TILE = 64
+KEY_TILE = 64
+VALUE_TILE = 128
 SAVE_STATES = True
 
 
@@ -77,26 +79,22 @@ def block_size(dim: int, cap: int = 64) -> int:
     return min(cap, max(16, triton.next_power_of_2(dim)))
 
 
-@triton.jit
-def chunk_local_cumsum_kernel(g, gc, cu_seqlens, chunk_indices, H: tl.constexpr, BT: tl.constexpr):
-    i_c, i_h = tl.program_id(0), tl.program_id(1)
-    i_n = tl.load(chunk_indices + i_c * 2)
-    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
-    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
-    o_t = i_t * BT + tl.arange(0, BT)
-    m_t = o_t < eos - bos
-    p_g = g + (bos + o_t) * H + i_h
-    b_g = tl.load(p_g, mask=m_t, other=0.).to(tl.float32)
-    tl.store(gc + (bos + o_t) * H + i_h, tl.cumsum(b_g, axis=0), mask=m_t)
+def value_tile(V: int, low: bool) -> int:
+    """V tile of ``chunk_fwd_o`` and ``chunk_bwd_dv``: all of V in one tile when it fits in VALUE_TILE and the
+    operands are 16-bit, so each chunk builds its score tile once rather than once per V tile (H200, K = 256,
+    V = 128: output 0.208 -> 0.177 ms, dv 0.214 -> 0.178); else 64 (fp32 operands at 128 took dv 1.50 -> 3.69 ms,
+    and V = 129 at 128 wastes a nearly empty second tile)."""
+    return block_size(V, VALUE_TILE if low and V <= VALUE_TILE else 64)
 
 
-@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "CUMSUM"])
 @triton.jit
-def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
+def chunk_fwd_h_kernel(k, v, g, gc, h, h0, ht, cu_seqlens, chunk_offsets,
                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, USE_H0: tl.constexpr,
-                       STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr, DOT_WIDEN: tl.constexpr,
-                       LOW: tl.constexpr):
+                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, CUMSUM: tl.constexpr,
+                       USE_H0: tl.constexpr, STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr,
+                       DOT_WIDEN: tl.constexpr, LOW: tl.constexpr):
+    """With CUMSUM, reads the raw decay g and writes its chunk cumsum to gc (program (·, 0, 0)); else reads gc."""
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
     i_n, i_h = i_nh // H, i_nh % H
     bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
@@ -125,8 +123,14 @@ def chunk_fwd_h_kernel(k, v, gc, h, h0, ht, cu_seqlens, chunk_offsets,
                       mask=m_t[:, None] & m_v[None, :], other=0.)
         if USE_G:
             last = tl.minimum(i_t64 * BT + BT, T) - 1
-            b_g_last = tl.load(gc + (bos + last) * H + i_h)
-            b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+            if CUMSUM:
+                b_g = tl.cumsum(tl.load(g + (bos + o_t) * H + i_h, mask=m_t, other=0.).to(tl.float32), axis=0)
+                b_g_last = tl.sum(tl.where(o_t == last, b_g, 0.), axis=0)
+                if (i_k == 0) & (i_v == 0):
+                    tl.store(gc + (bos + o_t) * H + i_h, b_g, mask=m_t)
+            else:
+                b_g_last = tl.load(gc + (bos + last) * H + i_h)
+                b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
             b_h *= tl.exp(b_g_last)
             b_v = b_v * tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
         b_h += mma(operand(b_kt, b_kt, LOW), operand(b_v, b_kt, LOW), DOT_PRECISION, DOT_WIDEN)
@@ -179,37 +183,34 @@ def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
              mask=m_t[:, None] & m_v[None, :])
 
 
-def chunk_local_cumsum(g: torch.Tensor, index) -> torch.Tensor:
-    """g [1, T, H] -> fp32 cumulative sum restarted at every chunk."""
-    H = g.shape[-1]
-    gc = torch.empty(g.shape, dtype=torch.float32, device=g.device)
-    chunk_local_cumsum_kernel[(index.num_chunks, H)](g, gc, index.cu_seqlens, index.chunk_indices, H=H, BT=CHUNK_SIZE)
-    return gc
+def chunk_fwd_h(k, v, g, initial_state, output_final_state, index, precise=False, cumsum=True):
+    """Per-chunk entering states h [NT, H, K, V] (``state_dtype``), the final state [N, H, K, V] fp32 or None,
+    and the in-chunk cumulative decay gc [1, T, H] fp32 (None without decay).
 
-
-def chunk_fwd_h(k, v, gc, initial_state, output_final_state, index, precise=False):
-    """Per-chunk entering states h [NT, H, K, V] (``state_dtype``) and the final state [N, H, K, V] fp32."""
+    g [1, T, H] is the raw log decay when ``cumsum``, else an earlier call's gc (returned as given).
+    """
     _, _, H, K = k.shape
     V = v.shape[-1]
     BK, BV = block_size(K, STATE_TILE), block_size(V, STATE_TILE)
     h = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype(k.dtype), device=k.device)
     ht = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
+    gc = torch.empty(g.shape, dtype=torch.float32, device=g.device) if g is not None and cumsum else g
     grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
-    chunk_fwd_h_kernel[grid](k, v, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
-                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
+    chunk_fwd_h_kernel[grid](k, v, g, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
+                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=g is not None, CUMSUM=cumsum,
                              USE_H0=initial_state is not None, STORE_HT=output_final_state,
                              **dot_args(k.dtype, K, precise))
-    return h, ht
+    return h, ht, gc
 
 
 def chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype):
     """o [1, T, H, V] in out_dtype."""
     _, _, H, K = q.shape
     V = v.shape[-1]
-    BK, BV = block_size(K), block_size(V, CHUNK_TILE)
+    dots = dot_args(q.dtype, K)
+    BK, BV = block_size(K), value_tile(V, dots["LOW"])
     o = torch.empty(*v.shape, dtype=out_dtype, device=v.device)
     grid = (index.num_chunks, triton.cdiv(V, BV), H)
     chunk_fwd_o_kernel[grid](q, k, v, gc, h, o, index.cu_seqlens, index.chunk_indices, scale,
-                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None,
-                             **dot_args(q.dtype, K))
+                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, **dots)
     return o

@@ -174,6 +174,32 @@ def test_low_operands_policy_needs_64_wide_key_tiles(monkeypatch):
     assert not triton_fwd.dot_args(torch.bfloat16, 256)["LOW"]
 
 
+def test_value_tile_policy():
+    """All of V in one tile only with 16-bit operands and V <= VALUE_TILE (fp32 operands at 128 were slower)."""
+    from relin.kernels.decayed_linear_attn.triton_fwd import value_tile
+
+    assert [value_tile(v, True) for v in (16, 36, 72, 128, 129)] == [16, 64, 128, 128, 64]
+    assert [value_tile(v, False) for v in (36, 72, 128)] == [64, 64, 64]
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_whole_value_tile_matches_reference(monkeypatch, normalize):
+    """The output and dv kernels with one V tile wider than V (masked), as 16-bit inputs get on the GPU; the
+    interpreter would otherwise only run 64-wide V tiles, as it keeps fp32 operands."""
+    from relin.kernels.decayed_linear_attn import triton_bwd, triton_fwd
+
+    whole = lambda V, low: triton_fwd.block_size(V, 128)  # noqa: E731
+    monkeypatch.setattr(triton_fwd, "value_tile", whole)
+    monkeypatch.setattr(triton_bwd, "value_tile", whole)
+    inputs = low_precision_inputs(make_inputs(1, 90, heads=1, k_dim=100, v_dim=72, normalize=normalize,
+                                              initial_state=True))
+    cot = Cotangents()
+    ref = reference(inputs, normalize, cot, scale=0.3)
+    with backend("triton"):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, scale=0.3)
+    compare(ref, out)
+
+
 @pytest.mark.skipif(not CUDA, reason="LOW_OPERANDS only changes GPU code: the interpreter keeps fp32 operands")
 @pytest.mark.parametrize("low_operands", [True, False])
 @pytest.mark.parametrize("k_dim, v_dim", [(20, 36), (100, 72), (2 * K, V)])
