@@ -1,5 +1,6 @@
 # The GPU verification of the kernels, in stages that each fit one device call (<= 10 minutes):
-#   bash benchmarks/h200_check.sh tests            # ~4 min on a fresh one-H200 machine
+#   bash benchmarks/h200_check.sh tests            # 3.5 min once Triton's cache is warm; a fresh machine
+#                                                  # compiles everything first (> 9 min: run it twice, or by file)
 #   bash benchmarks/h200_check.sh dla msr          # ~4 min
 #   bash benchmarks/h200_check.sh gdn              # ~4 min (fla's and relin's autotuning on a fresh machine)
 # Logs and the benchmark JSON go to $OUT (the device tool returns them) and to benchmarks/results/.
