@@ -109,6 +109,15 @@ def reference(inputs, normalize, cotangents, **kwargs):
     return run(naive_recurrent_decayed_linear_attn, inputs, "cpu", torch.float32, normalize, cotangents, **kwargs)
 
 
+def check_against_reference(inputs, kernel_backend, normalize=False, dg_atol=ATOL, **kwargs):
+    """One shared loss through the fp32 reference on the CPU and through ``kernel_backend`` on DEVICE."""
+    cot = Cotangents()
+    ref = reference(inputs, normalize, cot, **kwargs)
+    with backend(kernel_backend):
+        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, **kwargs)
+    compare(ref, out, dg_atol=dg_atol)
+
+
 def low_precision_inputs(inputs, dtype=DTYPE):
     """Round q, k, v to the test dtype first, so the reference sees exactly what the kernel sees."""
     return {n: (x.to(dtype).float() if n in ("q", "k", "v") else x) for n, x in inputs.items()}
@@ -122,11 +131,7 @@ def low_precision_inputs(inputs, dtype=DTYPE):
 def test_chunk_matches_reference(kernel_backend, T, gate, normalize, initial_state):
     batch = 1 if T > 100 else 2  # the long case once: the interpreter and the reference loop are slow on CPU
     inputs = low_precision_inputs(make_inputs(batch, T, gate=gate, normalize=normalize, initial_state=initial_state))
-    cot = Cotangents()
-    ref = reference(inputs, normalize, cot)
-    with backend(kernel_backend):
-        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot)
-    compare(ref, out)
+    check_against_reference(inputs, kernel_backend, normalize)
 
 
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
@@ -193,11 +198,7 @@ def test_whole_value_tile_matches_reference(monkeypatch, normalize):
     monkeypatch.setattr(triton_bwd, "value_tile", whole)
     inputs = low_precision_inputs(make_inputs(1, 90, heads=1, k_dim=100, v_dim=72, normalize=normalize,
                                               initial_state=True))
-    cot = Cotangents()
-    ref = reference(inputs, normalize, cot, scale=0.3)
-    with backend("triton"):
-        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, scale=0.3)
-    compare(ref, out)
+    check_against_reference(inputs, "triton", normalize, scale=0.3)
 
 
 @pytest.mark.skipif(not CUDA, reason="LOW_OPERANDS only changes GPU code: the interpreter keeps fp32 operands")
@@ -212,11 +213,7 @@ def test_operand_policies_match_reference(monkeypatch, low_operands, k_dim, v_di
     monkeypatch.setattr(triton_fwd, "LOW_OPERANDS", low_operands)
     inputs = low_precision_inputs(make_inputs(1, 150, heads=2, k_dim=k_dim, v_dim=v_dim, gate=gate,
                                               initial_state=True))
-    cot = Cotangents()
-    ref = reference(inputs, False, cot, scale=0.3)
-    with backend("triton"):
-        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot, scale=0.3)
-    compare(ref, out)
+    check_against_reference(inputs, "triton", scale=0.3)
 
 
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
@@ -224,11 +221,7 @@ def test_operand_policies_match_reference(monkeypatch, low_operands, k_dim, v_di
 def test_gate_stress(kernel_backend, gate_logit_normalizer, mask_p):
     inputs = low_precision_inputs(make_inputs(1, 150, initial_state=True, gate_logit_normalizer=gate_logit_normalizer,
                                               mask_p=mask_p))
-    cot = Cotangents()
-    ref = reference(inputs, False, cot)
-    with backend(kernel_backend):
-        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, False, cot)
-    compare(ref, out, dg_atol=max(ATOL, 2e-4))
+    check_against_reference(inputs, kernel_backend, dg_atol=max(ATOL, 2e-4))
 
 
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
@@ -238,11 +231,7 @@ def test_odd_head_dims_and_custom_scale(kernel_backend, k_dim, v_dim, normalize)
     """K, V not powers of two (masked tiles), K < V, and more than one 64-wide tile along K and V."""
     inputs = low_precision_inputs(make_inputs(1, 90, heads=1, k_dim=k_dim, v_dim=v_dim, normalize=normalize,
                                               initial_state=True))
-    cot = Cotangents()
-    ref = reference(inputs, normalize, cot, scale=0.3)
-    with backend(kernel_backend):
-        out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, scale=0.3)
-    compare(ref, out)
+    check_against_reference(inputs, kernel_backend, normalize, scale=0.3)
 
 
 def unflatten_states(flat, N, normalize):
