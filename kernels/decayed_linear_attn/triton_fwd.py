@@ -4,8 +4,9 @@ Inputs are packed as [1, total tokens, H, D] with cu_seqlens (see ``chunk_index`
 positions, b is the in-chunk cumulative log decay (notes/chunked-algorithms.md §1):
 1. ``chunk_fwd_h_kernel``: the only serial pass; per (sequence, head, K-block, V-block) it walks the
    chunks, stores the state entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V.
-   It takes b = cumsum of g inside each chunk (fp32) itself and stores it for the kernels after it: a
-   separate cumsum launch cost more host time than its 5 µs on the H200, where fwd+bwd is host-bound.
+   It takes b = cumsum of g inside each chunk (fp32) itself and stores it for the kernels after it: one
+   launch fewer (H200 host time per forward 0.41 -> 0.37 ms) for a slower serial loop (0.22 -> 0.28 ms at
+   (1, 16K, 16, 256, 128); benchmarks/notes/dla-msr-h200.md, session 5).
 2. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
 
 Precision with 16-bit inputs: products of raw inputs (Q Kᵀ) run in the input dtype; the states h are
@@ -54,9 +55,10 @@ def operand(x, raw, LOW: tl.constexpr):
 # LOW_STATES stores the per-chunk states h and dh in the input dtype (fp32 accumulation either way);
 # LOW_OPERANDS rounds computed dot operands (decayed V, K, Q and score tiles) to the input dtype instead of
 # tf32. STATE_TILE is the K and V tile of the two serial state passes; KEY_TILE the K tile of dq, dk;
-# VALUE_TILE the V tile of the output and dv with 16-bit operands (see ``value_tile``). SAVE_STATES keeps the forward's h for the backward instead
-# of recomputing it (memory: T/64 · H · K · V elements). The CPU interpreter (triton 3.9) truncates fp32 to
-# bf16 where the GPU rounds to nearest, so under it states and operands stay fp32.
+# VALUE_TILE the V tile of the output and dv with 16-bit operands (see ``value_tile``). SAVE_STATES keeps
+# the forward's h for the backward instead of recomputing it (memory: T/64 · H · K · V elements). The CPU
+# interpreter (triton 3.9) truncates fp32 to bf16 where the GPU rounds to nearest, so under it states and
+# operands stay fp32.
 # LOW_OPERANDS_MIN_K: below it, 16-bit operands hit the Triton 3.4-3.7.0 Hopper miscompile of fla #640 (dk
 # 79-114% off at K = 20 on the H200; every K with 64-wide tiles passed; fp32 operands pass everywhere).
 # Measured gains at (1, 16K, 16, K=256, V=128) and the history: benchmarks/notes/dla-msr-h200.md.
