@@ -2,6 +2,7 @@
 
     snakemake --cores 2                                              # the default ("tiny") config
     snakemake --cores 2 --configfile workflow/configs/smoke.yaml     # CI: every rule, a few steps each
+    snakemake --cores 2 --config 'teacher={train: {lr: 0.003}}'      # one value changed (typed)
 """
 import json
 import os
@@ -10,23 +11,30 @@ import sys
 from snakemake.utils import validate
 
 from relin import tracking
-from relin.config import deep_merge, params_from_mapping, read_yaml
-from relin.errors import ConfigError
+from relin.config import deep_merge, load_layers, read_yaml, typed_overrides
+from relin.errors import ConfigError, UserError
+from relin.pipeline import Pipeline
+from relin.preflight import check as preflight
 
-# relin's strict check first: a missing or bad params.yaml or overlay ends here with one line.
+# relin's strict check first: a missing or bad params.yaml, overlay or --config value ends here with
+# one line naming the file (or --config) and the key, before any job runs.
 try:
-    params_yaml = read_yaml("params.yaml")
+    cli_overrides = typed_overrides(workflow.config_settings.config)
+    layers = [("params.yaml", read_yaml("params.yaml"))]
+    layers += [(os.path.relpath(path), read_yaml(path)) for path in workflow.config_settings.configfiles]
+    layers += [("--config", cli_overrides)] if cli_overrides else []
+    load_layers(layers, preflight)
 except ConfigError as err:
     sys.exit(f"relin: {err}")
-try:
-    params_from_mapping(deep_merge(params_yaml, workflow.config_settings.overwrite_config))
-except ConfigError as err:
-    sys.exit(f"relin: {' + '.join(['params.yaml', *map(str, workflow.overwrite_configfiles)])}: {err}")
+# dvc.lock may record this run only when its config is params.yaml itself, as DVC reads it.
+PIPELINE = Pipeline(commits_dvc=all(deep_merge(layers[0][1], data) == layers[0][1] for _, data in layers))
 
 
 configfile: "params.yaml"
 
 
+# Snakemake reads nested --config values as strings; the typed ones replace them.
+config.update(deep_merge(config, cli_overrides))
 validate(config, "workflow/schemas/params.schema.yaml")
 
 # Tracking options reach jobs through the environment, never the command line (which would rerun jobs).
@@ -46,12 +54,15 @@ rule all:
 
 
 onstart:
-    start_pipeline_run()
+    try:
+        PIPELINE.start()
+    except UserError as err:
+        sys.exit(f"relin: {err}")
 
 
 onsuccess:
-    end_pipeline_run("FINISHED")
+    PIPELINE.end("FINISHED")
 
 
 onerror:
-    end_pipeline_run("FAILED")
+    PIPELINE.end("FAILED")

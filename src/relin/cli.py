@@ -3,6 +3,7 @@
     relin <stage> [--params params.yaml] [--overlay smoke.yaml] [--config JSON] <stage arguments>
     relin schema            write workflow/schemas/params.schema.yaml from the typed configs
     relin check-config      validate params.yaml (+ overlays) and print one line
+    relin run-job RULE TARGET...   one Snakemake job under the pipeline lock (the command of each DVC stage)
 
 A stage reads its config sections either from ``--config`` (JSON of exactly the sections it
 declares: what its Snakemake rule passes) or from ``--params`` plus overlays. User mistakes end with
@@ -33,6 +34,9 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
     schema.add_argument("--out", default="workflow/schemas/params.schema.yaml")
     check = sub.add_parser("check-config", help="validate params.yaml and overlays")
     _common(check)
+    job = sub.add_parser("run-job", help="run one Snakemake job under the pipeline lock (DVC stages call this)")
+    job.add_argument("rule", help="the Snakemake rule of the job")
+    job.add_argument("targets", nargs="+", help="the job's output files")
     for name, (_, help_text) in STAGES.items():
         p = sub.add_parser(name, help=help_text)
         _common(p)
@@ -67,10 +71,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "check-config":
             from .config import load_params
+            from .preflight import check
 
-            load_params(args.params, args.overlay)
-            print(f"{args.params}: ok")
+            load_params(args.params, args.overlay, check)
+            print(f"{' + '.join([args.params, *args.overlay])}: ok")
             return 0
+        if args.command == "run-job":
+            from .pipeline import run_job
+
+            return run_job(args.rule, args.targets)
         from .stages import load_stage
 
         stage = load_stage(args.command)
@@ -79,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as err:
         print(f"relin {args.command}: error: {err}", file=sys.stderr)
         return err.exit_code
+    except KeyboardInterrupt:
+        print(f"relin {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 import yaml
 
@@ -204,6 +204,15 @@ class TrainConfig:
         if negative:
             raise ConfigError(f"{prefix}.task_weights: expected weights >= 0, got a negative one for "
                               f"{', '.join(negative)}")
+        if self.warmup_steps > self.steps:
+            raise ConfigError(f"{prefix}.warmup_steps: expected <= steps ({self.steps}), got {self.warmup_steps}")
+        for i, (before, stage) in enumerate(zip(self.curriculum, self.curriculum[1:]), start=1):
+            if stage.until_step <= before.until_step:
+                raise ConfigError(f"{prefix}.curriculum[{i}].until_step: expected > {before.until_step} "
+                                  f"(stages in step order), got {stage.until_step}")
+            if stage.max_len < before.max_len:
+                raise ConfigError(f"{prefix}.curriculum[{i}].max_len: expected >= {before.max_len} "
+                                  f"(a length curriculum never shortens), got {stage.max_len}")
 
 
 @dataclass(kw_only=True)
@@ -217,6 +226,8 @@ class TeacherConfig:
     train: TrainConfig = option(default_factory=TrainConfig, help="teacher training")
 
     def validate(self, prefix: str) -> None:
+        if not self.archs:
+            raise ConfigError(f"{prefix}.archs: expected at least one of: {', '.join(self.models)}")
         for arch in self.archs:
             if arch not in self.models:
                 raise ConfigError(f"{prefix}.archs: {arch!r} is not a key of {prefix}.models "
@@ -279,26 +290,55 @@ def read_yaml(path: str | Path) -> dict:
         where = f" line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}:{where} not valid YAML ({getattr(err, 'problem', err)})") from None
     if data is None:
-        return {}
+        raise ConfigError(f"{path}: empty (expected a mapping of config sections, e.g. `teacher: ...`)")
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of config sections at the top level")
     return data
 
 
-def load_params(path: str | Path = "params.yaml", overlays: list[str | Path] = ()) -> Params:
-    """Read ``params.yaml`` and overlays, and build the typed config (strict)."""
-    data = read_yaml(path)
-    for overlay in overlays:
-        data = deep_merge(data, read_yaml(overlay))
+def load_layers(layers: list[tuple[str, dict]], check: Callable[[Params], None] | None = None) -> Params:
+    """Build the config of ``layers`` (``(name, mapping)``, deep-merged in order), strictly, then run
+    ``check`` (rules across sections, e.g. :func:`relin.preflight.check`) on it.
+
+    An error names the layer that introduced it: the first prefix of the layers that fails with
+    the same message (``smoke.yaml: teacher.train.stepz: unknown key``), so an overlay's typo is
+    never blamed on ``params.yaml``.
+    """
+    def load(mapping: dict) -> Params:
+        params = build(Params, mapping)
+        if check is not None:
+            check(params)
+        return params
+
+    merged: dict = {}
+    prefixes = []
+    for name, data in layers:
+        merged = deep_merge(merged, data)
+        prefixes.append((name, merged))
     try:
-        return build(Params, data)
+        return load(merged)
     except ConfigError as err:
-        raise ConfigError(f"{Path(path).name}: {err}") from None
+        message = str(err)
+    for name, partial in prefixes:
+        try:
+            load(partial)
+        except ConfigError as err:
+            if str(err) == message:
+                raise ConfigError(f"{name}: {message}") from None
+    raise ConfigError(f"{' + '.join(name for name, _ in layers)}: {message}")
 
 
-def params_from_mapping(data: dict[str, Any]) -> Params:
-    """Build from an already-merged mapping (e.g. Snakemake's ``config``)."""
-    return build(Params, data)
+def load_params(path: str | Path = "params.yaml", overlays: list[str | Path] = (),
+                check: Callable[[Params], None] | None = None) -> Params:
+    """Read ``params.yaml`` and overlays, and build the typed config (strict; see :func:`load_layers`)."""
+    return load_layers([(str(p), read_yaml(p)) for p in (path, *overlays)], check)
+
+
+def typed_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Command-line overrides (Snakemake's ``--config``) with their values read as the declared types."""
+    from .configlib import typed_strings
+
+    return typed_strings(Params, dict(overrides))
 
 
 class Sections:

@@ -11,6 +11,7 @@ Every config section is a ``@dataclass(kw_only=True)`` whose fields are declared
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Literal, get_args, get_origin
@@ -122,12 +123,40 @@ def convert(tp: Any, value: Any, key: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: expected a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ConfigError(f"{key}: expected a finite number, got {value!r}")
         return float(value)
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {value!r}")
         return value
     raise TypeError(f"unsupported config type {tp!r} at {key}")
+
+
+def typed_strings(tp: Any, value: Any) -> Any:
+    """``value`` with string leaves read as YAML where ``tp`` declares a non-string type.
+
+    Snakemake's ``--config key=VALUE`` reads a nested VALUE with YAML's base loader, so every leaf
+    arrives as a string (``{train: {lr: 0.003}}`` gives ``"0.003"``); this restores the declared
+    types. A leaf that does not read as its type stays a string, for :func:`build` to reject.
+    """
+    import yaml
+
+    origin = get_origin(tp)
+    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        hints = _type_hints(tp)
+        return {k: typed_strings(hints[k], v) if k in hints else v for k, v in value.items()}
+    if origin is dict and isinstance(value, dict):
+        return {k: typed_strings(get_args(tp)[1], v) for k, v in value.items()}
+    if origin in (list, tuple) and isinstance(value, list):
+        return [typed_strings(get_args(tp)[0], v) for v in value]
+    if isinstance(value, str) and tp is not str and not (origin is Literal and value in get_args(tp)):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        return value if parsed is None or isinstance(parsed, str) else typed_strings(tp, parsed)
+    return value
 
 
 def _check_bounds(meta: dict, value: Any, key: str) -> None:

@@ -1,4 +1,9 @@
-"""Atomic outputs and content digests: no partial artifact is ever visible under its final name."""
+"""Atomic outputs, content digests and the producer records (manifests) beside outputs.
+
+No partial artifact is ever visible under its final name: files and directories are written to a
+hidden temporary sibling (``.NAME.tmp-PID``) and renamed into place. Temporaries left by a killed
+writer are removed by the next write of the same output.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -9,7 +14,41 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
-MANIFEST = "relin-run.json"
+MANIFEST_SUFFIX = ".relin-run.json"
+# Written by Snakemake into directory outputs after a job ends: not part of the artifact's content.
+NOT_CONTENT = frozenset({".snakemake_timestamp"})
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clear_stale_temporaries(path: str | Path) -> list[Path]:
+    """Remove ``.NAME.tmp-PID`` / ``.NAME.old-PID`` siblings of ``path`` whose writer is gone."""
+    path = Path(path)
+    removed = []
+    if not path.parent.is_dir():
+        return removed
+    for kind in ("tmp", "old"):
+        for stale in path.parent.glob(f".{path.name}.{kind}-*"):
+            pid = stale.name.rpartition("-")[2]
+            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+                if stale.is_dir() and not stale.is_symlink():
+                    shutil.rmtree(stale, ignore_errors=True)
+                else:
+                    stale.unlink(missing_ok=True)
+                removed.append(stale)
+    return removed
+
+
+def _temporary(path: Path, kind: str) -> Path:
+    return path.with_name(f".{path.name}.{kind}-{os.getpid()}")
 
 
 @contextlib.contextmanager
@@ -17,7 +56,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     """Yield a temporary sibling directory; on success it replaces ``path`` in one rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    clear_stale_temporaries(path)
+    tmp = _temporary(path, "tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
@@ -25,7 +65,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    old = path.with_name(f".{path.name}.old-{os.getpid()}")
+    old = _temporary(path, "old")
     if path.exists():
         path.rename(old)
     tmp.rename(path)
@@ -35,7 +75,8 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    clear_stale_temporaries(path)
+    tmp = _temporary(path, "tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
     return path
@@ -58,10 +99,14 @@ def atomic_write_json(path: str | Path, obj: Any) -> Path:
 
 
 def digest(path: str | Path) -> str:
-    """md5 of a file, or of a directory's files (relative names and contents, sorted), like DVC."""
+    """md5 of a file, or of a directory's files (relative names and contents, sorted).
+
+    Producer (its manifest) and consumers (the inputs they record) call this one function, and
+    Snakemake's timestamp marker is left out, so both see the same digest of the same content.
+    """
     path = Path(path)
     h = hashlib.md5()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name != MANIFEST)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
     for f in files:
         if path.is_dir():
             h.update(str(f.relative_to(path)).encode())
@@ -71,15 +116,31 @@ def digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def read_manifest(path: str | Path) -> dict:
-    """The producing stage's record (run id, stage) for an artifact directory or file, if any."""
+def manifest_path(path: str | Path) -> Path:
+    """Where the producer's record of an output lives: beside it, never inside it, so a tracked
+    output holds only its deterministic content."""
     path = Path(path)
-    candidate = path / MANIFEST if path.is_dir() else path.with_name(path.name + "." + MANIFEST)
+    return path.with_name(path.name + MANIFEST_SUFFIX)
+
+
+def read_manifest(path: str | Path) -> dict:
+    """The producing stage's record (run id, stage, digest) of an output, if any."""
+    candidate = manifest_path(path)
     if candidate.is_file():
-        return json.loads(candidate.read_text())
+        try:
+            return json.loads(candidate.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
     return {}
 
 
-def manifest_path(path: str | Path) -> Path:
+def clear_orphan_manifest(path: str | Path) -> bool:
+    """Remove the manifest of ``path`` when it no longer describes it (output gone or changed)."""
+    record = manifest_path(path)
+    if not record.is_file():
+        return False
     path = Path(path)
-    return path / MANIFEST if path.is_dir() else path.with_name(path.name + "." + MANIFEST)
+    if path.exists() and read_manifest(path).get("digest") == digest(path):
+        return False
+    record.unlink(missing_ok=True)
+    return True

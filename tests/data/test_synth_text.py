@@ -99,7 +99,13 @@ def test_stage_writes_dataset_tokenizer_and_stats(tmp_path, small_config, relin)
     stats = json.loads((out / "stats.json").read_text())
     assert stats["train"]["rows"] == len(data["train"]) and stats["vocab_size"] == len(tokenizer)
     assert stats["test"]["max_len"] == max(map(len, data["test"]["input_ids"]))
-    assert (out / "relin-run.json").is_file()
+    assert "generation_s" not in stats, "a wall time would make identical data hash differently"
+    record = json.loads((tmp_path / "synth_text.relin-run.json").read_text())
+    assert record["stage"] == "synth-text" and record["generation_s"] > 0 and not (out / "relin-run.json").exists()
+    first = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code, err = relin("synth-text", "--config", config, "--out", str(out))
+    assert code == 0, err
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == first
 
 
 @pytest.mark.parametrize("bad, message", [

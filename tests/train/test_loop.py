@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from relin.config import TeacherModelConfig, TrainConfig
-from relin.errors import TrainingDiverged
+from relin.errors import InputError, TrainingDiverged
 from relin.models.teachers import build_teacher
 from relin.train.batching import StepBatches
 from relin.train.checkpoint import CheckpointDir
@@ -94,7 +94,47 @@ def test_resume_after_kill_equals_uninterrupted_run(tokenizer, tmp_path):
     assert resumed.resumed_from == 8
     torch.testing.assert_close(_params(resumed.model), _params(straight.model), rtol=1e-6, atol=1e-7)
     assert [r["loss"] for r in resumed.history] == pytest.approx([r["loss"] for r in straight.history])
-    assert [p.name for p in root.iterdir()] == ["step-000012"], "only the last checkpoint is kept"
+    assert sorted(p.name for p in root.iterdir()) == ["step-000008", "step-000012"], "the newest two are kept"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "random bytes", "trainer.json"])
+def test_unreadable_newest_checkpoint_falls_back_to_the_one_before(tokenizer, tmp_path, capsys, damage):
+    cfg = TrainConfig(steps=12, batch_size=8, lr=5e-3, warmup_steps=3, log_every=2, checkpoint_every=4)
+    straight = train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 8), cfg,
+                     checkpoint_root=tmp_path / "straight", progress=False)
+    root = tmp_path / "killed"
+    with pytest.raises(KeyboardInterrupt):
+        train(_model(tokenizer), KilledAt(calls=11), _batches(tokenizer, 8), cfg, checkpoint_root=root,
+              progress=False)
+    newest = root / "step-000008"
+    state = newest / ("trainer.json" if damage == "trainer.json" else "state.pt")
+    if damage == "truncated":
+        state.write_bytes(state.read_bytes()[:1000])
+    else:
+        state.write_bytes(torch.randint(0, 256, (4096,), dtype=torch.uint8).numpy().tobytes())
+    capsys.readouterr()
+    resumed = train(_model(tokenizer, seed=123), CrossEntropy(), _batches(tokenizer, 8), cfg,
+                    checkpoint_root=root, progress=False)
+    err = capsys.readouterr().err
+    assert f"relin: checkpoint {newest}: unreadable (" in err and f"resuming from step 4 ({root / 'step-000004'})" in err
+    assert resumed.resumed_from == 4
+    torch.testing.assert_close(_params(resumed.model), _params(straight.model), rtol=0, atol=0)
+
+
+def test_every_checkpoint_unreadable_is_one_line_naming_what_to_delete(tokenizer, tmp_path):
+    cfg = TrainConfig(steps=8, batch_size=4, lr=1e-3, warmup_steps=0, checkpoint_every=2)
+    with pytest.raises(KeyboardInterrupt):
+        train(_model(tokenizer), KilledAt(calls=7), _batches(tokenizer, 4), cfg, checkpoint_root=tmp_path,
+              progress=False)
+    for state in tmp_path.glob("step-*/state.pt"):
+        state.write_bytes(b"not a checkpoint")
+    with pytest.raises(InputError) as err:
+        train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 4), cfg, checkpoint_root=tmp_path,
+              progress=False)
+    message = str(err.value)
+    assert len(message.splitlines()) == 1
+    assert message.startswith(f"checkpoint {tmp_path / 'step-000004'}: unreadable (")
+    assert message.endswith(f"delete {tmp_path} to train from step 0")
 
 
 def test_nan_loss_raises_and_keeps_last_good_checkpoint(tokenizer, tmp_path):

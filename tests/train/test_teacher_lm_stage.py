@@ -1,13 +1,17 @@
-"""``relin teacher-lm`` end to end on a tiny dataset: outputs, resume, divergence, ZeRO-2 on 2 CPU ranks."""
+"""``relin teacher-lm`` end to end on a tiny dataset: outputs, checkpoints keyed by the run's
+identity, resume after a crash, corrupt inputs, divergence, ZeRO-2 on 2 CPU ranks."""
 import csv
 import json
 import os
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
 from relin.cli import main
+from relin.io import read_manifest
 from relin.models.teachers import load_pretrained
 from relin.train import objectives
 
@@ -19,7 +23,8 @@ MODEL = {"family": "qwen3", "hidden_size": 32, "num_hidden_layers": 1, "num_atte
 
 def _args(data, root, **train):
     config = {"teacher.models.qwen3": MODEL,
-              "teacher.train": {"steps": 6, "batch_size": 8, "checkpoint_every": 3, "log_every": 2, **train}}
+              "teacher.train": {"steps": 6, "batch_size": 8, "warmup_steps": 2, "checkpoint_every": 3,
+                                "log_every": 2, **train}}
     return ["teacher-lm", "--config", json.dumps(config), "--arch", "qwen3", "--data", str(data),
             "--out", str(root / "model"), "--history", str(root / "history.csv"),
             "--metrics", str(root / "train_metrics.json"), "--checkpoints", str(root / "ckpt")]
@@ -30,17 +35,53 @@ def _no_tracking(monkeypatch):
     monkeypatch.setenv("RELIN_TRACKING", "0")
 
 
-def test_trains_writes_outputs_and_resumes_when_rerun(toy_dataset, tmp_path):
+def _run_dirs(root):
+    return sorted(p for p in (root / "ckpt").iterdir()) if (root / "ckpt").is_dir() else []
+
+
+def test_trains_writes_deterministic_outputs_and_releases_its_checkpoints(toy_dataset, tmp_path):
     assert main(_args(toy_dataset, tmp_path)) == 0
     model = load_pretrained(str(tmp_path / "model"))
     assert model.config.vocab_size == 28 and (tmp_path / "model" / "tokenizer.json").is_file()
     rows = list(csv.DictReader(open(tmp_path / "history.csv")))
     assert [int(r["step"]) for r in rows] == [2, 4, 6]
-    assert {"loss", "lr", "grad_norm", "tokens_per_s"} <= set(rows[0])
+    assert {"loss", "lr", "grad_norm"} <= set(rows[0]) and not {"tokens_per_s", "elapsed_s"} & set(rows[0])
     metrics = json.loads((tmp_path / "train_metrics.json").read_text())
-    assert metrics["steps"] == 6 and metrics["resumed_from"] == 0
+    assert metrics["steps"] == 6 and not {"wall_s", "resumed_from"} & set(metrics)
+    record = read_manifest(tmp_path / "train_metrics.json")
+    assert record["resumed_from"] == 0 and record["wall_s"] > 0
+    assert _run_dirs(tmp_path) == [], "a finished run leaves no checkpoint behind"
+
+    outputs = {name: (tmp_path / name).read_bytes() for name in ("history.csv", "train_metrics.json")}
+    weights = (tmp_path / "model" / "model.safetensors").read_bytes()
     assert main(_args(toy_dataset, tmp_path)) == 0
-    assert json.loads((tmp_path / "train_metrics.json").read_text())["resumed_from"] == 6
+    assert read_manifest(tmp_path / "train_metrics.json")["resumed_from"] == 0, "a rerun trains from step 0"
+    assert {name: (tmp_path / name).read_bytes() for name in outputs} == outputs
+    assert (tmp_path / "model" / "model.safetensors").read_bytes() == weights
+
+
+def test_crashed_run_resumes_only_with_the_same_identity(toy_dataset, tmp_path, monkeypatch, capsys):
+    straight = tmp_path / "straight"
+    assert main(_args(toy_dataset, straight)) == 0
+    monkeypatch.setitem(objectives.OBJECTIVES, "ce", lambda: NaNAt(calls=5))
+    assert main(_args(toy_dataset, tmp_path)) == 3
+    (run_dir,) = _run_dirs(tmp_path)
+    assert [p.name for p in run_dir.glob("step-*")] == ["step-000003"]
+    identity = json.loads((run_dir / "identity.json").read_text())
+    assert set(identity) == {"config", "inputs", "code", "versions"}
+    assert identity["inputs"] == {str(toy_dataset): identity["inputs"][str(toy_dataset)]}
+    monkeypatch.undo()
+
+    assert main(_args(toy_dataset, tmp_path, lr=0.002)) == 0, "another config"
+    assert read_manifest(tmp_path / "train_metrics.json")["resumed_from"] == 0
+    assert _run_dirs(tmp_path) == [run_dir], "the crashed run's checkpoints stay for its own rerun"
+
+    capsys.readouterr()
+    assert main(_args(toy_dataset, tmp_path)) == 0
+    assert f"resuming from step 3 ({run_dir / 'step-000003'})" in capsys.readouterr().err
+    assert read_manifest(tmp_path / "train_metrics.json")["resumed_from"] == 3
+    assert (tmp_path / "model/model.safetensors").read_bytes() == (straight / "model/model.safetensors").read_bytes()
+    assert _run_dirs(tmp_path) == []
 
 
 def test_divergence_exits_3_keeps_checkpoint_and_writes_nothing(toy_dataset, tmp_path, monkeypatch, capsys):
@@ -49,7 +90,7 @@ def test_divergence_exits_3_keeps_checkpoint_and_writes_nothing(toy_dataset, tmp
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("relin teacher-lm: error: loss became nan at step 5; last good checkpoint kept at")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
-    assert [p.name for p in (tmp_path / "ckpt").iterdir()] == ["step-000003"]
+    assert [p.name for p in _run_dirs(tmp_path)[0].glob("step-*")] == ["step-000003"]
 
 
 def test_missing_data_is_one_line_error(tmp_path, capsys):
@@ -57,21 +98,28 @@ def test_missing_data_is_one_line_error(tmp_path, capsys):
     assert "no such directory (expected the output of relin synth-text)" in capsys.readouterr().err
 
 
-def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes(toy_dataset, tmp_path):
+def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes_after_a_kill(toy_dataset, tmp_path):
     env = {**os.environ, "RELIN_TRACKING": "0", "OMP_NUM_THREADS": "1"}
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
               "-m", "relin.cli"]
-    first = subprocess.run(launch + _args(toy_dataset, tmp_path, backend="deepspeed", grad_accum=2),
-                           env=env, capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    shards = sorted(p.name for p in (tmp_path / "ckpt" / "step-000006" / "zero2").glob("zero_pp_rank_*"))
-    assert shards == ["zero_pp_rank_0_mp_rank_00_optim_states.pt", "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
-    assert first.stderr.count("train: 100%") == 1, "only rank 0 shows progress"
-    metrics = json.loads((tmp_path / "train_metrics.json").read_text())
-    assert metrics["world_size"] == 2 and metrics["backend"] == "deepspeed"
-    assert len(list(csv.DictReader(open(tmp_path / "history.csv")))) == 3
-    second = subprocess.run(launch + _args(toy_dataset, tmp_path, backend="deepspeed", grad_accum=2, steps=8),
-                            env=env, capture_output=True, text=True, timeout=600)
+    argv = launch + _args(toy_dataset, tmp_path, backend="deepspeed", grad_accum=2, steps=400, checkpoint_every=5)
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and first.poll() is None and not list(tmp_path.glob("ckpt/*/step-*")):
+        time.sleep(0.05)
+    for process in [*psutil.Process(first.pid).children(recursive=True), psutil.Process(first.pid)]:
+        process.kill()  # the launcher's workers run in sessions of their own
+    first.wait(timeout=60)
+    assert not (tmp_path / "train_metrics.json").exists(), "the run finished before it could be killed"
+    step_dir = max(tmp_path.glob("ckpt/*/step-*"))
+    assert sorted(p.name for p in step_dir.glob("zero2/zero_pp_rank_*")) == [
+        "zero_pp_rank_0_mp_rank_00_optim_states.pt", "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
+
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert json.loads((tmp_path / "train_metrics.json").read_text())["resumed_from"] == 6
+    resumes = [line for line in second.stderr.splitlines() if "resuming from step" in line]
+    assert len(resumes) == 1, "rank 0 alone reports the resume"
+    metrics = json.loads((tmp_path / "train_metrics.json").read_text())
+    assert metrics["world_size"] == 2 and metrics["backend"] == "deepspeed" and metrics["steps"] == 400
+    assert read_manifest(tmp_path / "train_metrics.json")["resumed_from"] >= 5
     assert load_pretrained(str(tmp_path / "model")).config.num_hidden_layers == 1

@@ -45,9 +45,12 @@ def test_dvc_stages_mirror_the_snakemake_jobs():
     assert len(outs) == len(set(outs)), "two DVC stages declare the same output"
     teacher = stages["teacher_lm-qwen3"]
     assert teacher["params"] == ["teacher.models.qwen3", "teacher.train"]
-    assert "src/relin/stages/teacher_lm.py" in teacher["deps"] and "src/relin/train" in teacher["deps"]
-    assert teacher["cmd"].startswith("snakemake results/teacher/qwen3/model ")
-    assert teacher["cmd"].endswith("--forcerun teacher_lm --allowed-rules teacher_lm")
+    assert {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/codedeps.py"} <= set(teacher["deps"])
+    assert not any(dep.startswith(("src/relin/eval", "src/relin/report", "src/relin/data")) for dep in teacher["deps"]), \
+        "a teacher stage depends only on the code it runs"
+    assert teacher["cmd"].startswith("relin run-job teacher_lm results/teacher/qwen3/model ")
+    assert all(spec == {"persist": True} for key in ("outs", "metrics", "plots") for out in teacher[key]
+               for spec in out.values()), "DVC must never delete an output Snakemake may be reading"
 
 
 def test_dry_run_creates_nothing(tmp_path):

@@ -1,11 +1,7 @@
-"""Helpers shared by the rules: the config sections a stage reads, where models live, the parent run."""
-import hashlib
+"""Helpers shared by the rules: the config sections a stage reads and where models live."""
 import json
-import os
 import re
-import sys
 
-from relin import tracking
 from relin.config import lookup
 
 
@@ -25,47 +21,9 @@ def sections(*dotted):
     return render()
 
 
-def checkpoint_dir(root, *dotted):
-    """``root/<digest of the sections>``: a stage resumes only from checkpoints of its current config.
-
-    Training resumes from the newest checkpoint it finds; keyed by config, a changed parameter
-    starts fresh instead of resuming a finished run of the old config.
-    """
-    def render(wildcards):
-        cfg = sections(*dotted)
-        cfg = cfg(wildcards) if callable(cfg) else cfg
-        return f"{root.format(**dict(wildcards.items()))}/{hashlib.sha256(cfg.encode()).hexdigest()[:12]}"
-
-    return render
-
-
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
 LM_MODELS = {f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]}
 
 
 def lm_model(wildcards):
     return LM_MODELS[wildcards.name]
-
-
-def start_pipeline_run():
-    """Create the MLflow store and this invocation's parent run before any job starts.
-
-    Jobs inherit ``RELIN_PARENT_RUN_ID``. An id already in the environment (a caller such as a
-    test owning the parent run) is reused and left for that caller to end.
-    """
-    if os.environ.get(tracking.PARENT_ENV):
-        return
-    run_id = tracking.init_pipeline(tracking.tracking_config())
-    if run_id:
-        os.environ[tracking.PARENT_ENV] = run_id
-        OWNED_PARENT_RUNS.append(run_id)
-        print(f"relin: MLflow parent run {run_id}", file=sys.stderr)
-
-
-def end_pipeline_run(status):
-    """Terminate the parent run this invocation created (``FINISHED`` or ``FAILED``)."""
-    for run_id in OWNED_PARENT_RUNS:
-        tracking.end_pipeline(tracking.tracking_config(), run_id, status)
-
-
-OWNED_PARENT_RUNS = []

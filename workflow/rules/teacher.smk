@@ -8,7 +8,6 @@ rule teacher_lm:
         metrics="results/teacher/{arch}/train_metrics.json",
     params:
         cfg=sections("teacher.models.{arch}", "teacher.train"),
-        checkpoints=checkpoint_dir("checkpoints/teacher/{arch}", "teacher.models.{arch}", "teacher.train"),
     log:
         "logs/teacher_lm/{arch}.log",
     benchmark:
@@ -20,4 +19,4 @@ rule teacher_lm:
     shell:
         "relin teacher-lm --config {params.cfg:q} --arch {wildcards.arch} --data {input.data}"
         " --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints {params.checkpoints} > {log} 2>&1"
+        " --checkpoints checkpoints/teacher/{wildcards.arch} > {log} 2>&1"

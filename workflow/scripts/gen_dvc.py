@@ -4,18 +4,19 @@
     python workflow/scripts/gen_dvc.py --check    # exit 1 when the checked-in dvc.yaml is stale
 
 The Snakefile stays the one definition of the graph. Each stage runs its own job through Snakemake
-(``snakemake <outputs> --forcerun <rule> --allowed-rules <rule>``, targets first: the two options
-swallow the names after them), so ``dvc repro`` and ``snakemake`` execute the same command. DVC
-runs stages one at a time, so each gets all cores. A stage's DVC dependencies are its inputs, the ``.smk``
-file of its rule and the relin code its stage imports (found by following imports from
-``src/relin/stages/<stage>.py``); its params are the config sections the rule passes with
-``--config`` (the keys of that JSON are dotted ``params.yaml`` paths). JSON outputs are metrics and
-CSV outputs are plots, neither cached in ``.dvc/cache``.
+(``relin run-job <rule> <outputs>``: ``snakemake <outputs> --forcerun <rule> --allowed-rules <rule>``
+under the checkout's pipeline lock, see ``relin.pipeline``), so ``dvc repro`` and ``snakemake``
+execute the same command and never run into each other. DVC runs stages one at a time, so each gets
+all cores. A stage's DVC dependencies are its inputs, the ``.smk`` file of its rule and the relin
+source files its stage runs (``relin.codedeps``: the stage module and what it imports,
+transitively); its params are the config sections the rule passes with ``--config`` (the keys of
+that JSON are dotted ``params.yaml`` paths). JSON outputs are metrics and CSV outputs are plots; all
+outputs are cached (``dvc exp show`` reads experiments' metrics from the cache) and ``persist``:
+DVC would otherwise delete them before running a stage, under a Snakemake run that reads them.
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import shlex
 import sys
@@ -57,93 +58,32 @@ def relin_stage(job) -> str:
     return words[words.index("relin") + 1]
 
 
-def stage_module_path(stage: str, root: Path) -> Path:
-    return root / "src" / "relin" / "stages" / f"{stage.replace('-', '_')}.py"
-
-
-def _module_file(module: str, root: Path) -> Path | None:
-    parts = module.split(".")
-    if parts[0] != "relin":
-        return None
-    base = root / "kernels" if parts[1:2] == ["kernels"] else root / "src" / "relin"
-    rest = parts[2:] if parts[1:2] == ["kernels"] else parts[1:]
-    for candidate in (base.joinpath(*rest).with_suffix(".py") if rest else None, base.joinpath(*rest) / "__init__.py"):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
-
-
-def _module_name(path: Path, root: Path) -> str:
-    rel = path.relative_to(root)
-    parts = list(rel.with_suffix("").parts)
-    parts = ["relin", *parts[2:]] if parts[:2] == ["src", "relin"] else ["relin", *parts]
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def _imports(path: Path, root: Path) -> set[str]:
-    """relin modules imported anywhere in ``path`` (top level or inside functions)."""
-    package = _module_name(path, root)
-    if path.name != "__init__.py":
-        package = package.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
-    return {m for m in found if m.startswith("relin")}
-
-
 def code_deps(stage: str, root: Path) -> list[str]:
-    """Code a stage runs: its module plus every relin package or module it imports, transitively.
+    """The relin source files a stage runs (its module and everything it imports, transitively)."""
+    from relin.codedeps import SourceTree, code_files
 
-    A module inside a subpackage (``relin.train.loop``) stands for the whole subpackage directory
-    (``src/relin/train``); other stage modules are not followed.
-    """
-    start = stage_module_path(stage, root)
-    if not start.is_file():
-        raise SystemExit(f"gen_dvc: a rule calls `relin {stage}` but {start.relative_to(root)} does not exist")
-    seen, todo = {start}, [start]
-    while todo:
-        for module in _imports(todo.pop(), root):
-            path = _module_file(module, root)
-            if path is None or path in seen or (path.parent.name == "stages" and path.name != "__init__.py"):
-                continue
-            seen.add(path)
-            todo.append(path)
-    deps = set()
-    for path in seen:
-        rel = path.relative_to(root)
-        parts = rel.parts
-        if path == start:
-            deps.add(str(rel))
-        elif parts[0] == "kernels":
-            deps.add("kernels")
-        elif len(parts) > 3 and parts[2] != "stages":
-            deps.add("/".join(parts[:3]))
-        elif parts != ("src", "relin", "__init__.py"):
-            deps.add(str(rel))
-    return sorted(deps)
+    module = f"relin.stages.{stage.replace('-', '_')}"
+    try:
+        files = code_files(module, SourceTree.checkout(root))
+    except ValueError:
+        raise SystemExit(f"gen_dvc: a rule calls `relin {stage}` but {module} does not exist") from None
+    return [str(path.relative_to(root)) for path in files]
 
 
 def dvc_stage(job, root: Path) -> dict:
     rule = job.rule
     outputs = [str(path) for path in job.output]
-    cmd = " ".join(["snakemake", *outputs, "--cores", "all", "--forcerun", rule.name,
-                    "--allowed-rules", rule.name])
+    cmd = " ".join(["relin", "run-job", rule.name, *outputs])
     smk = str(Path(rule.snakefile).resolve().relative_to(root))
     stage: dict = {"cmd": cmd, "deps": [*map(str, job.input), smk, *code_deps(relin_stage(job), root)]}
     if "cfg" in job.params.keys():
         stage["params"] = list(json.loads(job.params.cfg))
-    outs = [path for path in outputs if not path.endswith((".json", ".csv"))]
-    metrics = [{path: {"cache": False}} for path in outputs if path.endswith(".json")]
-    plots = [{path: {"cache": False}} for path in outputs if path.endswith(".csv")]
+    def kept(path: str) -> dict:
+        return {path: {"persist": True}}  # Snakemake, not DVC, decides what to delete (module docstring)
+
+    outs = [kept(path) for path in outputs if not path.endswith((".json", ".csv"))]
+    metrics = [kept(path) for path in outputs if path.endswith(".json")]
+    plots = [kept(path) for path in outputs if path.endswith(".csv")]
     for key, value in (("outs", outs), ("metrics", metrics), ("plots", plots)):
         if value:
             stage[key] = value

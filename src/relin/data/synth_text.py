@@ -31,6 +31,21 @@ def filler_perplexity_floor(cfg: DataConfig, tokenizer) -> float:
     return FillerLanguage(cfg.filler.vocab_size).perplexity_floor(lambda word: len(encoder.word(word)))
 
 
+def longest_answer_tokens(cfg: DataConfig) -> dict[str, int]:
+    """Tokens of the longest gold answer each generated task family can have, from the config alone.
+
+    NIAH answers are ``value_digits``-digit values (multi-query: all ``num_keys`` of them, joined by
+    ``", "``); an arithmetic answer is at most ``max_operand * (max(steps) + 1)`` (every step adds).
+    Digits and punctuation are in every tokenizer's vocabulary, so no words are needed to count them.
+    """
+    encoder = WordEncoder(build_tokenizer(cfg.tokenizer, []))
+    value = "9" * cfg.niah.value_digits
+    niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys)}
+    answers = {f"niah_{family}": niah[family] for family in cfg.niah.families}
+    answers["arithmetic"] = str(cfg.arithmetic.max_operand * (max(cfg.arithmetic.steps) + 1))
+    return {task: len(encoder.ids(answer)) for task, answer in answers.items()}
+
+
 def _rng(seed: int, *stream: object) -> np.random.Generator:
     tag = zlib.crc32("/".join(map(str, stream)).encode())
     return np.random.default_rng([seed, tag])

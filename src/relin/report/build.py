@@ -35,9 +35,10 @@ def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_leng
 
 
 def _source(path: Path) -> str:
-    """The input path and, when tracked, the stage run that produced it (from its manifest)."""
+    """The input path and the stage that produced it (from its manifest). Run ids stay in MLflow
+    (the report run's inputs name them): the report holds only what its inputs determine."""
     producer = read_manifest(path)
-    return f"{path} ({producer['stage']} run {producer['run_id']})" if producer.get("run_id") else str(path)
+    return f"{path} ({producer['stage']})" if producer.get("stage") else str(path)
 
 
 def build_report(title: str, evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],

@@ -44,12 +44,11 @@ def niah_depth_table(by_length: list[NamedRows]) -> Table:
 
 def training_table(histories: list[NamedRows]) -> Table:
     """One row per training run: its last logged step."""
-    extra = [c for c in ("accuracy", "lr", "tokens_per_s", "elapsed_s")
-             if any(c in h.rows[-1] for h in histories if h.rows)]
+    extra = [c for c in ("accuracy", "lr") if any(c in h.rows[-1] for h in histories if h.rows)]
     rows = []
     for h in histories:
         last = h.rows[-1] if h.rows else {}
         rows.append([h.name, last.get("step"), last.get("loss"), *(last.get(c) for c in extra)])
     return Table(title="Last logged training step", columns=["run", "step", "loss", *extra], rows=rows, digits=4,
-                 formats={"lr": ".2e", "tokens_per_s": ".0f", "elapsed_s": ".1f"},
+                 formats={"lr": ".2e"},
                  note="The last logged row of each history.csv.")

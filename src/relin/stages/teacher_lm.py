@@ -2,10 +2,15 @@
 tasks (all task families mixed, next-token cross-entropy on the labelled tokens), or resolve a
 pretrained checkpoint when the model config names one.
 
-Outputs (rank 0 only, each written atomically): the model directory (``save_pretrained``,
-safetensors, plus the tokenizer), ``history.csv`` (one row per logged step) and
-``train_metrics.json``. Checkpoints go under ``--checkpoints``; rerunning the same command after a
-kill resumes from the newest one. Launch with ``torchrun``/``deepspeed`` for several processes.
+Outputs (rank 0 only, each written atomically, deterministic for the same inputs, code and
+machine): the model directory (``save_pretrained``, safetensors, plus the tokenizer),
+``history.csv`` (one row per logged step) and ``train_metrics.json``. Wall time, throughput and the
+step a run resumed from go to MLflow and the outputs' manifests, not into the outputs.
+
+Checkpoints go under ``--checkpoints``, in a directory keyed by the run's config, data digest and
+code (:func:`~relin.train.checkpoint.run_identity`); rerunning the same command after a kill resumes
+from the newest readable one, and a finished run removes them. Launch with ``torchrun``/``deepspeed``
+for several processes.
 """
 from __future__ import annotations
 
@@ -29,10 +34,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoints", required=True, help="checkpoint root (resumed from when present)")
 
 
+# Per-step columns that measure the machine, not the model: logged to MLflow, kept out of history.csv.
+TIMING_COLUMNS = ("tokens_per_s", "elapsed_s")
+
+
 def history_columns(rows: list[dict]) -> list[str]:
-    """Every key the history rows carry, in first-seen order (the default header when empty)."""
-    return list(dict.fromkeys(key for row in rows for key in row)) or ["step", "loss", "lr", "grad_norm",
-                                                                      "tokens_per_s"]
+    """Every non-timing key the history rows carry, in first-seen order (the default header when empty)."""
+    keys = dict.fromkeys(key for row in rows for key in row if key not in TIMING_COLUMNS)
+    return list(keys) or ["step", "loss", "lr", "grad_norm"]
 
 
 def load_train_rows(data: Path):
@@ -60,6 +69,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..models.teachers import build_teacher, load_pretrained, load_tokenizer
     from ..tracking import stage_run
     from ..train.batching import StepBatches
+    from ..train.checkpoint import release, run_directory, run_identity
     from ..train.distributed import barrier, dist_env
     from ..train.loop import train
     from ..train.objectives import build_objective
@@ -96,11 +106,12 @@ def run(args: argparse.Namespace, sections) -> None:
                                   curriculum=train_cfg.curriculum, tasks=tasks,
                                   task_weights=train_cfg.task_weights, bucket_by_length=train_cfg.bucket_by_length,
                                   rank=env.rank, world_size=env.world_size)
+            run_dir = run_directory(args.checkpoints, run_identity(sections.raw, [data], __name__), env)
             result = train(model, build_objective("ce"), batches, train_cfg,
-                           checkpoint_root=args.checkpoints, tracker=tracker, env=env)
+                           checkpoint_root=run_dir, tracker=tracker, env=env)
             model, history = result.model, result.history
-            summary = {"steps": result.steps, "final_loss": result.final_loss, "wall_s": result.wall_s,
-                       "resumed_from": result.resumed_from, "world_size": env.world_size,
+            tracker.record({"wall_s": round(result.wall_s, 2), "resumed_from": result.resumed_from})
+            summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
                        "backend": train_cfg.backend,
                        "final_accuracy": history[-1].get("accuracy") if history else None}
         if env.is_main:
@@ -108,7 +119,10 @@ def run(args: argparse.Namespace, sections) -> None:
             with atomic_dir(args.out) as tmp:
                 model.save_pretrained(tmp, safe_serialization=True)
                 tokenizer.save_pretrained(tmp)
-            atomic_write_csv(args.history, history, history_columns(history))
+            columns = history_columns(history)
+            atomic_write_csv(args.history, [{k: row.get(k) for k in columns} for row in history], columns)
             atomic_write_json(args.metrics, summary)
             tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float))})
+        if not model_cfg.pretrained:
+            release(run_dir, env)
     barrier()

@@ -1,15 +1,25 @@
-"""Resumable checkpoints: one directory per saved step, published atomically, only the last kept.
+"""Resumable checkpoints: keyed by everything that determines the run, published atomically.
 
-Layout under the run's checkpoint root::
+A training run's checkpoints live in ``<root>/<key>/``, where the key digests the run's identity:
+its config sections, the digests of the artifacts it reads and the digest of the code it runs
+(:func:`run_identity`). A rerun after a kill finds its own checkpoints and resumes; a run with any
+other input, parameter or code starts from step 0, because its key names another directory. When
+a run has written its outputs it removes its checkpoints (:func:`release`): they exist only to
+survive a kill, and a finished run's checkpoint can never stand in for a new run.
 
-    step-000200/          the latest complete checkpoint (backend files + trainer.json)
-    .staging-000400/      being written; renamed to step-000400 once every rank has finished
+Layout of one run's directory::
 
-A kill while writing leaves only a staging directory, which the next save clears; the previous
-``step-*`` directory stays valid until the new one is in place.
+    identity.json         what the key digests (for people)
+    step-000200/          a complete checkpoint (backend files + trainer.json); the newest two are kept
+    step-000400/
+    .staging-000600/      being written; renamed to step-000600 once every rank has finished
+
+A kill while writing leaves only a staging directory, which the next save clears. A checkpoint that
+cannot be read (truncated, corrupt) is skipped for the one before it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -26,21 +36,64 @@ from .distributed import DistEnv, barrier
 
 STEP_DIR = re.compile(r"^step-(\d+)$")
 TRAINER_STATE = "trainer.json"
+IDENTITY = "identity.json"
+KEEP = 2
+
+
+def run_identity(config: dict[str, Any], inputs: list[str | Path], code_module: str) -> dict[str, Any]:
+    """What determines a training run's result: config sections, input digests, code, library versions."""
+    import platform
+
+    import transformers
+
+    from ..codedeps import code_digest
+    from ..io import digest
+
+    return {"config": config, "inputs": {str(path): digest(path) for path in inputs},
+            "code": {code_module: code_digest(code_module)},
+            "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                         "transformers": transformers.__version__}}
+
+
+def run_key(identity: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def run_directory(root: str | os.PathLike, identity: dict[str, Any], env: DistEnv) -> Path:
+    """``root/<key of identity>``, with ``identity.json`` written (rank 0) for whoever looks inside."""
+    path = Path(root) / run_key(identity)
+    if env.is_main:
+        path.mkdir(parents=True, exist_ok=True)
+        if not (path / IDENTITY).is_file():
+            (path / IDENTITY).write_text(json.dumps(identity, indent=2, sort_keys=True, default=str) + "\n")
+    barrier()
+    return path
+
+
+def release(run_dir: str | os.PathLike, env: DistEnv) -> None:
+    """Remove a finished run's checkpoints (rank 0, after its outputs are written)."""
+    barrier()
+    if env.is_main:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 class CheckpointDir:
-    """The checkpoint root of one training run."""
+    """The checkpoint directory of one training run."""
 
     def __init__(self, root: str | os.PathLike, env: DistEnv):
         self.root, self.env = Path(root), env
 
-    def latest(self) -> tuple[int, Path] | None:
-        """``(step, directory)`` of the newest complete checkpoint, if any."""
+    def complete(self) -> list[tuple[int, Path]]:
+        """``(step, directory)`` of every complete checkpoint, newest first."""
         if not self.root.is_dir():
-            return None
+            return []
         found = [(int(m.group(1)), p) for p in self.root.iterdir()
                  if (m := STEP_DIR.match(p.name)) and (p / TRAINER_STATE).is_file()]
-        return max(found) if found else None
+        return sorted(found, reverse=True)
+
+    def latest(self) -> tuple[int, Path] | None:
+        complete = self.complete()
+        return complete[0] if complete else None
 
     def staging(self, step: int) -> Path:
         """A fresh directory that every rank writes its part of the checkpoint into."""
@@ -53,16 +106,15 @@ class CheckpointDir:
         return path
 
     def publish(self, step: int, staging: Path, trainer_state: dict[str, Any]) -> Path:
-        """Make ``staging`` the latest checkpoint (rank 0 renames), then drop older ones."""
+        """Make ``staging`` the latest checkpoint (rank 0 renames), then drop all but the newest ``KEEP``."""
         barrier()
         final = self.root / f"step-{step:06d}"
         if self.env.is_main:
             (staging / TRAINER_STATE).write_text(json.dumps(trainer_state))
             shutil.rmtree(final, ignore_errors=True)
             staging.rename(final)
-            for p in self.root.iterdir():
-                if STEP_DIR.match(p.name) and p != final:
-                    shutil.rmtree(p, ignore_errors=True)
+            for _, old in self.complete()[KEEP:]:
+                shutil.rmtree(old, ignore_errors=True)
         barrier()
         return final
 
@@ -71,8 +123,7 @@ class CheckpointDir:
         try:
             return json.loads((path / TRAINER_STATE).read_text())
         except (OSError, json.JSONDecodeError) as err:
-            raise InputError(f"checkpoint {path}: unreadable {TRAINER_STATE} ({err}); delete the "
-                             f"directory to start over") from None
+            raise InputError(f"checkpoint {path / TRAINER_STATE}: unreadable ({err})") from None
 
 
 def rng_state() -> dict[str, Any]:

@@ -57,12 +57,39 @@ def make_engine(model: torch.nn.Module, cfg, env: DistEnv, device: torch.device)
     return TorchEngine(model, cfg, lr_fn, env, device, bf16)
 
 
+def resume(engine, checkpoints: CheckpointDir, device: torch.device, env: DistEnv) -> tuple[dict, Path] | None:
+    """Load the newest checkpoint every rank can read: ``(trainer state, directory)``, or ``None``.
+
+    An unreadable checkpoint (truncated, corrupt) is reported in one line and the one before it is
+    tried; when none loads, the run stops with one line saying what to delete.
+    """
+    candidates, reason = checkpoints.complete(), ""
+    for _, path in candidates:
+        try:
+            state = checkpoints.trainer_state(path)
+            engine.load(path)
+            failed = 0.0
+        except Exception as err:  # noqa: BLE001 - any failure to load means this checkpoint is unusable
+            failed, reason = 1.0, (str(err).strip().splitlines() or [type(err).__name__])[0]
+        if all_reduce_sum(torch.tensor(failed, device=device)).item() == 0:
+            if env.is_main:
+                print(f"resuming from step {state['step']} ({path})", file=sys.stderr)
+            return state, path
+        if env.is_main:
+            print(f"relin: checkpoint {path}: unreadable ({reason}); trying an earlier one", file=sys.stderr)
+    if candidates:
+        raise InputError(f"checkpoint {candidates[-1][1]}: unreadable ({reason}), like every later one; delete "
+                         f"{checkpoints.root} to train from step 0")
+    return None
+
+
 def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cfg, *,
           checkpoint_root: str | Path, tracker: NullTracker | None = None, env: DistEnv | None = None,
           progress: bool = True) -> TrainResult:
     """Train ``model`` for ``cfg.steps`` optimizer steps (:class:`~relin.config.TrainConfig`).
 
-    Resumes from the newest checkpoint under ``checkpoint_root`` when there is one. Returns the
+    Resumes from the newest readable checkpoint under ``checkpoint_root`` (a run's keyed directory,
+    :func:`~relin.train.checkpoint.run_directory`) when there is one. Returns the
     unwrapped model (on the training device) and the logged history (one row per ``log_every``).
     """
     env = env or dist_env()
@@ -77,13 +104,9 @@ def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cf
     checkpoints = CheckpointDir(checkpoint_root, env)
 
     start, history, wall_before, last_saved = 0, [], 0.0, None
-    if (latest := checkpoints.latest()) is not None:
-        state = checkpoints.trainer_state(latest[1])
-        if state["step"] > cfg.steps:
-            raise InputError(f"checkpoint {latest[1]}: from step {state['step']}, beyond steps={cfg.steps}; "
-                             f"delete {checkpoint_root} to train from scratch")
-        engine.load(latest[1])
-        start, history, wall_before, last_saved = state["step"], state["history"], state["wall_s"], latest[1]
+    if (resumed := resume(engine, checkpoints, device, env)) is not None:
+        state, last_saved = resumed
+        start, history, wall_before = state["step"], state["history"], state["wall_s"]
 
     from tqdm import tqdm
 

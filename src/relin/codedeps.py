@@ -1,0 +1,99 @@
+"""The relin source a module runs: the module, every relin module it imports (transitively, at the
+top level or inside functions) and the ``__init__.py`` of their packages.
+
+Two consumers share this one walk: ``workflow/scripts/gen_dvc.py`` lists these files as a DVC
+stage's code dependencies, and a training stage keys its checkpoints on their digest
+(:func:`code_digest`), so a code change both reruns the stage and restarts its training from step 0.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SourceTree:
+    """Where ``relin`` (``src/relin``) and ``relin.kernels`` (``kernels/``) live."""
+
+    package: Path
+    kernels: Path
+
+    @classmethod
+    def installed(cls) -> "SourceTree":
+        spec = importlib.util.find_spec("relin.kernels")
+        return cls(Path(__file__).resolve().parent, Path(next(iter(spec.submodule_search_locations))).resolve())
+
+    @classmethod
+    def checkout(cls, root: Path) -> "SourceTree":
+        return cls(root / "src" / "relin", root / "kernels")
+
+    def module_file(self, module: str) -> Path | None:
+        parts = module.split(".")
+        if parts[0] != "relin":
+            return None
+        base, rest = (self.kernels, parts[2:]) if parts[1:2] == ["kernels"] else (self.package, parts[1:])
+        candidates = [base.joinpath(*rest).with_suffix(".py")] if rest else []
+        candidates.append(base.joinpath(*rest) / "__init__.py")
+        return next((c for c in candidates if c.is_file()), None)
+
+    def module_name(self, path: Path) -> str:
+        base, prefix = ((self.kernels, ["relin", "kernels"]) if path.is_relative_to(self.kernels)
+                        else (self.package, ["relin"]))
+        parts = prefix + list(path.relative_to(base).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, tree: SourceTree) -> set[str]:
+    """relin modules imported anywhere in ``path``, with the packages that contain them."""
+    name = tree.module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return {m for m in found if m.startswith("relin")}
+
+
+def _packages(module: str) -> list[str]:
+    """The packages Python imports before ``module``: ``relin.train.loop`` -> relin, relin.train."""
+    parts = module.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def code_files(module: str, tree: SourceTree | None = None) -> list[Path]:
+    """Every relin source file ``module`` runs, sorted; other stage modules are not followed."""
+    tree = tree or SourceTree.installed()
+    start = tree.module_file(module)
+    if start is None:
+        raise ValueError(f"{module}: no such relin module under {tree.package}")
+    stages = tree.package / "stages"
+    seen, todo = {start}, [start]
+    while todo:
+        path = todo.pop()
+        for imported in _imports(path, tree) | set(_packages(tree.module_name(path))):
+            path = tree.module_file(imported)
+            if path is None or path in seen or (path.parent == stages and path.name != "__init__.py"):
+                continue
+            seen.add(path)
+            todo.append(path)
+    return sorted(seen)
+
+
+def code_digest(module: str, tree: SourceTree | None = None) -> str:
+    """sha256 of the names and contents of :func:`code_files` of ``module``."""
+    tree = tree or SourceTree.installed()
+    h = hashlib.sha256()
+    for path in code_files(module, tree):
+        h.update(tree.module_name(path).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
