@@ -1,79 +1,79 @@
-"""Chunked decayed linear attention: Triton forward and backward on GPU, chunked PyTorch on CPU.
+"""Chunked decayed linear attention: the public op. Triton forward and backward on CUDA tensors
+(``triton_fwd``, ``triton_bwd``), the chunked PyTorch form on CPU tensors (``torch_chunk``).
 
 S_t = exp(g_t) S_{t-1} + k_t v_tᵀ, o_t = scale · S_tᵀ q_t (notes/chunked-algorithms.md §1; Hedgehog with
-g = None, Mamba-2/SSD with g = dt·A), optionally normalized by q_t·z_t (see ``inputs``).
+g = None and normalize, Mamba-2/SSD with g = dt·A), optionally normalized by q_t·z_t + eps.
 """
 from __future__ import annotations
 
 import torch
 
 from ..common.backend import use_triton
-from .chunk_index import build_chunk_index
-from .inputs import per_sequence, prepare, unpack_normalizer
+from ..common.chunk_tables import chunk_tables
+from .ref import check_inputs, default_scale, pack_normalizer, per_sequence, unpack_normalizer
 from .torch_chunk import chunk_decayed_linear_attn_torch
-from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv
-from . import triton_fwd
-from .triton_fwd import CHUNK_SIZE, chunk_fwd_h, chunk_fwd_o
+from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv, normalizer_grad
+from .triton_fwd import chunk_cumsum, chunk_fwd_h, chunk_fwd_o
 
 
 class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
-    """Packed inputs: q, k [1, T, H, K], v [1, T, H, V] (one dtype), g [1, T, H] fp32 or None,
-    initial_state [N, H, K, V] fp32 or None. Returns o [1, T, H, V] (out_dtype) and the fp32 final state.
-
-    ``fp32_backward`` (the normalized form): the incoming gradient of the packed [numerator, denominator]
-    output is [do/d, -(do·o)/d], whose two parts cancel in every product with [v, 1] down to do·(v - o)/d.
-    Near a sequence start o ≈ v, so rounding do to 16 bits (or tf32 products) leaves errors of order
-    |do·v|/d against a true value ~1e-6/d smaller: dq at T = 1 came out 8x its own size. The backward then
-    runs on fp32 operands with fp32-accurate products (``dot_args(precise=True)``) and fp32 states.
-    """
+    """Packed inputs: q, k [1, T, H, K], v [1, T, H, V] (one dtype), g [1, T, H] fp32 or None, initial state
+    S_0 [N, H, K, V] and (normalized) z_0 [N, H, K] fp32 or None, the call's ``ChunkTables``.
+    Returns o [1, T, H, V] in q's dtype and the final S and z in fp32 (or None)."""
 
     @staticmethod
-    def forward(ctx, q, k, v, g, scale, initial_state, output_final_state, index, out_dtype, fp32_backward):
-        h, final_state, gc = chunk_fwd_h(k, v, g, initial_state, output_final_state, index)
-        o = chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype)
-        # gc rather than g: no cumsum to redo in the backward, whose host time per call rivals its kernels' time
-        ctx.save_for_backward(q, k, v, gc, initial_state, h if triton_fwd.SAVE_STATES else None)
-        ctx.scale, ctx.index, ctx.fp32_backward = scale, index, fp32_backward
-        return o, final_state
+    def forward(ctx, q, k, v, g, scale, h0, z0, output_final_state, normalize, tables):
+        gc = chunk_cumsum(g, tables) if g is not None else None
+        h, z, ht, zt = chunk_fwd_h(k, v, gc, h0, z0, output_final_state, normalize, tables)
+        o, o32, rden = chunk_fwd_o(q, k, v, gc, h, z, scale, normalize, any(ctx.needs_input_grad), tables)
+        ctx.save_for_backward(q, k, v, gc, h, z, o32, rden)
+        ctx.scale, ctx.normalize, ctx.tables, ctx.has_h0 = scale, normalize, tables, h0 is not None
+        return o, ht, zt
 
     @staticmethod
-    def backward(ctx, do, dht):
-        q, k, v, gc, initial_state, h = ctx.saved_tensors
-        scale, index, precise = ctx.scale, ctx.index, ctx.fp32_backward
-        input_dtype = q.dtype
-        if precise:
-            q, k, v, h = q.float(), k.float(), v.float(), None
-        do = do.to(q.dtype).contiguous()
-        dht = dht.float().contiguous() if dht is not None else None
-        if h is None:
-            h, _, _ = chunk_fwd_h(k, v, gc, initial_state, False, index, precise, cumsum=False)
-        dh, dh0 = chunk_bwd_dh(q, do, gc, dht, initial_state is not None, scale, index, precise)
-        dv = chunk_bwd_dv(q, k, do, gc, dh, scale, index, precise)
-        dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, scale, index, precise)
-        dq, dk, dv = (x.to(input_dtype) for x in (dq, dk, dv))
-        return dq, dk, dv, dg, None, dh0, None, None, None, None
+    def backward(ctx, do, dht, dzt):
+        q, k, v, gc, h, z, o32, rden = ctx.saved_tensors
+        scale, tables = ctx.scale, ctx.tables
+        do = do.contiguous()
+        dht = dht.contiguous() if dht is not None else None
+        dzt = dzt.contiguous() if dzt is not None and ctx.normalize else None
+        dd = normalizer_grad(do, o32, rden) if ctx.normalize else None
+        dh, dz, dh0, dz0 = chunk_bwd_dh(q, do, gc, rden, dd, dht, dzt, ctx.has_h0, scale, ctx.normalize, tables)
+        dv = chunk_bwd_dv(q, k, do, gc, rden, dh, scale, tables)
+        dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables)
+        return dq, dk, dv, dg, None, dh0, dz0, None, None, None
 
 
-def _triton_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize):
-    B, T, H, K = q.shape
-    index = build_chunk_index(B, T, cu_seqlens, CHUNK_SIZE, q.device)
-    packed = [x.reshape(1, B * T, *x.shape[2:]).contiguous() for x in (q, k, v)]
+def _triton_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize):
+    B, T, H, _ = q.shape
+    tables = chunk_tables(B, T, bounds, q.device)
+    q, k, v = (x.reshape(1, B * T, H, x.shape[-1]).contiguous() for x in (q, k, v))
     g = g.float().reshape(1, B * T, H).contiguous() if g is not None else None
-    initial_state = initial_state.float().contiguous() if initial_state is not None else None
-    o, final_state = ChunkDecayedLinearAttnFunction.apply(*packed, g, scale, initial_state, output_final_state,
-                                                          index, out_dtype, normalize)
+    h0 = z0 = None
+    if initial_state is not None:
+        h0, z0 = initial_state if normalize else (initial_state, None)
+        h0 = h0.float().contiguous()
+        z0 = z0.float().contiguous() if z0 is not None else None
+    o, ht, zt = ChunkDecayedLinearAttnFunction.apply(q, k, v, g, scale, h0, z0, output_final_state, normalize,
+                                                     tables)
+    final_state = ((ht, zt) if normalize else ht) if output_final_state else None
     return o.reshape(B, T, H, -1), final_state
 
 
-def _torch_core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize):
-    # fp32 throughout, so the normalized gradient's cancellation (see the Function) costs nothing here
+def _torch_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize):
+    # fp32 throughout, so the normalizer packed as an extra value column costs no accuracy here
+    if normalize:
+        v, initial_state = pack_normalizer(v, initial_state)
     o, final_state = per_sequence(lambda q, k, v, g, s: chunk_decayed_linear_attn_torch(q, k, v, g, scale, s),
-                                  q, k, v, g, initial_state, cu_seqlens)
-    return o.to(out_dtype), (final_state if output_final_state else None)
+                                  q, k, v, g, initial_state, bounds)
+    final_state = final_state if output_final_state else None
+    if normalize:
+        return unpack_normalizer(o, final_state, q.dtype)
+    return o.to(q.dtype), final_state
 
 
 def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, initial_state=None,
-                              output_final_state=False, cu_seqlens=None):
+                              output_final_state=False, cu_seqlens=None, backend=None):
     """Decayed linear attention over whole sequences.
 
     Args:
@@ -83,13 +83,14 @@ def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, init
         normalize: divide by q_t·z_t + 1e-6 with z_t = exp(g_t) z_{t-1} + k_t.
         initial_state: S [N, H, K, V], or (S, z [N, H, K]) when ``normalize``; N = B, or sequences in cu_seqlens.
         output_final_state: also return the state after the last token (fp32, same structure).
-        cu_seqlens: LongTensor [N+1] of packed sequence offsets (B must be 1).
+        cu_seqlens: LongTensor [N+1] of packed sequence offsets (B must be 1). Read on the host once per call: on
+            the CPU it costs no device synchronization.
+        backend: "auto" (Triton on CUDA tensors, PyTorch on CPU), "triton" or "torch". Default: the environment
+            variable RELIN_KERNEL_BACKEND, else "auto".
     Returns:
         o [B, T, H, V] in q's dtype, and the final state or None.
     """
-    k, v, scale, initial_state, out_dtype = prepare(q, k, v, g, scale, normalize, initial_state, cu_seqlens)
-    core = _triton_core if use_triton(q) else _torch_core
-    o, final_state = core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype, normalize)
-    if normalize:
-        o, final_state = unpack_normalizer(o, final_state, q.dtype)
-    return o, final_state
+    bounds = check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
+    k, v = k.to(q.dtype), v.to(q.dtype)
+    core = _triton_core if use_triton(q, backend) else _torch_core
+    return core(q, k, v, g, default_scale(q, scale, normalize), initial_state, output_final_state, bounds, normalize)

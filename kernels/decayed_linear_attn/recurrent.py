@@ -11,7 +11,8 @@ import triton
 import triton.language as tl
 
 from ..common.backend import use_triton
-from .inputs import per_sequence, prepare, unpack_normalizer
+from ..common.chunk_tables import chunk_tables
+from .ref import check_inputs, default_scale, pack_normalizer, per_sequence, unpack_normalizer
 
 
 @triton.jit
@@ -44,12 +45,11 @@ def fused_recurrent_fwd_kernel(q, k, v, g, o, h0, ht, cu_seqlens, scale,
         tl.store(ht + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_h, mask=m_kv)
 
 
-def _triton_recurrent(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
+def _triton_recurrent(q, k, v, g, scale, initial_state, output_final_state, bounds, out_dtype):
     B, T, H, K = q.shape
     V = v.shape[-1]
-    if cu_seqlens is None:
-        cu_seqlens = torch.arange(0, B + 1, device=q.device, dtype=torch.int64) * T
-    N = len(cu_seqlens) - 1
+    tables = chunk_tables(B, T, bounds, q.device)
+    N = tables.num_seqs
     q, k, v = (x.reshape(1, B * T, H, -1).contiguous() for x in (q, k, v))
     g = g.reshape(1, B * T, H).contiguous() if g is not None else None
     h0 = initial_state.float().contiguous() if initial_state is not None else None
@@ -57,7 +57,7 @@ def _triton_recurrent(q, k, v, g, scale, initial_state, output_final_state, cu_s
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=q.device) if output_final_state else None
     BK, BV = triton.next_power_of_2(K), min(32, triton.next_power_of_2(V))
     fused_recurrent_fwd_kernel[(N * H, triton.cdiv(V, BV))](
-        q, k, v, g, o, h0, ht, cu_seqlens.to(q.device, torch.int64), scale, H=H, K=K, V=V, BK=BK, BV=BV,
+        q, k, v, g, o, h0, ht, tables.cu_seqlens, scale, H=H, K=K, V=V, BK=BK, BV=BV,
         USE_G=g is not None, USE_H0=h0 is not None, STORE_HT=output_final_state)
     return o.reshape(B, T, H, V), ht
 
@@ -73,28 +73,34 @@ def _torch_recurrent_one(q, k, v, g, scale, S):
     return torch.stack(outputs, dim=1), S
 
 
-def _torch_recurrent(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype):
+def _torch_recurrent(q, k, v, g, scale, initial_state, output_final_state, bounds, out_dtype):
     H, K, V = q.shape[2], q.shape[3], v.shape[3]
 
     def one(q, k, v, g, S):
         S = S.float() if S is not None else q.new_zeros(q.shape[0], H, K, V, dtype=torch.float32)
         return _torch_recurrent_one(q, k, v, g, scale, S)
 
-    o, S = per_sequence(one, q, k, v, g, initial_state, cu_seqlens)
+    o, S = per_sequence(one, q, k, v, g, initial_state, bounds)
     return o.to(out_dtype), (S if output_final_state else None)
 
 
 def fused_recurrent_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, initial_state=None,
-                                        output_final_state=False, cu_seqlens=None):
+                                        output_final_state=False, cu_seqlens=None, backend=None):
     """Same arguments, shapes and returns as ``chunk_decayed_linear_attn``; cost linear in T per token.
 
     Runs the Triton kernel (forward only) when the backend selects Triton and no input needs a gradient.
+    Normalized, the op runs on v' = [v, 1] (``ref.pack_normalizer``) and divides afterwards.
     """
-    k, v, scale, initial_state, out_dtype = prepare(q, k, v, g, scale, normalize, initial_state, cu_seqlens)
+    bounds = check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
+    k, v = k.to(q.dtype), v.to(q.dtype)
+    scale = default_scale(q, scale, normalize)
+    out_dtype = torch.float32 if normalize else q.dtype
+    if normalize:
+        v, initial_state = pack_normalizer(v, initial_state)
     tensors = [x for x in (q, k, v, g, initial_state) if x is not None]
     needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in tensors)
-    core = _triton_recurrent if use_triton(q) and not needs_grad else _torch_recurrent
-    o, final_state = core(q, k, v, g, scale, initial_state, output_final_state, cu_seqlens, out_dtype)
+    core = _triton_recurrent if use_triton(q, backend) and not needs_grad else _torch_recurrent
+    o, final_state = core(q, k, v, g, scale, initial_state, output_final_state, bounds, out_dtype)
     if normalize:
         o, final_state = unpack_normalizer(o, final_state, q.dtype)
     return o, final_state

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-CHUNK_SIZE = 64
+from ..common.chunk_tables import CHUNK_SIZE
 
 
 def chunk_decayed_linear_attn_torch(q, k, v, g, scale, initial_state, chunk_size=CHUNK_SIZE):

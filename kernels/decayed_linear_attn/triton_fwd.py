@@ -1,18 +1,19 @@
-"""Triton forward of decayed linear attention, in fla's chunk_h / chunk_o decomposition.
+"""Triton forward of decayed linear attention, in fla's chunk_local_cumsum / chunk_h / chunk_o decomposition.
 
-Inputs are packed as [1, total tokens, H, D] with cu_seqlens (see ``chunk_index``). Per chunk of BT
-positions, b is the in-chunk cumulative log decay (notes/chunked-algorithms.md §1):
-1. ``chunk_fwd_h_kernel``: the only serial pass; per (sequence, head, K-block, V-block) it walks the
-   chunks, stores the state entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V.
-   It takes b = cumsum of g inside each chunk (fp32) itself and stores it for the kernels after it: one
-   launch fewer (H200 host time per forward 0.41 -> 0.37 ms) for a slower serial loop (0.22 -> 0.28 ms at
-   (1, 16K, 16, 256, 128); benchmarks/notes/dla-msr-h200.md, session 5).
-2. ``chunk_fwd_o_kernel``: all chunks in parallel, O = scale · (e^b Q h[c] + tril(e^{b_i - b_j} Q Kᵀ) V).
+Inputs are packed as [1, total tokens, H, D] with the call's ``ChunkTables``. Per chunk of BT positions, b is the
+in-chunk cumulative log decay and R_ij = e^{b_i - b_j} on the causal triangle (notes/chunked-algorithms.md §1):
+1. ``cumsum`` (with a decay): b for every chunk, all heads of a chunk in one program.
+2. ``h``: the only serial pass; per (sequence, head, K block, V block) it walks the chunks, stores the state
+   entering each chunk h[c] and carries S_C = e^{b_C} S_0 + (e^{b_C - b} K)ᵀ V; normalized, also the
+   normalizer z_C = e^{b_C} z_0 + (e^{b_C - b} K)ᵀ 1 (stored per chunk in fp32).
+3. ``o``: all chunks in parallel, O = scale · (e^b Q h[c] + (R ⊙ Q Kᵀ) V); normalized, the numerator
+   e^b Q h[c] + (R ⊙ Q Kᵀ) V over the denominator e^b Q z[c] + rowsum(R ⊙ Q Kᵀ) + eps, both in fp32.
 
-Precision with 16-bit inputs: products of raw inputs (Q Kᵀ) run in the input dtype; the states h are
-stored in the input dtype as in fla (H200, bf16, T = 300, H = 16, K = 256, V = 128: o 1.7e-3, dq 2.4e-3,
-dg 1.6e-3 relative RMS from the fp32 reference, against 1.7e-3, 2.4e-3, 1.4e-3 with fp32 states), and the
-other computed operands (decayed V, decayed score tile) stay fp32 (tf32) unless LOW_OPERANDS.
+Precision with 16-bit inputs: products of raw inputs (Q Kᵀ, K V) take them as they are; the per-chunk states h
+are stored in the input dtype, as in fla; other computed operands (decayed V, score tiles) are rounded to the
+input dtype only with 64-wide key tiles (``low_operands``). The normalized output feeds its own gradient: the
+backward subtracts do·o from do·v, two terms that cancel to ~eps/(q·k) of their size near a sequence start, so
+o is computed to fp32 accuracy (the score tile enters its product with V as three 16-bit parts) and kept in fp32.
 """
 from __future__ import annotations
 
@@ -21,198 +22,213 @@ import triton
 import triton.language as tl
 
 from ..common.backend import interpreting
-from ..common.interpreter_dot import dot_mode, mma
-from ..common.triton_utils import autotune
+from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
+from ..common.dot import dot, dot_mode
+from ..common.triton_utils import autotune, tile
+from .ref import NORMALIZER_EPS
 
-CHUNK_SIZE = 64
+TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
+# 16-bit computed operands (decayed V, score tiles) need 64-wide key tiles: with narrower ones Triton 3.6 on Hopper
+# miscompiles the transposed-score products of the backward (fla issue #640; dk wrong at K = 20 on the H200).
+LOW_OPERANDS_MIN_K = 64
+# K and V tiles of the serial state passes and K tile of the dq/dk kernel; V tile of the output and dv kernels,
+# where one tile holding all of V builds each chunk's score tile once instead of once per V tile.
+STATE_TILE = 64
+KEY_TILE = 64
+VALUE_TILE = 128
 
 _CONFIGS = [triton.Config({}, num_warps=w, num_stages=s) for w, s in ((4, 2), (8, 2), (4, 3))]
 
 
-def dot_args(dtype: torch.dtype, k_dim: int, precise: bool = False) -> dict:
-    """The DOT_PRECISION / DOT_WIDEN / LOW constexprs every kernel here takes (see ``common.interpreter_dot``).
+def low_operands(dtype: torch.dtype, k_dim: int) -> bool:
+    """Whether computed dot operands are rounded to the (16-bit) input dtype rather than kept in fp32."""
+    return dtype != torch.float32 and k_dim >= LOW_OPERANDS_MIN_K and not interpreting()
 
-    ``precise`` (fp32 operands only): tf32x3 on the GPU, three tensor-core products with fp32 accuracy,
-    instead of ieee's CUDA-core FMAs. LOW (16-bit computed operands) needs ``k_dim >= LOW_OPERANDS_MIN_K``.
-    """
+
+def state_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Per-chunk states (h, dh) in the input dtype; fp32 under the interpreter, which truncates fp32 to bf16
+    where the GPU rounds to nearest."""
+    return torch.float32 if interpreting() else dtype
+
+
+def dot_args(dtype: torch.dtype, k_dim: int) -> dict:
+    """The constexprs of the dot helper every kernel here takes: OP, the dtype of computed operands, and the
+    precision and interpreter widening of ``common.dot.dot_mode``."""
     precision, widen = dot_mode(dtype)
-    if precise:
-        if dtype != torch.float32:
-            raise ValueError(f"precise products need fp32 operands; got {dtype}")
-        precision = "ieee" if interpreting() else "tf32x3"
-    low = LOW_OPERANDS and k_dim >= LOW_OPERANDS_MIN_K and not interpreting()
-    return dict(DOT_PRECISION=precision, DOT_WIDEN=widen, LOW=low)
+    return dict(OP=TL_DTYPES[dtype] if low_operands(dtype, k_dim) else tl.float32, PRECISION=precision,
+                WIDEN=widen)
 
 
 @triton.jit
-def operand(x, raw, LOW: tl.constexpr):
-    """x as a dot operand: in the dtype of the raw input tile ``raw`` when LOW, else fp32."""
-    dtype: tl.constexpr = raw.dtype if LOW else tl.float32
-    return x.to(dtype)
+def dla_fwd_kernel_cumsum(g, gc, cu_seqlens, chunk_indices, H: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr):
+    """gc = cumulative sum of the log decay g [T, H] inside each chunk, fp32."""
+    i_c = tl.cast(tl.program_id(0), tl.int64)
+    i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_c)
+    r_t = bos + i_t * BT + tl.arange(0, BT)
+    o_h = tl.arange(0, BH)
+    m = (r_t < eos)[:, None] & (o_h < H)[None, :]
+    p = r_t[:, None] * H + o_h[None, :]
+    tl.store(gc + p, tl.cumsum(tl.load(g + p, mask=m, other=0.).to(tl.float32), axis=0), mask=m)
 
 
-# Precision and tiling policy for 16-bit inputs, read at launch (fp32 inputs keep fp32 everywhere).
-# LOW_STATES stores the per-chunk states h and dh in the input dtype (fp32 accumulation either way);
-# LOW_OPERANDS rounds computed dot operands (decayed V, K, Q and score tiles) to the input dtype instead of
-# tf32. STATE_TILE is the K and V tile of the two serial state passes; KEY_TILE the K tile of dq, dk;
-# VALUE_TILE the V tile of the output and dv with 16-bit operands (see ``value_tile``). SAVE_STATES keeps
-# the forward's h for the backward instead of recomputing it (memory: T/64 · H · K · V elements). The CPU
-# interpreter (triton 3.9) truncates fp32 to bf16 where the GPU rounds to nearest, so under it states and
-# operands stay fp32.
-# LOW_OPERANDS_MIN_K: below it, 16-bit operands hit the Triton 3.4-3.7.0 Hopper miscompile of fla #640 (dk
-# 79-114% off at K = 20 on the H200; every K with 64-wide tiles passed; fp32 operands pass everywhere).
-# Measured gains at (1, 16K, 16, K=256, V=128) and the history: benchmarks/notes/dla-msr-h200.md.
-LOW_STATES = True
-LOW_OPERANDS = True
-LOW_OPERANDS_MIN_K = 64
-STATE_TILE = 64
-KEY_TILE = 64
-VALUE_TILE = 128
-SAVE_STATES = True
-
-
-def state_dtype(input_dtype: torch.dtype) -> torch.dtype:
-    low = LOW_STATES and input_dtype != torch.float32 and not interpreting()
-    return input_dtype if low else torch.float32
-
-
-def block_size(dim: int, cap: int = 64) -> int:
-    """Tile width along a feature dim: a power of two in [16, cap] (tl.dot needs ≥ 16)."""
-    return min(cap, max(16, triton.next_power_of_2(dim)))
-
-
-def value_tile(V: int, low: bool) -> int:
-    """V tile of ``chunk_fwd_o`` and ``chunk_bwd_dv``: all of V in one tile when it fits in VALUE_TILE and the
-    operands are 16-bit, so each chunk builds its score tile once rather than once per V tile (H200, K = 256,
-    V = 128: output 0.208 -> 0.177 ms, dv 0.214 -> 0.178); else 64 (fp32 operands at 128 took dv 1.50 -> 3.69 ms,
-    and V = 129 at 128 wastes a nearly empty second tile)."""
-    return block_size(V, VALUE_TILE if low and V <= VALUE_TILE else 64)
-
-
-@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "CUMSUM"])
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "NORMALIZE"])
 @triton.jit
-def chunk_fwd_h_kernel(k, v, g, gc, h, h0, ht, cu_seqlens, chunk_offsets,
-                       H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, CUMSUM: tl.constexpr,
-                       USE_H0: tl.constexpr, STORE_HT: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                       DOT_WIDEN: tl.constexpr, LOW: tl.constexpr):
-    """With CUMSUM, reads the raw decay g and writes its chunk cumsum to gc (program (·, 0, 0)); else reads gc."""
+def dla_fwd_kernel_h(k, v, gc, h, z, h0, z0, ht, zt, cu_seqlens, chunk_offsets,
+                     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
+                     BV: tl.constexpr, USE_G: tl.constexpr, USE_H0: tl.constexpr, STORE_HT: tl.constexpr,
+                     NORMALIZE: tl.constexpr, OP: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_nh = tl.cast(i_nh, tl.int64)
     i_n, i_h = i_nh // H, i_nh % H
-    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
-    T = eos - bos
-    NT = tl.cdiv(T, BT)
-    boh = tl.load(chunk_offsets + i_n)
+    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
+    NT = tl.cdiv(eos - bos, BT)
 
+    o_t = tl.arange(0, BT)
     o_k = i_k * BK + tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
     m_k, m_v = o_k < K, o_v < V
     o_kv = o_k[:, None] * V + o_v[None, :]
     m_kv = m_k[:, None] & m_v[None, :]
+    m_z = o_k < tl.where(i_v == 0, K, 0)  # z does not depend on V: the first V block stores it
 
     b_h = tl.zeros([BK, BV], dtype=tl.float32)
+    b_z = tl.zeros([BK], dtype=tl.float32)
     if USE_H0:
-        b_h += tl.load(h0 + tl.cast(i_nh, tl.int64) * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
-    for i_t in range(0, NT):
-        i_t64 = tl.cast(i_t, tl.int64)
-        tl.store(h + ((boh + i_t64) * H + i_h) * K * V + o_kv, b_h.to(h.dtype.element_ty), mask=m_kv)
-        o_t = i_t64 * BT + tl.arange(0, BT)
-        m_t = o_t < T
-        # k loaded transposed, [BK, BT]
-        b_kt = tl.load(k + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
-                       mask=m_k[:, None] & m_t[None, :], other=0.)
-        b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
-                      mask=m_t[:, None] & m_v[None, :], other=0.)
+        b_h += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+        if NORMALIZE:
+            b_z += tl.load(z0 + i_nh * K + o_k, mask=m_k, other=0.)
+    for i_s in range(0, NT):
+        i_t = tl.cast(i_s, tl.int64)
+        tl.store(h + ((boh + i_t) * H + i_h) * K * V + o_kv, b_h.to(h.dtype.element_ty), mask=m_kv)
+        if NORMALIZE:
+            tl.store(z + ((boh + i_t) * H + i_h) * K + o_k, b_z, mask=m_z)
+        r_t = bos + i_t * BT + o_t
+        m_t = r_t < eos
+        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_v = tl.load(v + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_t[:, None] & m_v[None, :], other=0.)
         if USE_G:
-            last = tl.minimum(i_t64 * BT + BT, T) - 1
-            if CUMSUM:
-                b_g = tl.cumsum(tl.load(g + (bos + o_t) * H + i_h, mask=m_t, other=0.).to(tl.float32), axis=0)
-                b_g_last = tl.sum(tl.where(o_t == last, b_g, 0.), axis=0)
-                if (i_k == 0) & (i_v == 0):
-                    tl.store(gc + (bos + o_t) * H + i_h, b_g, mask=m_t)
-            else:
-                b_g_last = tl.load(gc + (bos + last) * H + i_h)
-                b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
-            b_h *= tl.exp(b_g_last)
-            b_v = b_v * tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
-        b_h += mma(operand(b_kt, b_kt, LOW), operand(b_v, b_kt, LOW), DOT_PRECISION, DOT_WIDEN)
+            b_last = tl.load(gc + (tl.minimum(bos + i_t * BT + BT, eos) - 1) * H + i_h)
+            b_g = tl.load(gc + r_t * H + i_h, mask=m_t, other=0.)
+            b_decay = tl.where(m_t, tl.exp(b_last - b_g), 0.)
+            b_h *= tl.exp(b_last)
+            b_v = b_v * b_decay[:, None]
+            if NORMALIZE:
+                b_z = b_z * tl.exp(b_last) + tl.sum(b_kt.to(tl.float32) * b_decay[None, :], 1)
+        elif NORMALIZE:
+            b_z += tl.sum(b_kt.to(tl.float32), 1)
+        b_h += dot(b_kt, b_v, OP, PRECISION, WIDEN)
     if STORE_HT:
-        tl.store(ht + tl.cast(i_nh, tl.int64) * K * V + o_kv, b_h, mask=m_kv)
+        tl.store(ht + i_nh * K * V + o_kv, b_h, mask=m_kv)
+        if NORMALIZE:
+            tl.store(zt + i_nh * K + o_k, b_z, mask=m_z)
 
 
-@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G"])
+@autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "NORMALIZE"])
 @triton.jit
-def chunk_fwd_o_kernel(q, k, v, gc, h, o, cu_seqlens, chunk_indices, scale,
-                       H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, DOT_PRECISION: tl.constexpr,
-                       DOT_WIDEN: tl.constexpr, LOW: tl.constexpr):
+def dla_fwd_kernel_o(q, k, v, gc, h, z, o, o32, rden, cu_seqlens, chunk_indices, scale,
+                     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
+                     BV: tl.constexpr, USE_G: tl.constexpr, NORMALIZE: tl.constexpr, STORE_O32: tl.constexpr,
+                     SPLIT_SCORES: tl.constexpr, EPS: tl.constexpr, OP: tl.constexpr, PRECISION: tl.constexpr,
+                     WIDEN: tl.constexpr):
+    """Normalized, also o32 (o in fp32, for the backward) and rden = 1 / (denominator + eps) [T, H] fp32."""
+    IN = q.dtype.element_ty
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    i_n = tl.load(chunk_indices + i_c * 2)
-    i_t = tl.cast(tl.load(chunk_indices + i_c * 2 + 1), tl.int64)
-    bos, eos = tl.load(cu_seqlens + i_n), tl.load(cu_seqlens + i_n + 1)
-    T = eos - bos
+    i_c = tl.cast(i_c, tl.int64)
+    i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_c)
     o_i = tl.arange(0, BT)
-    o_t = i_t * BT + o_i
-    m_t = o_t < T
+    r_t = bos + i_t * BT + o_i
+    m_t = r_t < eos
     o_v = i_v * BV + tl.arange(0, BV)
     m_v = o_v < V
-    p_h = h + (tl.cast(i_c, tl.int64) * H + i_h) * K * V
+    p_h = h + (i_c * H + i_h) * K * V
 
     b_o = tl.zeros([BT, BV], dtype=tl.float32)
     b_A = tl.zeros([BT, BT], dtype=tl.float32)
+    b_qz = tl.zeros([BT], dtype=tl.float32)
     for i_k in range(0, tl.cdiv(K, BK)):
-        o_k = tl.cast(i_k, tl.int64) * BK + tl.arange(0, BK)
+        o_k = i_k * BK + tl.arange(0, BK)
         m_k = o_k < K
-        b_q = tl.load(q + ((bos + o_t[:, None]) * H + i_h) * K + o_k[None, :],
-                      mask=m_t[:, None] & m_k[None, :], other=0.)
-        b_kt = tl.load(k + ((bos + o_t[None, :]) * H + i_h) * K + o_k[:, None],
-                       mask=m_k[:, None] & m_t[None, :], other=0.)
+        b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
+        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
         b_h = tl.load(p_h + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :], other=0.)
-        b_o += mma(b_q.to(b_h.dtype), b_h, DOT_PRECISION, DOT_WIDEN)
-        b_A += mma(b_q, b_kt, DOT_PRECISION, DOT_WIDEN)
+        b_o += dot(b_q, b_h, h.dtype.element_ty, PRECISION, WIDEN)
+        b_A += dot(b_q, b_kt, IN, PRECISION, WIDEN)
+        if NORMALIZE:
+            b_z = tl.load(z + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
+            b_qz += tl.sum(b_q.to(tl.float32) * b_z[None, :], 1)
 
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:
-        b_g = tl.load(gc + (bos + o_t) * H + i_h, mask=m_t, other=0.)
+        b_g = tl.load(gc + r_t * H + i_h, mask=m_t, other=0.)
         b_o *= tl.exp(b_g)[:, None]
+        b_qz *= tl.exp(b_g)
         b_A = tl.where(m_A, b_A * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
     else:
         b_A = tl.where(m_A, b_A, 0.)
-    b_v = tl.load(v + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :],
-                  mask=m_t[:, None] & m_v[None, :], other=0.)
-    b_o += mma(operand(b_A, b_v, LOW), operand(b_v, b_v, LOW), DOT_PRECISION, DOT_WIDEN)
-    tl.store(o + ((bos + o_t[:, None]) * H + i_h) * V + o_v[None, :], (b_o * scale).to(o.dtype.element_ty),
-             mask=m_t[:, None] & m_v[None, :])
+    b_v = tl.load(v + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_t[:, None] & m_v[None, :], other=0.)
+    p_o = (r_t[:, None] * H + i_h) * V + o_v[None, :]
+    m_o = m_t[:, None] & m_v[None, :]
+    if NORMALIZE:
+        if SPLIT_SCORES:
+            # hi + mid + lo carry 24 mantissa bits of A; each part times the 16-bit V is exact in fp32
+            b_hi = b_A.to(IN)
+            b_rest = b_A - b_hi.to(tl.float32)
+            b_mid = b_rest.to(IN)
+            b_lo = (b_rest - b_mid.to(tl.float32)).to(IN)
+            b_o += dot(b_hi, b_v, IN, PRECISION, WIDEN)
+            b_o += dot(b_mid, b_v, IN, PRECISION, WIDEN)
+            b_o += dot(b_lo, b_v, IN, PRECISION, WIDEN)
+        else:
+            b_o += dot(b_A, b_v, tl.float32, PRECISION, WIDEN)
+        b_rden = 1. / (tl.sum(b_A, 1) + b_qz + EPS)
+        b_o = b_o * b_rden[:, None]
+        if STORE_O32:
+            tl.store(o32 + p_o, b_o, mask=m_o)
+        tl.store(rden + r_t * H + i_h, b_rden, mask=r_t < tl.where(i_v == 0, eos, 0))
+    else:
+        b_o = (b_o + dot(b_A, b_v, OP, PRECISION, WIDEN)) * scale
+    tl.store(o + p_o, b_o.to(o.dtype.element_ty), mask=m_o)
 
 
-def chunk_fwd_h(k, v, g, initial_state, output_final_state, index, precise=False, cumsum=True):
-    """Per-chunk entering states h [NT, H, K, V] (``state_dtype``), the final state [N, H, K, V] fp32 or None,
-    and the in-chunk cumulative decay gc [1, T, H] fp32 (None without decay).
+def chunk_cumsum(g, tables):
+    """In-chunk cumulative sums [1, T, H] fp32 of the log decay g [1, T, H]."""
+    H = g.shape[-1]
+    gc = torch.empty(g.shape, dtype=torch.float32, device=g.device)
+    dla_fwd_kernel_cumsum[(tables.num_chunks,)](g, gc, tables.cu_seqlens, tables.chunk_indices, H=H, BT=CHUNK_SIZE,
+                                                BH=triton.next_power_of_2(H))
+    return gc
 
-    g [1, T, H] is the raw log decay when ``cumsum``, else an earlier call's gc (returned as given).
-    """
+
+def chunk_fwd_h(k, v, gc, h0, z0, output_final_state, normalize, tables):
+    """Per-chunk entering states h [NT, H, K, V] (``state_dtype``) and, normalized, z [NT, H, K] fp32; the final
+    S [N, H, K, V] and z [N, H, K] fp32 (or None)."""
     _, _, H, K = k.shape
     V = v.shape[-1]
-    BK, BV = block_size(K, STATE_TILE), block_size(V, STATE_TILE)
-    h = torch.empty(index.num_chunks, H, K, V, dtype=state_dtype(k.dtype), device=k.device)
-    ht = torch.empty(index.num_seqs, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
-    gc = torch.empty(g.shape, dtype=torch.float32, device=g.device) if g is not None and cumsum else g
-    grid = (index.num_seqs * H, triton.cdiv(K, BK), triton.cdiv(V, BV))
-    chunk_fwd_h_kernel[grid](k, v, g, gc, h, initial_state, ht, index.cu_seqlens, index.chunk_offsets,
-                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=g is not None, CUMSUM=cumsum,
-                             USE_H0=initial_state is not None, STORE_HT=output_final_state,
-                             **dot_args(k.dtype, K, precise))
-    return h, ht, gc
+    BK, BV = tile(K, STATE_TILE), tile(V, STATE_TILE)
+    NT, N = tables.num_chunks, tables.num_seqs
+    h = torch.empty(NT, H, K, V, dtype=state_dtype(k.dtype), device=k.device)
+    z = torch.empty(NT, H, K, dtype=torch.float32, device=k.device) if normalize else None
+    ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
+    zt = torch.empty(N, H, K, dtype=torch.float32, device=k.device) if output_final_state and normalize else None
+    dla_fwd_kernel_h[(N * H, triton.cdiv(K, BK), triton.cdiv(V, BV))](
+        k, v, gc, h, z, h0, z0, ht, zt, tables.cu_seqlens, tables.chunk_offsets, H=H, K=K, V=V, BT=CHUNK_SIZE,
+        BK=BK, BV=BV, USE_G=gc is not None, USE_H0=h0 is not None, STORE_HT=output_final_state, NORMALIZE=normalize,
+        **dot_args(k.dtype, K))
+    return h, z, ht, zt
 
 
-def chunk_fwd_o(q, k, v, gc, h, scale, index, out_dtype):
-    """o [1, T, H, V] in out_dtype."""
+def chunk_fwd_o(q, k, v, gc, h, z, scale, normalize, store_o32, tables):
+    """o [1, T, H, V] in q's dtype; normalized, also o in fp32 (when ``store_o32``) and 1 / (denominator + eps)
+    [1, T, H] fp32, else None, None."""
     _, _, H, K = q.shape
     V = v.shape[-1]
-    dots = dot_args(q.dtype, K)
-    BK, BV = block_size(K), value_tile(V, dots["LOW"])
-    o = torch.empty(*v.shape, dtype=out_dtype, device=v.device)
-    grid = (index.num_chunks, triton.cdiv(V, BV), H)
-    chunk_fwd_o_kernel[grid](q, k, v, gc, h, o, index.cu_seqlens, index.chunk_indices, scale,
-                             H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, **dots)
-    return o
+    BK, BV = tile(K, 64), tile(V, VALUE_TILE)
+    o = torch.empty(v.shape, dtype=q.dtype, device=q.device)
+    o32 = torch.empty(v.shape, dtype=torch.float32, device=q.device) if normalize and store_o32 else None
+    rden = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) if normalize else None
+    dla_fwd_kernel_o[(tables.num_chunks, triton.cdiv(V, BV), H)](
+        q, k, v, gc, h, z, o, o32, rden, tables.cu_seqlens, tables.chunk_indices, scale,
+        H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=normalize,
+        STORE_O32=o32 is not None, SPLIT_SCORES=q.dtype != torch.float32, EPS=NORMALIZER_EPS,
+        **dot_args(q.dtype, K))
+    return o, o32, rden

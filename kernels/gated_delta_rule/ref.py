@@ -1,4 +1,5 @@
-"""fp32 token-by-token reference of the gated delta rule (Yang, Kautz, Hatamizadeh 2025, "Gated Delta Networks", arXiv 2412.06464).
+"""fp32 token-by-token reference of the gated delta rule (Yang, Kautz, Hatamizadeh 2025, "Gated Delta Networks",
+arXiv 2412.06464), and the argument contract every path checks.
 
 Per head, with state S_t of shape [K, V]:
     S_t = exp(g_t) (I - beta_t k_t k_t^T) S_{t-1} + beta_t k_t v_t^T,    o_t = scale * S_t^T q_t.
@@ -7,7 +8,44 @@ from __future__ import annotations
 
 import torch
 
-from .utils import check_inputs, l2norm
+from ..common.chunk_tables import sequence_bounds
+
+L2NORM_EPS = 1e-6
+# Widest head dims the Triton kernels serve: the [BT, K] and [K, BV] tiles of one program stay on chip.
+MAX_HEAD_DIM = 256
+
+
+def l2norm(x: torch.Tensor) -> torch.Tensor:
+    """``x / sqrt(sum(x^2) + 1e-6)`` along the last dim, in fp32 (fla's ``l2norm``)."""
+    x = x.float()
+    return x * torch.rsqrt(x.pow(2).sum(-1, keepdim=True) + L2NORM_EPS)
+
+
+def check_inputs(q, k, v, g, beta, initial_state, cu_seqlens) -> tuple[int, list[int] | None]:
+    """Validate a gated delta rule call (one ValueError line naming the argument); return the number of
+    sequences N and the sequence offsets as a list (None without ``cu_seqlens``)."""
+    if q.dim() != 4 or k.shape != q.shape:
+        raise ValueError(f"q and k must both be [B, T, H, K]; got {tuple(q.shape)} and {tuple(k.shape)}")
+    B, T, H, K = q.shape
+    if T == 0:
+        raise ValueError("q has T = 0 tokens; expected at least one")
+    if v.dim() != 4 or v.shape[:3] != (B, T, H):
+        raise ValueError(f"v must be [B, T, H, V] = [{B}, {T}, {H}, V]; got {tuple(v.shape)}")
+    for name, x in (("g", g), ("beta", beta)):
+        if x.shape != (B, T, H):
+            raise ValueError(f"{name} must be [B, T, H] = [{B}, {T}, {H}]; got {tuple(x.shape)}")
+    bounds = sequence_bounds(cu_seqlens, T, B)
+    N = B if bounds is None else len(bounds) - 1
+    if initial_state is not None and initial_state.shape != (N, H, K, v.shape[-1]):
+        raise ValueError(
+            f"initial_state must be [N, H, K, V] = [{N}, {H}, {K}, {v.shape[-1]}]; got {tuple(initial_state.shape)}")
+    return N, bounds
+
+
+def check_triton_head_dims(K: int, V: int) -> None:
+    for name, dim in (("K (q, k head dim)", K), ("V (v head dim)", V)):
+        if not 1 <= dim <= MAX_HEAD_DIM:
+            raise ValueError(f"{name} = {dim}: the Triton kernels support 1 to {MAX_HEAD_DIM}")
 
 
 def naive_recurrent_gated_delta_rule(
@@ -31,7 +69,7 @@ def naive_recurrent_gated_delta_rule(
     Returns:
         o [B, T, H, V] in v's dtype, and the final state [N, H, K, V] in fp32 (or None).
     """
-    N = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    N, bounds = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
     B, T, H, K = q.shape
     V = v.shape[-1]
     out_dtype = v.dtype
@@ -39,11 +77,7 @@ def naive_recurrent_gated_delta_rule(
     if use_qk_l2norm_in_kernel:
         q, k = l2norm(q), l2norm(k)
     q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
-    if cu_seqlens is None:
-        spans = [(n, 0, T) for n in range(B)]
-    else:
-        bounds = cu_seqlens.tolist()
-        spans = [(0, bounds[n], bounds[n + 1]) for n in range(N)]
+    spans = [(n, 0, T) for n in range(B)] if bounds is None else [(0, bounds[n], bounds[n + 1]) for n in range(N)]
     rows, finals = [[] for _ in range(B)], []
     for n, (b, start, end) in enumerate(spans):
         S = q.new_zeros(H, K, V) if initial_state is None else initial_state[n].float()

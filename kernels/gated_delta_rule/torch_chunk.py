@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-CHUNK = 64
+from ..common.chunk_tables import CHUNK_SIZE
 
 
 def _chunk_sequence(q, k, v, g, beta, scale, state, chunk):
@@ -48,25 +48,24 @@ def _chunk_sequence(q, k, v, g, beta, scale, state, chunk):
     return o[:T], state
 
 
-def torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, cu_seqlens, chunk: int = CHUNK):
+def torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, bounds, chunk: int = CHUNK_SIZE):
     """Chunked gated delta rule on already-normalised inputs, in fp32.
 
     Args:
         q, k: [B, T, H, K]. v: [B, T, H, V]. g, beta: [B, T, H]. initial_state: [N, H, K, V] or None.
-        cu_seqlens: [N+1] or None (then N = B).
+        bounds: the sequence offsets [N+1] of packed input (B = 1) as a list, or None (then N = B).
     Returns:
         o [B, T, H, V] fp32 and the final states [N, H, K, V] fp32.
     """
     B, T, H, K = q.shape
     V = v.shape[-1]
     q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
-    if cu_seqlens is None:
+    if bounds is None:
         # Equal lengths: sequences become extra heads, so the chunk loop runs once for the batch.
         state = q.new_zeros(B * H, K, V) if initial_state is None else initial_state.float().reshape(B * H, K, V)
         q, k, v, g, beta = (x.transpose(0, 1).reshape(T, B * H, *x.shape[3:]) for x in (q, k, v, g, beta))
         o, state = _chunk_sequence(q, k, v, g, beta, scale, state, chunk)
         return o.reshape(T, B, H, V).transpose(0, 1), state.reshape(B, H, K, V)
-    bounds = cu_seqlens.tolist()
     outputs, finals = [], []
     for n in range(len(bounds) - 1):
         s, e = bounds[n], bounds[n + 1]

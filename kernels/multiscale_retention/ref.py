@@ -8,6 +8,27 @@ from __future__ import annotations
 import torch
 
 
+def check_inputs(q, k, v, gate, mix, log_decays, initial_state):
+    """Raise one ValueError line naming the first malformed argument."""
+    if q.dim() != 3:
+        raise ValueError(f"q must be [B, T, C], got shape {tuple(q.shape)}")
+    B, T, C = q.shape
+    if T == 0:
+        raise ValueError("q has T = 0 tokens; expected at least one")
+    for name, x in (("k", k), ("v", v)):
+        if x.shape != q.shape:
+            raise ValueError(f"{name} has shape {tuple(x.shape)}, expected q's shape [B, T, C] = {(B, T, C)}")
+    if gate.shape not in ((B, T, C), (B, T, 1)):
+        raise ValueError(f"gate has shape {tuple(gate.shape)}, expected [B, T, C] = {(B, T, C)} or [B, T, 1]")
+    if mix.dim() != 3 or mix.shape[:2] != (B, T):
+        raise ValueError(f"mix has shape {tuple(mix.shape)}, expected [B, T, S] with B, T = {(B, T)}")
+    S = mix.shape[-1]
+    if log_decays.shape != (S,):
+        raise ValueError(f"log_decays has shape {tuple(log_decays.shape)}, expected [S] = ({S},)")
+    if initial_state is not None and initial_state.shape != (B, S, C):
+        raise ValueError(f"initial_state has shape {tuple(initial_state.shape)}, expected [B, S, C] = {(B, S, C)}")
+
+
 def naive_multiscale_diag_retention(q, k, v, gate, mix, log_decays, initial_state=None,
                                     output_final_state=False):
     """One step per token in fp32; differentiable through autograd.

@@ -1,8 +1,12 @@
-"""Kernel-test fixtures: NaN-poisoned allocations and fla-style relative-RMS comparison."""
+"""Kernel-test fixtures: NaN-poisoned allocations, a fixed seed per test, fla-style relative-RMS comparison."""
 import os
 
 import pytest
 import torch
+
+CUDA = torch.cuda.is_available()
+# Every test starts from this seed; RELIN_TEST_SEED replays another (each test prints the one it used).
+DEFAULT_SEED = 42
 
 
 def pytest_configure(config):
@@ -12,8 +16,13 @@ def pytest_configure(config):
     if worker is None:
         return
     torch.set_num_threads(1)
-    if torch.cuda.is_available() and torch.cuda.device_count() > 1:
+    if CUDA and torch.cuda.device_count() > 1:
         torch.cuda.set_device(int(worker.removeprefix("gw")) % torch.cuda.device_count())
+
+
+def gpu(test):
+    """Mark a test as needing a CUDA device (marker ``gpu``): it skips on a machine without one."""
+    return pytest.mark.gpu(pytest.mark.skipif(not CUDA, reason="needs a CUDA device")(test))
 
 
 @pytest.fixture(autouse=True)
@@ -34,8 +43,7 @@ def nan_poisoned_allocations(monkeypatch):
             monkeypatch.setattr(torch, name, poisoned(fn))
     original_new_empty = torch.Tensor.new_empty
     monkeypatch.setattr(torch.Tensor, "new_empty", poisoned(original_new_empty))
-    # fresh random inputs every run; RELIN_TEST_SEED replays the seed a failure printed
-    seed = int(os.environ.get("RELIN_TEST_SEED") or int.from_bytes(os.urandom(4), "little"))
+    seed = int(os.environ.get("RELIN_TEST_SEED") or DEFAULT_SEED)
     torch.manual_seed(seed)
     print(f"torch seed {seed} (rerun with RELIN_TEST_SEED={seed})")  # shown by pytest on failure
     yield
@@ -43,7 +51,7 @@ def nan_poisoned_allocations(monkeypatch):
 
 def assert_close(name: str, ref: torch.Tensor, out: torch.Tensor, ratio: float, err_atol: float = 1e-6):
     """Pass if max|ref-out| <= err_atol, else require rms(ref-out)/rms(ref) < ratio (fla's metric)."""
-    ref, out = ref.detach().double(), out.detach().double()
+    ref, out = ref.detach().double().cpu(), out.detach().double().cpu()
     assert ref.shape == out.shape, f"{name}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
     assert not torch.isnan(out).any(), f"{name}: NaN in output (an element was never written?)"
     abs_err = (ref - out).abs().max().item()

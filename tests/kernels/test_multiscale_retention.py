@@ -1,25 +1,19 @@
 """multiscale_diag_retention (LIA-MTR eqs. 3-5): Triton and chunked PyTorch paths vs the fp32 loop."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
-from relin.kernels.common.backend import backend
 from relin.kernels.multiscale_retention import (
     multiscale_diag_retention,
     multiscale_diag_retention_step,
     naive_multiscale_diag_retention,
 )
 
-_spec = importlib.util.spec_from_file_location("kernel_test_fixtures", Path(__file__).with_name("conftest.py"))
-_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_fixtures)
-assert_close = _fixtures.assert_close  # tests/ has no __init__.py, so conftest is not importable by name
+from .conftest import CUDA, assert_close, gpu
 
-DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
-DTYPES = [torch.float32, torch.bfloat16] if DEVICE == "cuda" else [torch.float32]
+DEVICE = "cuda" if CUDA else "cpu"
+DTYPES = [torch.float32, torch.bfloat16] if CUDA else [torch.float32]
 # fla's test_gdn ratios for half-precision inputs; fp32 inputs must agree far more tightly.
 RATIOS = {torch.float32: dict(o=1e-5, ht=1e-5, dq=1e-5, dk=1e-5, dv=1e-5, dh0=1e-5, dgate=1e-5, dmix=1e-5),
           torch.bfloat16: dict(o=0.005, ht=0.005, dq=0.008, dk=0.008, dv=0.008, dh0=0.008, dgate=0.02, dmix=0.02)}
@@ -56,10 +50,10 @@ def run(fn, inputs, log_decays, initial_state, do, dht, **kwargs):
     return o, ht, grads
 
 
-def check_against_reference(impl, T, gate_per_channel, with_initial_state, dtype, **kwargs):
-    inputs, log_decays, h0 = make_inputs(2, T, 48, 8, gate_per_channel, dtype, with_initial_state)
-    do = torch.randn(2, T, 48, device=DEVICE).to(dtype)
-    dht = torch.randn(2, 8, 48, device=DEVICE)
+def check_against_reference(impl, T, gate_per_channel, with_initial_state, dtype, B=2, C=48, S=8, **kwargs):
+    inputs, log_decays, h0 = make_inputs(B, T, C, S, gate_per_channel, dtype, with_initial_state)
+    do = torch.randn(B, T, C, device=DEVICE).to(dtype)
+    dht = torch.randn(B, S, C, device=DEVICE)
     ref_o, ref_ht, ref_grads = run(naive_multiscale_diag_retention, inputs, log_decays, h0, do, dht)
     o, ht, grads = run(impl, inputs, log_decays, h0, do, dht, **kwargs)
     ratios = RATIOS[dtype]
@@ -74,13 +68,11 @@ def check_against_reference(impl, T, gate_per_channel, with_initial_state, dtype
 
 
 def triton_op(*args, **kwargs):
-    with backend("triton"):
-        return multiscale_diag_retention(*args, **kwargs)
+    return multiscale_diag_retention(*args, backend="triton", **kwargs)
 
 
 def torch_op(*args, **kwargs):
-    with backend("torch"):
-        return multiscale_diag_retention(*args, **kwargs)
+    return multiscale_diag_retention(*args, backend="torch", **kwargs)
 
 
 CASES = pytest.mark.parametrize("T", [1, 63, 75, 500])
@@ -101,6 +93,27 @@ def test_triton_matches_reference(T, gate_per_channel, with_initial_state, dtype
 @STATES
 def test_torch_path_matches_reference(T, gate_per_channel, with_initial_state):
     check_against_reference(torch_op, T, gate_per_channel, with_initial_state, torch.float32)
+
+
+@pytest.mark.parametrize("C,S", [(16, 1), (24, 3), (7, 32)])
+def test_small_and_odd_channel_counts(C, S):
+    """Channel counts below and between the channel blocks, one scale and the most the kernels hold."""
+    check_against_reference(triton_op, 75, True, True, DTYPES[0], C=C, S=S)
+
+
+@gpu
+@pytest.mark.parametrize("C", [16, 24, 100, 256, 1000])
+@pytest.mark.parametrize("S", [1, 3, 8, 32])
+def test_channel_and_scale_sweep(C, S):
+    """Channel counts around the 256-wide channel block and scale counts up to MAX_SCALES, bf16, with several
+    T blocks (block_len 32), a partial last block and an initial state."""
+    check_against_reference(triton_op, 150, C % 2 == 0, True, torch.bfloat16, C=C, S=S, block_len=32)
+
+
+def test_too_many_scales_fail_at_the_call():
+    inputs, log_decays, _ = make_inputs(1, 4, 8, 33, True, torch.float32, False)
+    with pytest.raises(ValueError, match="^mix has S = 33 scales: the Triton kernels support 1 to 32$"):
+        triton_op(*inputs.values(), log_decays)
 
 
 @pytest.mark.parametrize("T", [63, 130])

@@ -12,8 +12,8 @@ rank 0 logged to MLflow (one child run per invocation), the N-process loss curve
 1-process one within noise, and the resumed curve continues it. Prints a table last and writes
 JSON to ``benchmarks/results/zero2-<device>-<date>.json`` (and ``$OUT`` when set).
 
-    python benchmarks/zero2_scaling.py --nproc 2                 # on a 2-GPU machine (NCCL, bf16)
-    python benchmarks/zero2_scaling.py --nproc 2 --tiny          # on a CPU (gloo, fp32): a dry run
+    python benchmarks/gpu/zero2_scaling.py --nproc 2                 # on a 2-GPU machine (NCCL, bf16)
+    python benchmarks/gpu/zero2_scaling.py --nproc 2 --tiny          # on a CPU (gloo, fp32): a dry run
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def main() -> int:
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--tiny", action="store_true", help="tiny model and data: a CPU dry run")
     parser.add_argument("--work", default="/tmp/relin-zero2")
-    parser.add_argument("--results-dir", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--results-dir", default=str(Path(__file__).parents[1] / "results"))
     args = parser.parse_args()
 
     work = Path(args.work)

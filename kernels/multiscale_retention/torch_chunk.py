@@ -2,14 +2,44 @@
 
 Tokens are grouped into blocks of L. Inside a block the S scales fold into one causal [L, L]
 matrix A_{ij} = Σ_s mix_{i,s} λ_s^{i-j}, so o = q ⊙ (A u + Σ_s mix_s λ_s^{i+1} H_s) never forms
-the [B, T, S, C] tensor of all memories; the block start states H come from ``scan.py``.
+the [B, T, S, C] tensor of all memories. Across blocks the start states obey H_{n+1} = λ^{len_n} H_n + E_n
+with E_n a block's end state from a zero start (notes/chunked-algorithms.md §3), a first-order linear recurrence
+solved in ceil(log2 N) vectorised steps (Hillis-Steele), so no Python loop runs over the N blocks.
 Gradients come from autograd through these ops.
 """
 from __future__ import annotations
 
 import torch
 
-from .scan import block_start_states
+from ..common.chunk_tables import CHUNK_SIZE
+
+
+def linear_scan(decay: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """y_n = decay_n * y_{n-1} + x_n along dim 1 with y_{-1} = 0.
+
+    x: [B, N, S, C]; decay: broadcastable to x with its own size along dim 1 ([1, N, S, 1]).
+    """
+    n, step = x.shape[1], 1
+    while step < n:
+        x = torch.cat([x[:, :step], x[:, step:] + decay[:, step:] * x[:, :-step]], 1)
+        decay = torch.cat([decay[:, :step], decay[:, step:] * decay[:, :-step]], 1)
+        step *= 2
+    return x
+
+
+def block_start_states(block_decay: torch.Tensor, block_end: torch.Tensor,
+                       initial_state: torch.Tensor | None) -> torch.Tensor:
+    """States entering each block, [B, N, S, C].
+
+    block_decay: [N, S], λ_s to the power of each block's length; block_end: [B, N, S, C], each
+    block's end state from a zero start; initial_state: [B, S, C] or None (zeros).
+    """
+    decay = block_decay[None, :, :, None]
+    if initial_state is not None:
+        block_end = torch.cat([block_end[:, :1] + decay[:, :1] * initial_state[:, None], block_end[:, 1:]], 1)
+    ends = linear_scan(decay, block_end)
+    first = initial_state[:, None] if initial_state is not None else torch.zeros_like(ends[:, :1])
+    return torch.cat([first, ends[:, :-1]], 1)
 
 
 def _full_blocks(q, u, mix, log_decays, initial_state, block_len):
@@ -33,7 +63,7 @@ def _full_blocks(q, u, mix, log_decays, initial_state, block_len):
 
 
 def chunked_multiscale_diag_retention(q, k, v, gate, mix, log_decays, initial_state=None,
-                                      output_final_state=False, block_len=64):
+                                      output_final_state=False, block_len=CHUNK_SIZE):
     """Same contract as ``multiscale_diag_retention``; fp32 inside, o returned in q's dtype."""
     T = q.shape[1]
     q32, mix32, log_decays = q.float(), mix.float(), log_decays.float()

@@ -12,11 +12,12 @@ Grid (C / BC, N blocks, B) as in the forward; the token loops prefetch one token
 """
 from __future__ import annotations
 
+import torch
 import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
-from .fwd import ahead, load_write, write_value
+from .triton_fwd import ahead, launch_meta, load_write, scan_block_states, write_value
 
 WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
 
@@ -113,3 +114,32 @@ def multiscale_retention_bwd_kernel_reverse_sweep(
         p_gate -= 1
     if i_n == 0:
         tl.store(dinitial_state + (i_b * S + o_s[:, None]) * C + o_c[None, :], b_r, mask=m_h)
+
+
+def retention_bwd(q, k, v, gate, mix, log_decays, start, do, dht, block_len=None):
+    """Returns dq, dk, dv, dgate, dmix, d(initial state) [B, S, C] fp32."""
+    B, T, C = q.shape
+    S = mix.shape[-1]
+    meta, grid = launch_meta(q, mix, gate, block_len)
+    n_channel_blocks, n_blocks = grid[0], grid[1]
+    dq = torch.empty_like(q)
+    dmix_partial = q.new_empty(n_channel_blocks, B, T, S, dtype=torch.float32)
+    block_adjoint = q.new_empty(B, n_blocks, S, C, dtype=torch.float32)
+    multiscale_retention_bwd_kernel_forward_sweep[grid](
+        q, k, v, gate, mix, do, log_decays, start, dq, dmix_partial, block_adjoint, T, B=B, **meta)
+    dht = dht.float().contiguous() if dht is not None else None
+    if n_blocks == 1:
+        carry = (dht if dht is not None else q.new_zeros(B, S, C, dtype=torch.float32)).reshape(B, 1, S, C)
+    else:
+        # R_n = λ^{len_{n+1}} R_{n+1} + λ G_{n+1} with R_{N-1} = dht: the start-state scan, reversed.
+        carry = scan_block_states(log_decays, meta["BT"], T, block_adjoint, dht, reverse=True)
+    carry = carry.contiguous()
+    dk, dv = torch.empty_like(k), torch.empty_like(v)
+    per_channel = meta["GATE_PER_CHANNEL"]
+    dgate = torch.empty_like(gate) if per_channel else q.new_empty(n_channel_blocks, B, T, dtype=torch.float32)
+    dh0 = q.new_empty(B, S, C, dtype=torch.float32)
+    multiscale_retention_bwd_kernel_reverse_sweep[grid](
+        q, k, v, gate, mix, do, log_decays, carry, dk, dv, dgate, dh0, T, B=B, **meta)
+    if not per_channel:
+        dgate = dgate.sum(0).unsqueeze(-1).to(gate.dtype)
+    return dq, dk, dv, dgate, dmix_partial.sum(0).to(mix.dtype), dh0

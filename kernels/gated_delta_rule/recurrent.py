@@ -11,8 +11,8 @@ import triton
 import triton.language as tl
 
 from ..common.backend import use_triton
-from .ref import naive_recurrent_gated_delta_rule
-from .utils import L2NORM_EPS, check_inputs
+from ..common.chunk_tables import chunk_tables
+from .ref import L2NORM_EPS, check_inputs, check_triton_head_dims, naive_recurrent_gated_delta_rule
 
 
 @triton.jit(do_not_specialize=["T"])
@@ -64,31 +64,31 @@ def fused_recurrent_gated_delta_rule(
     output_final_state: bool = False,
     use_qk_l2norm_in_kernel: bool = False,
     cu_seqlens: torch.LongTensor | None = None,
+    backend: str | None = None,
 ):
     """Gated delta rule one token at a time (decoding); arguments and returns as ``chunk_gated_delta_rule``.
 
     The Triton path has no backward (as in fla); the PyTorch path (CPU) is the differentiable reference loop.
     """
-    N = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
+    N, bounds = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
     B, T, H, K = q.shape
     V = v.shape[-1]
     scale = K ** -0.5 if scale is None else scale
-    if not use_triton(q):
+    if not use_triton(q, backend):
         return naive_recurrent_gated_delta_rule(
             q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens)
+    check_triton_head_dims(K, V)
     if torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v, g, beta, initial_state) if x is not None):
         raise NotImplementedError(
             "fused_recurrent_gated_delta_rule has no Triton backward; use chunk_gated_delta_rule for training")
-    if cu_seqlens is None:
-        cu_seqlens = torch.arange(0, (B + 1) * T, T, dtype=torch.int64, device=q.device)
+    cu_seqlens = chunk_tables(B, T, bounds, q.device).cu_seqlens
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     h0 = None if initial_state is None else initial_state.contiguous()
-    BK = triton.next_power_of_2(K)
-    BV = min(triton.next_power_of_2(V), 32)
+    BK, BV = triton.next_power_of_2(K), min(triton.next_power_of_2(V), 32)
     o = torch.empty_like(v)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=q.device) if output_final_state else None
     gdn_fwd_kernel_fused_recurrent[(triton.cdiv(V, BV), N * H)](
-        q, k, v, g, beta, o, h0, ht, cu_seqlens.to(q.device), scale, T,
+        q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T,
         H=H, K=K, V=V, BK=BK, BV=BV, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=output_final_state,
         USE_QK_L2NORM=use_qk_l2norm_in_kernel, EPS=L2NORM_EPS, num_warps=1 if BK * BV <= 2048 else 4)
     return o, ht

@@ -7,14 +7,13 @@ measured while the GPU is idle so nothing waits), the sum of the op's kernel tim
 then splits one call's host time by Triton launch and torch op, on every thread (the backward runs on
 autograd's device thread).
 
-    source benchmarks/device_env.sh; python3 benchmarks/kernel_profile.py --only gdn,dla,msr
+    source benchmarks/gpu/env.sh; python3 benchmarks/gpu/kernel_profile.py --only gdn,dla,msr
 
 Writes nothing; prints one block per case as it is measured and a summary table last.
 """
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 import time
 
@@ -24,10 +23,9 @@ from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 from triton.testing import do_bench
 
-import kernels as bench  # benchmarks/kernels.py
-from kernels import gdn_inputs, msr_inputs, msr_log_decays, op_factory
+import kernels as bench  # benchmarks/gpu/kernels.py
+from kernels import TRITON, gdn_inputs, msr_inputs, msr_log_decays, op_factory
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
-from relin.kernels.common.backend import backend
 
 GDN_FWD = [(1, 4096, 16, 128), (1, 16384, 16, 128), (1, 65536, 16, 128), (8, 4096, 16, 128)]
 GDN_FWD_BWD = [(1, 65536, 16, 128), (1, 4096, 16, 128)]
@@ -38,22 +36,22 @@ MSR = (1, 262144, 1024, 8)
 def cases(only):
     if "gdn" in only:
         for shape in GDN_FWD:
-            yield f"gdn fwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), False)
+            yield f"gdn fwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), False, **TRITON)
         for shape in GDN_FWD_BWD:
-            yield f"gdn fwd+bwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), True)
+            yield f"gdn fwd+bwd {shape}", op_factory(chunk_gated_delta_rule, gdn_inputs(*shape), True, **TRITON)
     if "dla" in only:
         x = bench.dla_inputs(*DLA)
         hedgehog = bench.hedgehog_inputs(x)
         for backward in (False, True):
             mode = "fwd+bwd" if backward else "fwd"
-            yield f"dla {mode} {DLA}", op_factory(chunk_decayed_linear_attn, x, backward)
+            yield f"dla {mode} {DLA}", op_factory(chunk_decayed_linear_attn, x, backward, **TRITON)
             yield f"dla normalize {mode} {DLA}", op_factory(chunk_decayed_linear_attn, hedgehog, backward,
-                                                            normalize=True)
+                                                            normalize=True, **TRITON)
     if "msr" in only:
         x, log_decays = msr_inputs(*MSR), msr_log_decays(MSR[-1])
         for backward in (False, True):
             yield (f"msr {'fwd+bwd' if backward else 'fwd'} {MSR}",
-                   op_factory(multiscale_diag_retention, x, backward, log_decays=log_decays))
+                   op_factory(multiscale_diag_retention, x, backward, log_decays=log_decays, **TRITON))
     if "fla" in only:
         for shape in (GDN_FWD[2], GDN_FWD[3]):
             yield f"fla gdn fwd {shape}", op_factory(bench.fla("gated_delta_rule", "chunk_gated_delta_rule"),
@@ -127,9 +125,6 @@ def print_tuning(tuners):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="gdn,dla,msr", help="subset of gdn, dla, msr, fla (fla's GDN forward)")
-    parser.add_argument("--set", action="append", default=[], metavar="MODULE.NAME=INT",
-                        help="override a module-level policy knob of relin.kernels first, e.g. "
-                             "decayed_linear_attn.triton_fwd.SAVE_STATES=1 (repeatable)")
     parser.add_argument("--check", action="store_true",
                         help="first check the selected ops against their fp32 references (kernels.py's checks)")
     parser.add_argument("--host", action="store_true",
@@ -137,49 +132,40 @@ def main():
     parser.add_argument("--retune", action="store_true",
                         help="forget autotuning before each case (the keys hold no length or batch)")
     args = parser.parse_args()
-    for assignment in args.set:
-        target, value = assignment.split("=")
-        module, name = target.rsplit(".", 1)
-        module = importlib.import_module(f"relin.kernels.{module}")
-        if not hasattr(module, name):
-            parser.error(f"--set {assignment}: relin.kernels.{target} does not exist")
-        setattr(module, name, type(getattr(module, name))(int(value)))
-        print(f"set relin.kernels.{target} = {getattr(module, name)}")
     only = set(args.only.split(","))
     summary = []
-    with backend("triton"):
-        if args.check:
-            if "gdn" in only:
-                bench.check_op("chunk_gated_delta_rule", lambda **x: chunk_gated_delta_rule(**x)[0],
-                               lambda **x: bench.naive_recurrent_gated_delta_rule(**x)[0],
-                               gdn_inputs(1, 256, 4, 128))
-            if "dla" in only:
-                for normalize in (False, True):
-                    x = bench.dla_inputs(1, 256, 4, 256, 128)
-                    x = bench.hedgehog_inputs(x) if normalize else x
-                    bench.check_op(f"chunk_decayed_linear_attn{' normalize' * normalize}",
-                                   lambda **x: chunk_decayed_linear_attn(**x, normalize=normalize)[0],
-                                   lambda **x: bench.naive_recurrent_decayed_linear_attn(**x, normalize=normalize)[0], x)
-        for name, factory in cases(only):
-            if args.retune:
-                for tuner in autotuners().values():
-                    tuner.cache.clear()
-            fn = factory()
-            fn()
-            torch.cuda.synchronize()
-            wall = do_bench(fn, warmup=10, rep=50, return_mode="median")
-            host = host_ms_per_call(fn)
-            rows = kernel_times(fn)
-            total = sum(ms for _, ms in rows)
-            print(f"\n{name}: wall {wall:.3f} ms, host {host:.3f} ms, kernels {total:.3f} ms", flush=True)
-            for kernel, ms in rows[:12]:
-                print(f"  {ms:8.3f} ms  {kernel[:100]}")
-            print_tuning(autotuners())
-            if args.host:
-                host_breakdown(fn)
-            summary.append((name, wall, host, total))
-            del fn
-            torch.cuda.empty_cache()
+    if args.check:
+        if "gdn" in only:
+            bench.check_op("chunk_gated_delta_rule", lambda **x: chunk_gated_delta_rule(**x, **TRITON)[0],
+                           lambda **x: bench.naive_recurrent_gated_delta_rule(**x)[0],
+                           gdn_inputs(1, 256, 4, 128))
+        if "dla" in only:
+            for normalize in (False, True):
+                x = bench.dla_inputs(1, 256, 4, 256, 128)
+                x = bench.hedgehog_inputs(x) if normalize else x
+                bench.check_op(f"chunk_decayed_linear_attn{' normalize' * normalize}",
+                               lambda **x: chunk_decayed_linear_attn(**x, normalize=normalize, **TRITON)[0],
+                               lambda **x: bench.naive_recurrent_decayed_linear_attn(**x, normalize=normalize)[0], x)
+    for name, factory in cases(only):
+        if args.retune:
+            for tuner in autotuners().values():
+                tuner.cache.clear()
+        fn = factory()
+        fn()
+        torch.cuda.synchronize()
+        wall = do_bench(fn, warmup=10, rep=50, return_mode="median")
+        host = host_ms_per_call(fn)
+        rows = kernel_times(fn)
+        total = sum(ms for _, ms in rows)
+        print(f"\n{name}: wall {wall:.3f} ms, host {host:.3f} ms, kernels {total:.3f} ms", flush=True)
+        for kernel, ms in rows[:12]:
+            print(f"  {ms:8.3f} ms  {kernel[:100]}")
+        print_tuning(autotuners())
+        if args.host:
+            host_breakdown(fn)
+        summary.append((name, wall, host, total))
+        del fn
+        torch.cuda.empty_cache()
     print(f"\n{'case':48s} {'wall ms':>9s} {'host ms':>9s} {'kernels ms':>11s}")
     for name, wall, host, total in summary:
         print(f"{name:48s} {wall:9.3f} {host:9.3f} {total:11.3f}")

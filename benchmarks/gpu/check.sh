@@ -1,0 +1,34 @@
+# The kernels' GPU verification, in stages; each runs under its own timeout so that a slow one still leaves the
+# others' logs. Logs and kernels.json go to $OUT (the device tool returns them), else to benchmarks/results/local/.
+#   bash benchmarks/gpu/check.sh sweep memcheck     # head-dim sweeps, CUDA graphs, then the sanitizer sweep
+#   bash benchmarks/gpu/check.sh tests              # every kernel test (a fresh machine compiles for minutes)
+#   bash benchmarks/gpu/check.sh bench              # benchmarks/gpu/kernels.py (ONLY=dla,gdn,msr by default)
+#   PROFILE_ARGS="--only dla --host" bash benchmarks/gpu/check.sh profile
+# RELIN_GIT_COMMIT names the commit in kernels.json (the lent machine gets the tree without .git).
+source benchmarks/gpu/env.sh
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+OUT=${OUT:-benchmarks/results/local}
+mkdir -p "$OUT"
+workers=$(( $(nproc) - 1 ))
+pytest_run() {  # log name, time limit, pytest arguments
+    local log=$1 limit=$2
+    shift 2
+    (cd tests/kernels && timeout "$limit" python3 -m pytest . -n "$workers" -p no:cacheprovider -p no:benchmark \
+        -q --tb=short -rfs --durations=10 "$@") 2>&1 | tee "$OUT/$log" | tail -25
+}
+for stage in "$@"; do
+    case $stage in
+        sweep) pytest_run sweep-tests.log "${SWEEP_LIMIT:-330}" -k "sweep or small_and_odd or odd_head or captured or bf16" ;;
+        tests) pytest_run kernel-tests.log "${TESTS_LIMIT:-540}" ;;
+        memcheck)
+            timeout "${MEMCHECK_LIMIT:-240}" "$SANITIZER" --tool memcheck --error-exitcode 1 \
+                python3 benchmarks/gpu/memcheck.py 2>&1 | tee "$OUT/memcheck.log" | grep -v "^ok " | tail -20 ;;
+        bench)
+            timeout "${BENCH_LIMIT:-420}" python3 benchmarks/gpu/kernels.py --only "${ONLY:-dla,gdn,msr}" --out "$OUT" \
+                2>&1 | grep -v "warn" | tee "$OUT/kernels.log" | sed -n '/^op /,$p' ;;
+        profile)
+            timeout "${PROFILE_LIMIT:-300}" python3 benchmarks/gpu/kernel_profile.py ${PROFILE_ARGS:---only gdn,dla,msr} \
+                2>&1 | tee "$OUT/profile.log" | sed -n '/^case/,$p' ;;
+        *) echo "unknown stage '$stage': expected sweep, tests, memcheck, bench or profile" >&2; exit 2 ;;
+    esac
+done

@@ -1,0 +1,112 @@
+"""Run every relin kernel, in every autotuning config, at small shapes of every head dim: the sweep to run under
+``compute-sanitizer --tool memcheck`` (which reports out-of-bounds and misaligned accesses the tests cannot see).
+
+    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py
+
+The autotuner times each config once instead of benchmarking it (memcheck slows every launch), so each config
+still runs. Shapes match tests/kernels' head-dim sweeps (two heads), so a machine that ran those has the
+kernels compiled already. Prints one line per case and a count last; exits non-zero if an output is not finite.
+"""
+from __future__ import annotations
+
+import math
+import sys
+
+import triton.testing
+
+
+def _run_once(fn, *args, **kwargs):
+    fn()
+    return 1.0
+
+
+triton.testing.do_bench = _run_once  # before relin builds its autotuners
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention  # noqa: E402
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # a CPU runs it under TRITON_INTERPRET=1 (slowly)
+DIMS = [(16, 16), (16, 256), (24, 48), (32, 100), (48, 24), (64, 32), (100, 64), (128, 128), (256, 16), (256, 256)]
+H = 2
+
+
+def r(*shape):
+    return torch.randn(*shape, device=DEVICE)
+
+
+def fwd_bwd(op, inputs, states=()):
+    """Forward and backward with random cotangents; every output and gradient must be finite."""
+    leaves = {name: x.detach().clone().requires_grad_(x.is_floating_point()) for name, x in inputs.items()}
+    out, final = op(**leaves)
+    finals = [s for s in (final if isinstance(final, tuple) else (final,)) if s is not None]
+    loss = (out.float() * torch.randn_like(out, dtype=torch.float32)).sum()
+    loss = loss + sum((s * torch.randn_like(s)).sum() for s in finals)
+    grads = torch.autograd.grad(loss, [x for x in leaves.values() if x.requires_grad])
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    return all(torch.isfinite(t).all() for t in (out, *finals, *grads))
+
+
+def gdn_cases():
+    for K, V in DIMS:
+        for B, T, cu in ((2, 75, None), (1, 164, torch.tensor([0, 15, 15, 100, 164], device=DEVICE))):
+            N = B if cu is None else cu.numel() - 1
+            x = dict(q=r(B, T, H, K), k=F.normalize(r(B, T, H, K), dim=-1), v=r(B, T, H, V),
+                     g=F.logsigmoid(r(B, T, H)), beta=r(B, T, H).sigmoid())
+            x = {n: t.to(torch.bfloat16) for n, t in x.items()}
+            x["initial_state"] = r(N, H, K, V)
+            yield f"gdn K={K} V={V} B={B} T={T} varlen={cu is not None}", lambda x=x, cu=cu: fwd_bwd(
+                lambda **a: chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton"), x)
+
+
+def dla_cases():
+    for K, V in DIMS:
+        for normalize in (False, True):
+            for B, T, cu, gate in ((2, 75, None, True), (1, 164, torch.tensor([0, 15, 15, 100, 164]), False)):
+                N = B if cu is None else cu.numel() - 1
+                q, k = r(B, T, H, K), r(B, T, H, K)
+                if normalize:
+                    q, k = q.softmax(-1), k.softmax(-1)
+                x = dict(q=q.to(torch.bfloat16), k=k.to(torch.bfloat16), v=r(B, T, H, V).to(torch.bfloat16))
+                if gate:
+                    x["g"] = F.logsigmoid(r(B, T, H))
+                S0 = r(N, H, K, V)
+                state = (S0.abs(), torch.rand(N, H, K, device=DEVICE) + 0.5) if normalize else S0
+                yield (f"dla K={K} V={V} normalize={normalize} gate={gate} B={B} T={T} varlen={cu is not None}",
+                       lambda x=x, cu=cu, state=state, normalize=normalize: fwd_bwd(
+                           lambda **a: chunk_decayed_linear_attn(**a, normalize=normalize, initial_state=state,
+                                                                 output_final_state=True, cu_seqlens=cu,
+                                                                 backend="triton"), x))
+
+
+def msr_cases():
+    for C, S in ((16, 1), (24, 3), (100, 8), (1000, 32)):
+        B, T = 2, 150
+        x = dict(q=r(B, T, C), k=F.elu(r(B, T, C)) + 1, v=r(B, T, C), gate=r(B, T, C).sigmoid(),
+                 mix=r(B, T, S).softmax(-1))
+        x = {n: t.to(torch.bfloat16) for n, t in x.items()}
+        log_decays = torch.linspace(math.log(0.7), math.log(0.995), S, device=DEVICE)
+        x["initial_state"] = r(B, S, C)
+        yield f"msr C={C} S={S} B={B} T={T}", lambda x=x, log_decays=log_decays: fwd_bwd(
+            lambda **a: multiscale_diag_retention(**a, log_decays=log_decays, output_final_state=True, block_len=32,
+                                                  backend="triton"), x)
+
+
+def main():
+    torch.manual_seed(0)
+    failures, count = [], 0
+    for cases in (gdn_cases(), dla_cases(), msr_cases()):
+        for name, case in cases:
+            finite = case()
+            count += 1
+            print(f"{'ok' if finite else 'NOT FINITE'} {name}", flush=True)
+            if not finite:
+                failures.append(name)
+    print(f"memcheck sweep: {count} cases, {len(failures)} with non-finite outputs", flush=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
