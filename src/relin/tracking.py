@@ -28,6 +28,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import deque
@@ -44,7 +45,7 @@ CONFIG_ENV = "RELIN_TRACKING_CONFIG"
 OUTBOX_DIR = Path("logs/tracking-outbox")
 
 # How long a write may keep retrying a busy store: when a run is opened (its id goes into the
-# outputs' manifests), between training steps (short: the loop must go on), and when a stage ends.
+# outputs' manifests), in the background writer (then it waits RETRY_EVERY_S), and when a stage ends.
 OPEN_PATIENCE_S = 60.0
 STEP_PATIENCE_S = 0.0
 CLOSE_PATIENCE_S = 120.0
@@ -207,7 +208,9 @@ class NullTracker:
 
 
 class Tracker(NullTracker):
-    """A stage's child run. Writes queue in an outbox, drained in order whenever the store answers."""
+    """A stage's child run. Writes queue in an outbox that a background thread drains in order, so a
+    busy store (MLflow waits up to 20 s on a locked SQLite file per statement) never holds up training.
+    """
 
     def __init__(self, cfg: TrackingConfig, stage: str, tags: dict[str, str]):
         super().__init__()
@@ -216,56 +219,64 @@ class Tracker(NullTracker):
         self._client = None
         self._ops: deque[dict[str, Any]] = deque()
         self._pending_metrics: list[list] = []
-        self._next_try = 0.0
+        self._wake = threading.Condition()
+        self._stopping = self._gave_up = False
         self._warned = False
-        self._push({"op": "create_run", "experiment": cfg.experiment, "run_name": stage, "tags": tags})
-        self._drain(OPEN_PATIENCE_S)
+        self._ops.append({"op": "create_run", "experiment": cfg.experiment, "run_name": stage, "tags": tags})
+        self._write_head(OPEN_PATIENCE_S)  # the run id goes into the outputs' manifests: wait for it
+        self._worker = threading.Thread(target=self._drain, name=f"relin-tracking-{stage}", daemon=True)
+        self._worker.start()
 
     # -- the outbox
-    def _push(self, op: dict[str, Any]) -> None:
-        self._ops.append(op)
-
-    def _drain(self, patience_s: float) -> bool:
-        """Write queued entries in order; ``False`` when the store stays busy for ``patience_s``."""
-        while self._ops:
-            op = self._ops[0]
-            try:
-                if self._client is None:
-                    self._client = _retry(lambda: _client(self.cfg), patience_s)
-                run_id = _retry(lambda: _apply(self._client, op, self.run_id or None), patience_s)
-            except Exception as err:  # noqa: BLE001 - tracking must never stop the stage
-                if is_transient(err):
-                    self._warn(f"tracking store busy ({_first_line(err)}); "
-                               f"{len(self._ops)} write(s) queued, retrying every {RETRY_EVERY_S:.0f} s")
-                    self._next_try = time.monotonic() + RETRY_EVERY_S
-                    return False
-                self._ops.popleft()
-                print(f"relin: tracking: dropped a {op['op']} the store refused ({_first_line(err)})",
-                      file=sys.stderr)
-                continue
+    def _write_head(self, patience_s: float) -> bool:
+        """Write the oldest queued entry; ``False`` when the store is busy (the entry stays queued)."""
+        op = self._ops[0]
+        try:
+            if self._client is None:
+                self._client = _client(self.cfg)
+            run_id = _retry(lambda: _apply(self._client, op, self.run_id or None), patience_s)
+        except Exception as err:  # noqa: BLE001 - tracking must never stop the stage
+            if is_transient(err):
+                if not self._warned:
+                    print(f"relin: tracking store busy ({_first_line(err)}); writes are queued and retried",
+                          file=sys.stderr)
+                    self._warned = True
+                return False
+            print(f"relin: tracking: dropped a {op['op']} the store refused ({_first_line(err)})", file=sys.stderr)
+        else:
             if op["op"] == "create_run":
                 self.run_id = run_id
+            if self._warned:
+                print("relin: tracking store answers again; queued writes are being logged", file=sys.stderr)
+                self._warned = False
+        with self._wake:
             self._ops.popleft()
-        if self._warned:
-            print("relin: tracking store answers again; queued writes logged", file=sys.stderr)
-            self._warned = False
+            self._wake.notify_all()
         return True
 
-    def _warn(self, message: str) -> None:
-        if not self._warned:
-            print(f"relin: {message}", file=sys.stderr)
-            self._warned = True
+    def _drain(self) -> None:
+        """The background writer: entries in order, retried every ``RETRY_EVERY_S`` while the store is busy."""
+        while True:
+            with self._wake:
+                while not self._ops and not self._stopping:
+                    self._wake.wait()
+                if not self._ops or (self._stopping and self._gave_up):
+                    return
+            if not self._write_head(STEP_PATIENCE_S):
+                with self._wake:
+                    if not self._stopping or not self._gave_up:
+                        self._wake.wait(RETRY_EVERY_S)
 
-    def _drain_if_due(self) -> None:
-        if time.monotonic() >= self._next_try:
-            self._drain(STEP_PATIENCE_S)
+    def _push(self, op: dict[str, Any]) -> None:
+        with self._wake:
+            self._ops.append(op)
+            self._wake.notify_all()
 
     # -- the tracker API
     def log_params(self, params: dict[str, Any]) -> None:
         items = [[k, str(v)[:6000]] for k, v in _flatten(params).items()]
         for i in range(0, len(items), 100):
             self._push({"op": "log_batch", "params": items[i:i + 100]})
-        self._drain_if_due()
 
     def log_metrics(self, metrics: dict[str, float], step: int | None = None) -> None:
         now = int(time.time() * 1000)
@@ -277,11 +288,9 @@ class Tracker(NullTracker):
         metrics, self._pending_metrics = self._pending_metrics, []
         for i in range(0, len(metrics), 1000):
             self._push({"op": "log_batch", "metrics": metrics[i:i + 1000]})
-        self._drain_if_due()
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
         self._push({"op": "log_artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path})
-        self._drain_if_due()
 
     def log_input(self, path: str | Path, name: str | None = None) -> None:
         """Record an artifact this stage read: its digest and the run that produced it."""
@@ -290,17 +299,25 @@ class Tracker(NullTracker):
         self._push({"op": "log_input", "source": str(path.resolve()), "name": name or str(path),
                     "digest": digest(path)[:36], "producer_run_id": producer.get("run_id", ""),
                     "producer_stage": producer.get("stage", "")})
-        self._drain_if_due()
 
     def set_tags(self, tags: dict[str, str]) -> None:
         self._push({"op": "log_batch", "tags": [[k, str(v)] for k, v in tags.items()]})
-        self._drain_if_due()
 
     def close(self, status: str) -> None:
-        """Flush, end the run, and save whatever the store still refuses to the outbox folder."""
+        """Flush and end the run, waiting up to ``CLOSE_PATIENCE_S`` for a busy store; what it still
+        refuses is saved under ``logs/tracking-outbox/`` for the next pipeline invocation."""
         self.flush()
         self._push({"op": "terminate", "status": status})
-        if self._drain(CLOSE_PATIENCE_S):
+        deadline = time.monotonic() + CLOSE_PATIENCE_S
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+            while self._ops and time.monotonic() < deadline:
+                self._wake.wait(min(1.0, max(deadline - time.monotonic(), 0.01)))
+            self._gave_up = bool(self._ops)
+            self._wake.notify_all()
+        self._worker.join()  # a write in flight ends within the store's own timeout
+        if not self._ops:
             return
         OUTBOX_DIR.mkdir(parents=True, exist_ok=True)
         path = OUTBOX_DIR / f"{self.stage}-{os.getpid()}-{uuid.uuid4().hex[:8]}.json"

@@ -95,7 +95,48 @@ def test_divergence_exits_3_keeps_checkpoint_and_writes_nothing(toy_dataset, tmp
 
 def test_missing_data_is_one_line_error(tmp_path, capsys):
     assert main(_args(tmp_path / "nope", tmp_path)) == 2
-    assert "no such directory (expected the output of relin synth-text)" in capsys.readouterr().err
+    assert "no such directory (expected a synth_text DatasetDict" in capsys.readouterr().err
+
+
+def _damage(path):
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+
+
+@pytest.mark.parametrize("damaged, message", [
+    ("train/data-00000-of-00001.arrow", "unreadable, a file is damaged"),
+    ("tokenizer/tokenizer.json", "unreadable, a file is damaged"),
+    ("train/state.json", "unreadable, a file is damaged"),
+], ids=["truncated arrow", "truncated tokenizer.json", "truncated state.json"])
+def test_corrupt_input_is_one_line_naming_it_and_overwrites_nothing(toy_dataset, tmp_path, capsys, damaged, message):
+    import shutil
+
+    data = shutil.copytree(toy_dataset, tmp_path / "data")
+    _damage(data / damaged)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "history.csv").write_text("step,loss\n1,2.0\n")
+    capsys.readouterr()
+    assert main(_args(data, out)) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], lines
+    where = data / damaged.split("/")[0] if damaged.startswith("tokenizer") else data
+    assert lines[0].startswith(f"relin teacher-lm: error: {'tokenizer' if 'tokenizer' in damaged else 'data'} {where}")
+    assert sorted(p.name for p in out.iterdir()) == ["history.csv"]
+    assert (out / "history.csv").read_text() == "step,loss\n1,2.0\n"
+
+
+def test_only_unreadable_checkpoints_is_one_line_and_writes_nothing(toy_dataset, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(objectives.OBJECTIVES, "ce", lambda: NaNAt(calls=5))
+    assert main(_args(toy_dataset, tmp_path)) == 3
+    monkeypatch.undo()
+    (state,) = tmp_path.glob("ckpt/*/step-*/state.pt")
+    state.write_bytes(os.urandom(2048))
+    capsys.readouterr()
+    assert main(_args(toy_dataset, tmp_path)) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith(f"relin teacher-lm: error: checkpoint {state.parent}: unreadable (")
+    assert lines[-1].endswith("to train from step 0")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt"]
 
 
 def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes_after_a_kill(toy_dataset, tmp_path):

@@ -60,7 +60,8 @@ def snakemake(cwd: Path, *args: str, overlays: tuple[Path, ...] = (), check: boo
 
 
 def copy_repository(dest: Path) -> Path:
-    """The repository's tracked (and not ignored) files, copied to ``dest``, with smoke params."""
+    """The repository's tracked (and not ignored) files, copied to ``dest``, with smoke params, as a
+    git repository of one commit (DVC needs one), like a user's clone."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
     for name in filter(None, listed):
@@ -73,6 +74,9 @@ def copy_repository(dest: Path) -> Path:
     params = deep_merge(yaml.safe_load((dest / "params.yaml").read_text()),
                         yaml.safe_load((dest / SMOKE).read_text()) or {})
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    run(["git", "init", "-q"], dest)
+    run(["git", "add", "-A"], dest)
+    run(["git", "commit", "-q", "-m", "copy"], dest)
     return dest
 
 

@@ -46,8 +46,10 @@ def test_dvc_stages_mirror_the_snakemake_jobs():
     teacher = stages["teacher_lm-qwen3"]
     assert teacher["params"] == ["teacher.models.qwen3", "teacher.train"]
     assert {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/codedeps.py"} <= set(teacher["deps"])
-    assert not any(dep.startswith(("src/relin/eval", "src/relin/report", "src/relin/data")) for dep in teacher["deps"]), \
+    assert not any(dep.startswith(("src/relin/eval", "src/relin/report")) for dep in teacher["deps"]), \
         "a teacher stage depends only on the code it runs"
+    assert {d for d in teacher["deps"] if d.startswith("src/relin/data")} == {
+        "src/relin/data/__init__.py", "src/relin/data/loaders.py"}, "not the generators"
     assert teacher["cmd"].startswith("relin run-job teacher_lm results/teacher/qwen3/model ")
     assert all(spec == {"persist": True} for key in ("outs", "metrics", "plots") for out in teacher[key]
                for spec in out.values()), "DVC must never delete an output Snakemake may be reading"
@@ -62,7 +64,25 @@ def test_dry_run_creates_nothing(tmp_path):
     assert not created, f"a dry run created {sorted(created)}"
 
 
-@pytest.mark.parametrize("case", ["unknown key", "wrong type", "missing params.yaml", "bad overlay value"])
+BAD_PARAMS = {
+    "unknown key": ("params", ("  train:\n    steps:", "  train:\n    stepz:"), "params.yaml: teacher.train.stepz: unknown key"),
+    "wrong type": ("params", ("    lr: ", "    lr: fast #"), "params.yaml: teacher.train.lr: expected a number, got 'fast'"),
+    "nan": ("params", ("    lr: ", "    lr: .nan #"), "params.yaml: teacher.train.lr: expected a finite number, got nan"),
+    "missing params.yaml": ("params", None, "params.yaml: config file not found"),
+    "empty params.yaml": ("params", "", "params.yaml: empty (expected a mapping of config sections"),
+    "bad overlay value": ("overlay", {"teacher": {"archs": ["llama"]}},
+                          "bad.yaml: teacher.archs: 'llama' is not a key of teacher.models"),
+    "warmup > steps": ("overlay", {"teacher": {"train": {"warmup_steps": 31}}},
+                       "bad.yaml: teacher.train.warmup_steps: expected <= steps (30), got 31"),
+    "no teacher": ("overlay", {"teacher": {"archs": []}}, "bad.yaml: teacher.archs: expected at least one of"),
+    "answer budget": ("overlay", {"eval": {"max_new_tokens": 1}},
+                      "bad.yaml: eval.max_new_tokens: 1 cannot hold the longest niah_single answer"),
+    "bad --config": ("config", "teacher={train: {lr: .inf}}",
+                     "--config: teacher.train.lr: expected a finite number, got inf"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_PARAMS))
 def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
     repo = copy_repository(tmp_path)
     existing = {repo / "results/teacher/qwen3/history.csv": "step,loss\n1,2.0\n",
@@ -71,23 +91,28 @@ def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     params = repo / "params.yaml"
-    overlays = ()
-    if case == "unknown key":
-        params.write_text(params.read_text().replace("  train:\n    steps:", "  train:\n    stepz:", 1))
-        expected = "teacher.train.stepz: unknown key"
-    elif case == "wrong type":
-        params.write_text(params.read_text().replace("    lr: ", "    lr: fast #", 1))
-        expected = "teacher.train.lr: expected a number, got 'fast'"
-    elif case == "missing params.yaml":
+    kind, change, expected = BAD_PARAMS[case]
+    overlays, args = (), ()
+    if kind == "params" and change is None:
         params.unlink()
-        expected = "params.yaml: config file not found"
+    elif kind == "params" and change == "":
+        params.write_text("# everything commented out\n")
+    elif kind == "params":
+        params.write_text(params.read_text().replace(*change, 1))
+    elif kind == "overlay":
+        overlays = (overlay(tmp_path / "bad.yaml", change),)
     else:
-        overlays = (overlay(tmp_path / "bad.yaml", {"teacher": {"archs": ["llama"]}}),)
-        expected = "teacher.archs: 'llama' is not a key of teacher.models"
-    proc = snakemake(repo, overlays=overlays, check=False)
+        args = ("--config", change)
+    proc = snakemake(repo, *args, overlays=overlays, check=False)
     assert proc.returncode != 0
     lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
-    assert len(lines) == 1 and expected in lines[0], lines
+    assert len(lines) == 1 and lines[0].startswith("relin: ") and expected in lines[0], lines
     for path, text in existing.items():
         assert path.read_text() == text
     assert not (repo / "mlflow.db").exists() and not (repo / "logs").exists()
+
+
+def test_typed_config_override_reaches_the_stage(tmp_path):
+    repo = copy_repository(tmp_path)
+    out = snakemake(repo, "-n", "-p", "--config", "teacher={train: {lr: 0.003}}").stdout
+    assert '"lr": 0.003' in out and '"lr": "0.003"' not in out, out

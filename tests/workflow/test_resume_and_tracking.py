@@ -1,5 +1,6 @@
 """Workflow-level robustness: a killed teacher job resumes from its checkpoint when the workflow is
-rerun, and the DAG runs with tracking switched off (by config or by ``RELIN_TRACKING=0``)."""
+rerun (bit-identical to an uninterrupted run), the next invocation closes the killed job's MLflow
+run, and the DAG runs with tracking switched off (by config or by ``RELIN_TRACKING=0``)."""
 from __future__ import annotations
 
 import json
@@ -9,6 +10,9 @@ import time
 
 import psutil
 import pytest
+from mlflow.tracking import MlflowClient
+
+from relin.io import read_manifest
 
 from .conftest import SMOKE, clone_run, copy_repository, overlay, snakemake, workflow_env
 
@@ -32,7 +36,7 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
     target = "results/teacher/qwen3/train_metrics.json"
     change = overlay(tmp_path / "resumable.yaml", RESUMABLE)
     argv = ["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(change)]
-    earlier = set((repo / "checkpoints/teacher/qwen3").glob("*"))  # the smoke run's (another config)
+    earlier = set((repo / "checkpoints/teacher/qwen3").glob("*"))
     console = tmp_path / "snakemake.out"
     proc = subprocess.Popen(argv, cwd=repo, env=workflow_env(), stdout=console.open("w"), stderr=subprocess.STDOUT)
     deadline, killed_after = time.monotonic() + 600, None
@@ -50,11 +54,24 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
     assert proc.returncode != 0 and not (repo / target).exists(), output
 
     snakemake(repo, target, overlays=(change,))
-    metrics = json.loads((repo / target).read_text())
-    assert 0 < killed_after <= metrics["resumed_from"] < RESUMABLE["teacher"]["train"]["steps"], metrics
+    metrics, record = json.loads((repo / target).read_text()), read_manifest(repo / target)
+    assert 0 < killed_after <= record["resumed_from"] < RESUMABLE["teacher"]["train"]["steps"], record
     assert metrics["steps"] == RESUMABLE["teacher"]["train"]["steps"]
     log = (repo / "logs/teacher_lm/qwen3.log").read_text()
-    assert f"{metrics['resumed_from']}/{metrics['steps']}" in log, "progress bar does not start at the resumed step"
+    assert f"resuming from step {record['resumed_from']} (" in log
+    assert f"{record['resumed_from']}/{metrics['steps']}" in log, "progress bar does not start at the resumed step"
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    teacher_runs = client.search_runs([client.get_experiment_by_name("relin").experiment_id],
+                                      "tags.`relin.stage` = 'teacher-lm'", max_results=100)
+    assert "RUNNING" not in {r.info.status for r in teacher_runs}
+    assert "KILLED" in {r.info.status for r in teacher_runs}, "the killed job's run was closed by the rerun"
+
+    resumed = (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes()
+    snakemake(repo, target, "--forcerun", "teacher_lm", overlays=(change,))
+    assert read_manifest(repo / target)["resumed_from"] == 0
+    assert (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes() == resumed, \
+        "a resumed run must equal an uninterrupted one"
 
 
 @pytest.mark.parametrize("how", ["RELIN_TRACKING=0", "tracking.enabled: false"])

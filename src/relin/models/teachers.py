@@ -93,7 +93,12 @@ def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
     if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
         raise InputError(f"tokenizer {path}: not a save_pretrained tokenizer directory "
                          f"(expected tokenizer.json)")
-    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001 - json, tokenizers and OS errors all mean a damaged file
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise InputError(f"tokenizer {path}: unreadable, a file is damaged ({first}); regenerate it "
+                         f"(the stage that wrote it, e.g. relin synth-text)") from None
     if tokenizer.pad_token_id is None:
         raise InputError(f"tokenizer {path}: has no pad token (expected pad/bos/eos/unk special tokens)")
     return tokenizer

@@ -45,20 +45,9 @@ def history_columns(rows: list[dict]) -> list[str]:
 
 
 def load_train_rows(data: Path):
-    from datasets import DatasetDict, load_from_disk
+    from ..data.loaders import load_split
 
-    if not data.is_dir():
-        raise InputError(f"--data {data}: no such directory (expected the output of relin synth-text)")
-    try:
-        dataset = load_from_disk(str(data))
-    except (FileNotFoundError, ValueError) as err:
-        raise InputError(f"--data {data}: not a saved dataset ({err})") from None
-    if not isinstance(dataset, DatasetDict) or "train" not in dataset:
-        raise InputError(f"--data {data}: expected a DatasetDict with a 'train' split")
-    train = dataset["train"]
-    missing = {"task", "input_ids", "labels"} - set(train.column_names)
-    if missing:
-        raise InputError(f"--data {data}: train split lacks column(s) {', '.join(sorted(missing))}")
+    train = load_split(data, "train", ("task", "input_ids", "labels"))
     return list(train["task"]), list(train["input_ids"]), list(train["labels"])
 
 

@@ -1,0 +1,119 @@
+"""Tracking never stops a stage: a busy store queues writes (logged later, in order), an unreachable
+server is refused in one line, and the runs of dead processes are closed by the next pipeline."""
+import json
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from relin import tracking
+from relin.config import TrackingConfig
+
+from ..workflow.conftest import workflow_env
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", system_metrics=False, flush_every=5)
+    monkeypatch.setenv(tracking.CONFIG_ENV, json.dumps({"tracking_uri": cfg.tracking_uri, "system_metrics": False,
+                                                        "flush_every": 5}))
+    monkeypatch.delenv(tracking.PARENT_ENV, raising=False)
+    monkeypatch.delenv("RELIN_TRACKING", raising=False)
+    tracking.init_pipeline(cfg)  # creates the store before anything locks it
+    return cfg
+
+
+def _hold_exclusive_lock(db, seconds, locked):
+    connection = sqlite3.connect(db, timeout=30)
+    connection.execute("BEGIN EXCLUSIVE")
+    locked.set()
+    time.sleep(seconds)
+    connection.rollback()
+    connection.close()
+
+
+def _metric_steps(cfg, run_id, key):
+    return [m.step for m in tracking._client(cfg).get_metric_history(run_id, key)]
+
+
+def test_a_locked_store_delays_writes_but_loses_none(store, tmp_path, monkeypatch):
+    monkeypatch.setattr(tracking, "RETRY_EVERY_S", 1.0)
+    with tracking.stage_run("probe", {"a": 1}) as tracker:
+        locked = threading.Event()
+        holder = threading.Thread(target=_hold_exclusive_lock, args=(tmp_path / "mlflow.db", 8, locked))
+        holder.start()
+        locked.wait()
+        began = time.monotonic()
+        for step in range(1, 41):
+            tracker.log_metrics({"loss": 1.0 / step}, step)
+            time.sleep(0.05)
+        assert time.monotonic() - began < 25, "logging must not hold up the steps for the whole lock"
+        holder.join()
+    run = tracking._client(store).get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and run.data.params == {"a": "1"}
+    assert _metric_steps(store, tracker.run_id, "loss") == list(range(1, 41))
+
+
+def test_writes_the_store_refuses_until_the_end_are_saved_and_replayed(store, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(tracking, "CLOSE_PATIENCE_S", 1.0)
+    locked = threading.Event()
+    holder = threading.Thread(target=_hold_exclusive_lock, args=(tmp_path / "mlflow.db", 15, locked))
+    with tracking.stage_run("probe", {"a": 1}) as tracker:
+        holder.start()
+        locked.wait()
+        tracker.log_metrics({"loss": 0.5}, 1)
+        tracker.flush()
+    (saved,) = (tmp_path / tracking.OUTBOX_DIR).glob("probe-*.json")
+    assert f"saved to {saved.relative_to(tmp_path)}" in capsys.readouterr().err
+    holder.join()
+    assert tracking.replay_outboxes(store) == 1 and not saved.exists()
+    run = tracking._client(store).get_run(tracker.run_id)
+    assert run.info.status == "FINISHED" and _metric_steps(store, tracker.run_id, "loss") == [1]
+
+
+def test_runs_of_dead_processes_are_closed_and_live_ones_kept(store):
+    client = tracking._client(store)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    exp = client.get_experiment_by_name(store.experiment).experiment_id
+    gone = client.create_run(exp, tags={**tracking._process_tags(), "relin.pid": dead.stdout.strip()})
+    alive = client.create_run(exp, tags=tracking._process_tags())
+    assert tracking.close_dead_runs(store) == [gone.info.run_id]
+    assert client.get_run(gone.info.run_id).info.status == "KILLED"
+    assert client.get_run(alive.info.run_id).info.status == "RUNNING"
+
+
+def test_a_terminated_stage_closes_its_run_as_killed(store, tmp_path):
+    script = ("import time; from relin import tracking\n"
+              "with tracking.stage_run('probe', {}) as t:\n"
+              "    open('run_id', 'w').write(t.run_id)\n"
+              "    time.sleep(60)\n")
+    env = workflow_env(**{tracking.CONFIG_ENV: json.dumps({"tracking_uri": store.tracking_uri,
+                                                           "system_metrics": False})})
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=tmp_path, env=env)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "run_id").is_file() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.terminate()
+    assert proc.wait(timeout=60) != 0
+    run = tracking._client(store).get_run((tmp_path / "run_id").read_text())
+    assert run.info.status == "KILLED"
+
+
+def test_unreachable_tracking_server_is_one_line_within_seconds():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens once the socket closes
+    cfg = TrackingConfig(tracking_uri=f"http://127.0.0.1:{port}")
+    began = time.monotonic()
+    with pytest.raises(tracking.TrackingUnavailable) as err:
+        tracking.check_store(cfg)
+    assert time.monotonic() - began < 10
+    message = str(err.value)
+    assert "\n" not in message and message.startswith(f"tracking.tracking_uri http://127.0.0.1:{port}: no MLflow")
+    assert "tracking.enabled: false" in message
