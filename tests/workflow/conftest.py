@@ -65,6 +65,8 @@ def copy_repository(dest: Path) -> Path:
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
     for name in filter(None, listed):
+        if name == "dvc.lock":  # the record of a run in this checkout, not part of the code
+            continue
         src = ROOT / name
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
