@@ -9,10 +9,11 @@ import triton
 
 from .backend import interpreting
 
-# Narrowest tile along a feature dim (K or V). 16-wide operands made Triton 3.6 emit out-of-bounds shared-memory
-# reads on the H200 (compute-sanitizer: "Invalid __shared__ read" in the gated delta rule's gradient kernel at
-# K = 16); every 32-wide case ran clean, so smaller head dims are served by masked 32-wide tiles.
-MIN_TILE = 32
+# Narrowest tile along a feature dim (K or V), which is the N of the products that read it. At 8 warps a product's N
+# is split over two warpgroups, and at 16 or fewer columns each Triton 3.6 read shared memory out of bounds on the
+# H200 (compute-sanitizer: the gated delta rule's gradient kernels at K = 16 and K = 24, its intra_dv at V = 24, the
+# decayed linear attention output kernel at V = 32). Smaller head dims are served by masked 64-wide tiles.
+MIN_TILE = 64
 
 
 def autotune(configs, key, **kwargs):

@@ -106,6 +106,11 @@ def dla_fwd_kernel_h(k, v, gc, h, z, h0, z0, ht, zt, cu_seqlens, chunk_offsets,
         m_t = r_t < eos
         b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
         b_v = tl.load(v + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_t[:, None] & m_v[None, :], other=0.)
+        if NORMALIZE:
+            # k loaded again (untransposed) for z, so that the dot operand b_kt has no elementwise reader (see the
+            # output kernel)
+            b_kz = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :],
+                           other=0.).to(tl.float32)
         if USE_G:
             b_last = tl.load(gc + (tl.minimum(bos + i_t * BT + BT, eos) - 1) * H + i_h)
             b_g = tl.load(gc + r_t * H + i_h, mask=m_t, other=0.)
@@ -113,9 +118,9 @@ def dla_fwd_kernel_h(k, v, gc, h, z, h0, z0, ht, zt, cu_seqlens, chunk_offsets,
             b_h *= tl.exp(b_last)
             b_v = b_v * b_decay[:, None]
             if NORMALIZE:
-                b_z = b_z * tl.exp(b_last) + tl.sum(b_kt.to(tl.float32) * b_decay[None, :], 1)
+                b_z = b_z * tl.exp(b_last) + tl.sum(b_kz * b_decay[:, None], 0)
         elif NORMALIZE:
-            b_z += tl.sum(b_kt.to(tl.float32), 1)
+            b_z += tl.sum(b_kz, 0)
         b_h += dot(b_kt, b_v, OP, PRECISION, WIDEN)
     if STORE_HT:
         tl.store(ht + i_nh * K * V + o_kv, b_h, mask=m_kv)
@@ -154,8 +159,11 @@ def dla_fwd_kernel_o(q, k, v, gc, h, z, o, o32, rden, cu_seqlens, chunk_indices,
         b_o += dot(b_q, b_h, h.dtype.element_ty, PRECISION, WIDEN)
         b_A += dot(b_q, b_kt, IN, PRECISION, WIDEN)
         if NORMALIZE:
+            # q loaded again (transposed) for q·z: with the dot operand b_q also read elementwise in this pipelined
+            # loop, Triton 3.6 on the H200 computed Q Kᵀ wrong at 4 warps
+            b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
             b_z = tl.load(z + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
-            b_qz += tl.sum(b_q.to(tl.float32) * b_z[None, :], 1)
+            b_qz += tl.sum(b_qt.to(tl.float32) * b_z[:, None], 0)
 
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if USE_G:

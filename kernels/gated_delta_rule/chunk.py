@@ -8,9 +8,11 @@ a fifth of the fwd+bwd time at long T.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from ..common.backend import use_triton
 from ..common.chunk_tables import chunk_tables
+from ..common.triton_utils import tile
 from .ref import check_inputs, check_triton_head_dims, l2norm
 from .torch_chunk import torch_chunk_gated_delta_rule
 from .triton_bwd import chunk_gdn_bwd
@@ -85,7 +87,18 @@ def chunk_gated_delta_rule(
     if not triton_path:
         o, final = torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, bounds)
         return o.to(v.dtype), (final if output_final_state else None)
+    # Head dims are zero-padded to a whole tile, which changes no product: the gradient kernels then never read a
+    # partly masked tile (the fault at K = 16 and 24 on the H200, see common.triton_utils.MIN_TILE, was first taken
+    # for one).
+    Kp, Vp = tile(K, 256), tile(V, 256)
+    if Kp != K:
+        q, k = F.pad(q, (0, Kp - K)), F.pad(k, (0, Kp - K))
+    if Vp != V:
+        v = F.pad(v, (0, Vp - V))
+    if initial_state is not None and (Kp, Vp) != (K, V):
+        initial_state = F.pad(initial_state, (0, Vp - V, 0, Kp - K))
     tables = chunk_tables(B, T, bounds, q.device)
     packed = (x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta))
     o, final = ChunkGatedDeltaRuleFunction.apply(*packed, scale, initial_state, output_final_state, tables)
-    return o.reshape(B, T, H, V), final
+    o = o.reshape(B, T, H, Vp)[..., :V]
+    return o, (final[:, :, :K, :V] if final is not None and (Kp, Vp) != (K, V) else final)

@@ -28,11 +28,12 @@ from ..common.triton_utils import autotune, tile
 from .triton_fwd import parallel_width
 
 # The backward state pass holds three more tiles than the forward's: at 2 warps it spills kilobytes per thread
-# (offline sm_90), so its configs start at 4 warps; 8 warps 2 stages for fp32 inputs, as in the forward.
+# (offline sm_90), so its configs start at 4 warps; 8 warps 2 stages (64 wide) for fp32 inputs, as in the forward.
 _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
-                  for bv, warps, stages in ((32, 4, 3), (16, 4, 2), (32, 8, 2), (64, 4, 2))]
-# One stage: more does not fit shared memory with K = V = 128 (sm_90).
-_GRAD_CONFIGS = [triton.Config({"BV": bv}, num_warps=8, num_stages=1) for bv in (32, 64)]
+                  for bv, warps, stages in ((32, 4, 3), (16, 4, 2), (64, 8, 2), (64, 4, 2))]
+# One stage: more does not fit shared memory with K = V = 128 (sm_90). 8 warps split a product's N over two
+# warpgroups: at N = 32 (16 each) Triton 3.6 read shared memory out of bounds on the H200, so V blocks are 64 wide.
+_GRAD_CONFIGS = [triton.Config({"BV": 64}, num_warps=8, num_stages=1)]
 
 
 @autotune(configs=[triton.Config({}, num_warps=w) for w in (4, 8)], key=["H", "K", "V", "BT"])

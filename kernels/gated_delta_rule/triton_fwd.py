@@ -51,10 +51,11 @@ def _substitute_row(b_A, b_X, i: tl.constexpr):
 _KKT_CONFIGS = [triton.Config({"BK": 64}, num_warps=w) for w in (2, 1, 4)]
 _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in ((4, 3), (8, 2))]
 # Narrow V blocks multiply the programs of the serial pass when sequences x heads is small, which is all the
-# parallelism it has; 16-wide blocks only below 4 warps (mma.sync, no warpgroup split). fp32 inputs (the tests)
-# overflow shared memory at 3 stages, hence the 8-warp 2-stage config.
+# parallelism it has. 8 warps split a product's N over two warpgroups, so their V blocks are 64 wide (16 per
+# warpgroup faulted on the H200 with Triton 3.6). fp32 inputs overflow shared memory at 3 stages, hence the
+# 8-warp 2-stage config.
 _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
-                  for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (32, 8, 2))]
+                  for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (64, 8, 2))]
 # One program per chunk and head at BV = 128 computes Q K^T once instead of once per V block.
 _OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=3) for bv, w in ((64, 4), (128, 8), (32, 4))]
 

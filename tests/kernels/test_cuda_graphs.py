@@ -45,6 +45,8 @@ def new_inputs(op):
                  g=F.logsigmoid(r(B, T, H)), beta=r(B, T, H).sigmoid())
         if op is not gdn:
             del x["beta"]
+        if op is hedgehog:
+            del x["g"]
     return {name: t.to(torch.bfloat16) if name != "g" else t for name, t in x.items()}
 
 

@@ -195,11 +195,11 @@ def test_low_operands_policy_needs_64_wide_key_tiles(monkeypatch):
     assert not low_operands(torch.bfloat16, 256)
 
 
-def test_feature_tiles_are_powers_of_two_from_32():
-    """Masked 32-wide tiles serve small head dims (16-wide ones faulted on the H200); all of V up to VALUE_TILE in
-    one tile of the output and dv kernels."""
-    assert [tile(v, VALUE_TILE) for v in (1, 16, 36, 72, 128, 129)] == [32, 32, 64, 128, 128, 128]
-    assert [tile(k, 64) for k in (16, 100, 256)] == [32, 64, 64]
+def test_feature_tiles_are_powers_of_two_from_64():
+    """Masked 64-wide tiles serve small head dims (narrower ones faulted on the H200 at 8 warps); all of V up to
+    VALUE_TILE in one tile of the output and dv kernels."""
+    assert [tile(v, VALUE_TILE) for v in (1, 16, 36, 72, 128, 129)] == [64, 64, 64, 128, 128, 128]
+    assert [tile(k, 64) for k in (16, 100, 256)] == [64, 64, 64]
 
 
 @gpu
@@ -235,7 +235,7 @@ def test_gate_stress(kernel_backend, gate_logit_normalizer, mask_p):
 @pytest.mark.parametrize("k_dim, v_dim", [(16, 16), (16, 7), (20, 36), (100, 72)])
 @pytest.mark.parametrize("normalize", [False, True])
 def test_odd_head_dims_and_custom_scale(kernel_backend, k_dim, v_dim, normalize):
-    """K = 16 and odd V (masked 32-wide tiles), K, V not powers of two, K < V, and more than one 64-wide tile
+    """K = 16 and odd V (masked 64-wide tiles), K, V not powers of two, K < V, and more than one 64-wide tile
     along K and V."""
     inputs = low_precision_inputs(make_inputs(1, 90, heads=1, k_dim=k_dim, v_dim=v_dim, normalize=normalize,
                                               initial_state=True))
