@@ -11,7 +11,7 @@ import sys
 from snakemake.utils import validate
 
 from relin import tracking
-from relin.config import deep_merge, load_layers, read_yaml, typed_overrides
+from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides
 from relin.errors import ConfigError, UserError
 from relin.pipeline import Pipeline
 from relin.preflight import check as preflight

@@ -131,7 +131,7 @@ def main() -> int:
     rc, data_s = run(["relin", "synth-text", "--out", str(work / "data"), *overlay], work / "synth.log", env)
     assert rc == 0, (work / "synth.log").read_text()[-2000:]
 
-    from relin.config import TrackingConfig
+    from relin.config.tracking import TrackingConfig
     from relin.tracking import init_pipeline
 
     parent = init_pipeline(TrackingConfig(tracking_uri=tracking_uri, system_metrics=False), "zero2-scaling")

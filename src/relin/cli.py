@@ -46,7 +46,7 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
 
 
 def _sections(args, stage):
-    from .config import Sections
+    from .config.params import Sections
 
     if args.config is not None:
         try:
@@ -56,7 +56,7 @@ def _sections(args, stage):
         missing = [s for s in stage.SECTIONS(args) if s not in raw]
         if missing:
             raise UserError(f"--config: missing section(s) {', '.join(missing)} that this stage reads")
-        return Sections(raw)
+        return Sections(raw, stage.SECTIONS(args))
     return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
 
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             write_schema(args.out)
             return 0
         if args.command == "check-config":
-            from .config import load_params
+            from .config.params import load_params
             from .preflight import check
 
             load_params(args.params, args.overlay, check)

@@ -1,5 +1,6 @@
 """The relin source a module runs: the module, every relin module it imports (transitively, at the
-top level or inside functions) and the ``__init__.py`` of their packages.
+top level or inside functions, but not under ``if TYPE_CHECKING:``) and the ``__init__.py`` of
+their packages.
 
 Two consumers share this one walk: ``workflow/scripts/gen_dvc.py`` lists these files as a DVC
 stage's code dependencies, and a training stage keys its checkpoints on their digest
@@ -51,7 +52,7 @@ def _imports(path: Path, tree: SourceTree) -> set[str]:
     name = tree.module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in _runtime_nodes(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -63,6 +64,18 @@ def _imports(path: Path, tree: SourceTree) -> set[str]:
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names)
     return {m for m in found if m.startswith("relin")}
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of ``tree`` except the bodies of ``if TYPE_CHECKING:`` (never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
 
 
 def _packages(module: str) -> list[str]:

@@ -6,7 +6,7 @@ fails at ``relin check-config`` and at the start of ``snakemake``, not after the
 """
 from __future__ import annotations
 
-from .config import Params
+from .config.params import Params
 from .errors import ConfigError
 
 

@@ -35,8 +35,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
-from .config import TrackingConfig
-from .configlib import build
+from .config.loader import build
+from .config.tracking import TrackingConfig
 from .errors import UserError
 from .io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
 

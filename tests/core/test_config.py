@@ -3,7 +3,7 @@ name the file (or ``--config``) that introduced the mistake."""
 import pytest
 import yaml
 
-from relin.config import load_layers, load_params, typed_overrides
+from relin.config.params import load_layers, load_params, typed_overrides
 from relin.errors import ConfigError
 from relin.preflight import check
 

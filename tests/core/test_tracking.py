@@ -10,7 +10,7 @@ import time
 import pytest
 
 from relin import tracking
-from relin.config import TrackingConfig
+from relin.config.tracking import TrackingConfig
 
 from ..workflow.conftest import workflow_env
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from relin.config import DataConfig
-from relin.configlib import build
+from relin.config.data import DataConfig
+from relin.config.loader import build
 
 SMOKE = Path(__file__).resolve().parents[2] / "workflow" / "configs" / "smoke.yaml"
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from relin.config import MQARSetting
+from relin.config.data import MQARSetting
 from relin.data.mqar import generate_mqar, mqar_vocabulary
 from relin.data.rows import IGNORE_INDEX
 from relin.data.synth_text import vocabulary_words

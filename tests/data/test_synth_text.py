@@ -88,7 +88,7 @@ def test_stage_writes_dataset_tokenizer_and_stats(tmp_path, small_config, relin)
     from datasets import load_from_disk
     from transformers import PreTrainedTokenizerFast
 
-    from relin.configlib import as_dict
+    from relin.config.loader import as_dict
 
     out = tmp_path / "synth_text"
     config = json.dumps({"data": as_dict(small_config())})

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from relin.config import EvalConfig
+from relin.config.eval import EvalConfig
 from relin.errors import ConfigError
 from relin.eval.generation import continuations
 from relin.eval.lm import evaluate_lm

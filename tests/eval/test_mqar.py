@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from relin.config import EvalConfig
+from relin.config.eval import EvalConfig
 from relin.eval.batches import equal_length_batches
 from relin.eval.lm import evaluate_lm
 

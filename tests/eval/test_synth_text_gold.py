@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from relin.config import load_params
+from relin.config.params import load_params
 from relin.data.synth_text import build_synth_text
 from relin.eval.lm import evaluate_lm
 

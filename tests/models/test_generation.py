@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from relin.config import TeacherModelConfig
+from relin.config.teacher import TeacherModelConfig
 from relin.models.generation import generate
 from relin.models.teachers import build_teacher
 

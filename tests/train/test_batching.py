@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from relin.config import CurriculumStage
+from relin.config.train import CurriculumStage
 from relin.errors import ConfigError, InputError
 from relin.train.batching import StepBatches
 
@@ -76,8 +76,8 @@ def test_task_weights_steer_and_exclude_tasks(tokenizer):
 
 
 def test_negative_task_weight_is_a_config_error():
-    from relin.config import TrainConfig
-    from relin.configlib import build
+    from relin.config.loader import build
+    from relin.config.train import TrainConfig
 
     with pytest.raises(ConfigError, match=r"teacher.train.task_weights: expected weights >= 0.*mqar"):
         build(TrainConfig, {"task_weights": {"mqar": -1.0}}, "teacher.train")

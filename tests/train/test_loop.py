@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from relin.config import TeacherModelConfig, TrainConfig
+from relin.config.teacher import TeacherModelConfig
+from relin.config.train import TrainConfig
 from relin.errors import InputError, TrainingDiverged
 from relin.models.teachers import build_teacher
 from relin.train.batching import StepBatches

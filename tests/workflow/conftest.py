@@ -71,7 +71,7 @@ def copy_repository(dest: Path) -> Path:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
-    from relin.config import deep_merge
+    from relin.config.params import deep_merge
 
     params = deep_merge(yaml.safe_load((dest / "params.yaml").read_text()),
                         yaml.safe_load((dest / SMOKE).read_text()) or {})

@@ -2,7 +2,7 @@
 import json
 import re
 
-from relin.config import lookup
+from relin.config.params import lookup
 
 
 def sections(*dotted):

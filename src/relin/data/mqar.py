@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..config import MQARSetting
+from ..config.data import MQARSetting
 from .rows import IGNORE_INDEX, row
 
 

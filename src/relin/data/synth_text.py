@@ -9,7 +9,7 @@ import zlib
 
 import numpy as np
 
-from ..config import DataConfig
+from ..config.data import DataConfig
 from .arithmetic import arithmetic_words, generate_arithmetic
 from .filler import FillerLanguage, generate_filler
 from .mqar import generate_mqar, mqar_vocabulary

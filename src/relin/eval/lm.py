@@ -22,7 +22,7 @@ from .teacher_forced import score_labels
 if TYPE_CHECKING:
     from datasets import Dataset
 
-    from ..config import EvalConfig
+    from ..config.eval import EvalConfig
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Teacher language models: tiny ``Qwen3ForCausalLM`` / ``GPTNeoXForCausalLM`` built from
-:class:`~relin.config.TeacherModelConfig`, or checkpoints loaded by Hugging Face id or local path.
+:class:`~relin.config.teacher.TeacherModelConfig`, or checkpoints loaded by Hugging Face id or local path.
 
 Loading never runs repository code (``trust_remote_code=False``), reads safetensors only, and stays
 offline (``local_files_only=True``) unless the reference is a hub id and the caller allows network.
@@ -15,7 +15,7 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-    from ..config import TeacherModelConfig
+    from ..config.teacher import TeacherModelConfig
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..config.eval import EvalConfig
 
-def SECTIONS(args: argparse.Namespace) -> list[str]:
-    return ["eval"]
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"eval": EvalConfig}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace, sections) -> None:
     import torch
 
     from .. import tracking
-    from ..configlib import as_dict
+    from ..config.loader import as_dict
     from ..errors import InputError
     from ..eval.data import load_eval_split, tokenizer_dir
     from ..eval.lm import evaluate_lm

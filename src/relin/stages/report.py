@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..config.report import ReportConfig
 
-def SECTIONS(args: argparse.Namespace) -> list[str]:
-    return ["report"]
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"report": ReportConfig}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +29,7 @@ def run(args: argparse.Namespace, sections) -> None:
     import sys
 
     from .. import tracking
-    from ..configlib import as_dict
+    from ..config.loader import as_dict
     from ..errors import InputError
     from ..report.build import build_report
     from ..report.inputs import read_by_length, read_eval, read_history, unique_names

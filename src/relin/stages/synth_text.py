@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..config.data import DataConfig
 
-def SECTIONS(args: argparse.Namespace) -> list[str]:
-    return ["data"]
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"data": DataConfig}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from datasets.utils.logging import disable_progress_bar
 
-    from ..configlib import as_dict
+    from ..config.loader import as_dict
     from ..data.synth_text import build_synth_text, filler_perplexity_floor
     from ..io import atomic_dir, atomic_write_json
     from ..tracking import stage_run

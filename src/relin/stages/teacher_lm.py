@@ -18,11 +18,13 @@ import argparse
 import os
 from pathlib import Path
 
+from ..config.teacher import TeacherModelConfig
+from ..config.train import TrainConfig
 from ..errors import InputError
 
 
-def SECTIONS(args: argparse.Namespace) -> list[str]:
-    return [f"teacher.models.{args.arch}", "teacher.train"]
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {f"teacher.models.{args.arch}": TeacherModelConfig, "teacher.train": TrainConfig}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

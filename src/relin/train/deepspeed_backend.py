@@ -22,7 +22,7 @@ TAG = "zero2"
 
 
 def zero2_config(cfg, world_size: int, bf16: bool) -> dict[str, Any]:
-    """The DeepSpeed config of a :class:`~relin.config.TrainConfig`."""
+    """The DeepSpeed config of a :class:`~relin.config.train.TrainConfig`."""
     return {
         "train_micro_batch_size_per_gpu": cfg.batch_size,
         "gradient_accumulation_steps": cfg.grad_accum,

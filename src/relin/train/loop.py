@@ -86,7 +86,7 @@ def resume(engine, checkpoints: CheckpointDir, device: torch.device, env: DistEn
 def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cfg, *,
           checkpoint_root: str | Path, tracker: NullTracker | None = None, env: DistEnv | None = None,
           progress: bool = True) -> TrainResult:
-    """Train ``model`` for ``cfg.steps`` optimizer steps (:class:`~relin.config.TrainConfig`).
+    """Train ``model`` for ``cfg.steps`` optimizer steps (:class:`~relin.config.train.TrainConfig`).
 
     Resumes from the newest readable checkpoint under ``checkpoint_root`` (a run's keyed directory,
     :func:`~relin.train.checkpoint.run_directory`) when there is one. Returns the

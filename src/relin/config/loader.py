@@ -16,7 +16,7 @@ import types
 import typing
 from typing import Any, Literal, get_args, get_origin
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 _MISSING = dataclasses.MISSING
 

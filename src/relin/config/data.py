@@ -1,0 +1,104 @@
+"""The ``data`` section: the synthetic text tasks (``synth_text``)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .loader import ConfigError, option
+
+
+@dataclass(kw_only=True)
+class MQARSetting:
+    """One multi-query associative-recall setting (Zoology): sequence length and key-value pairs."""
+
+    seq_len: int = option(help="tokens per example including bos (word tokenizer; words for char)", minimum=5)
+    num_pairs: int = option(help="key-value pairs per example", minimum=1)
+    examples: int = option(help="number of examples", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        if 4 * self.num_pairs > self.seq_len - 1:
+            raise ConfigError(f"{prefix}.seq_len: expected >= 4 * num_pairs + 1 = {4 * self.num_pairs + 1} "
+                              f"(pairs, then one query and its value per pair), got {self.seq_len}")
+
+
+@dataclass(kw_only=True)
+class MQARConfig:
+    """Multi-query associative recall (Zoology's MQAR)."""
+
+    num_keys: int = option(64, "distinct key tokens", minimum=2)
+    num_values: int = option(64, "distinct value tokens", minimum=2)
+    power_a: float = option(0.01, "power-law exponent of query gaps (Zoology)", exclusive_minimum=0)
+    train: list[MQARSetting] = option(default_factory=lambda: [
+        MQARSetting(seq_len=64, num_pairs=8, examples=4000)], help="training settings")
+    test: list[MQARSetting] = option(default_factory=lambda: [
+        MQARSetting(seq_len=64, num_pairs=8, examples=200)], help="test settings")
+
+    def validate(self, prefix: str) -> None:
+        for split in ("train", "test"):
+            for i, setting in enumerate(getattr(self, split)):
+                if setting.num_pairs > min(self.num_keys, self.num_values):
+                    raise ConfigError(f"{prefix}.{split}[{i}].num_pairs: expected <= min(num_keys, num_values) = "
+                                      f"{min(self.num_keys, self.num_values)} (keys and values are distinct), "
+                                      f"got {setting.num_pairs}")
+
+
+@dataclass(kw_only=True)
+class NIAHConfig:
+    """Needle-in-a-haystack in the three RULER families (single needle, multi-key, multi-query)."""
+
+    families: list[Literal["single", "multikey", "multiquery"]] = option(
+        ["single", "multikey", "multiquery"], "RULER families to generate")
+    lengths: list[int] = option([128, 256, 512], "test context lengths in tokens (may exceed training)")
+    train_lengths: list[int] = option([128, 256], "training context lengths in tokens (examples cycle through them)")
+    depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "test needle depths as fractions of the haystack")
+    value_digits: int = option(4, "digits of each needle value (RULER uses 7)", minimum=1)
+    num_keys: int = option(4, "needles in multi-key (1 queried) / keys queried in multi-query", minimum=2, maximum=16)
+    train_examples: int = option(3000, "training examples per family", minimum=0)
+    test_examples_per_depth: int = option(10, "test examples per (family, length, depth)", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        for name in ("lengths", "train_lengths"):
+            for i, length in enumerate(getattr(self, name)):
+                if length < 16:
+                    raise ConfigError(f"{prefix}.{name}[{i}]: expected a context length >= 16 tokens, got {length}")
+        for i, depth in enumerate(self.depths):
+            if not 0.0 <= depth <= 1.0:
+                raise ConfigError(f"{prefix}.depths[{i}]: expected a fraction in [0, 1], got {depth}")
+        if not self.families:
+            raise ConfigError(f"{prefix}.families: expected at least one of single, multikey, multiquery")
+
+
+@dataclass(kw_only=True)
+class ArithmeticConfig:
+    """Multi-step arithmetic word problems with a checkable final answer."""
+
+    steps: list[int] = option([1, 2], "numbers of operations per problem (each example draws one)")
+    max_operand: int = option(20, "largest operand", minimum=1)
+    train_examples: int = option(3000, "training examples", minimum=0)
+    test_examples: int = option(200, "test examples", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        if not self.steps or min(self.steps) < 1:
+            raise ConfigError(f"{prefix}.steps: expected a non-empty list of integers >= 1, got {self.steps}")
+
+
+@dataclass(kw_only=True)
+class FillerConfig:
+    """Filler 'language' for haystacks and perplexity: a small word grammar."""
+
+    vocab_size: int = option(200, "filler words (at most the 200 of the built-in word pool)", minimum=8, maximum=200)
+    train_examples: int = option(2000, "training passages", minimum=0)
+    test_examples: int = option(100, "held-out passages for perplexity", minimum=1)
+    seq_len: int = option(128, "tokens per passage including bos", minimum=8)
+
+
+@dataclass(kw_only=True)
+class DataConfig:
+    """Synthetic text tasks (``synth_text``), deterministic by seed, saved as a HF dataset."""
+
+    seed: int = option(0, "data seed")
+    tokenizer: Literal["word", "char"] = option("word", "tokenizer the project builds: word or char level")
+    mqar: MQARConfig = option(default_factory=MQARConfig, help="multi-query associative recall")
+    niah: NIAHConfig = option(default_factory=NIAHConfig, help="needle in a haystack (RULER families)")
+    arithmetic: ArithmeticConfig = option(default_factory=ArithmeticConfig, help="arithmetic word problems")
+    filler: FillerConfig = option(default_factory=FillerConfig, help="filler language")

@@ -1,0 +1,147 @@
+"""The root of ``params.yaml`` and its loading: files and overlays deep-merged, built strictly, and
+the sections one stage reads (:class:`Sections`).
+
+Only the workflow's entry points (the Snakefile, ``relin check-config``, ``relin schema``) and the
+CLI build the root: a stage module imports just the area modules of the sections it reads, so its
+code dependencies, and DVC's reruns, follow the areas it uses.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .data import DataConfig
+from .eval import EvalConfig
+from .loader import ConfigError, build, option
+from .report import ReportConfig
+from .teacher import TeacherConfig
+from .tracking import TrackingConfig
+
+
+@dataclass(kw_only=True)
+class Params:
+    """Root of ``params.yaml``."""
+
+    seed: int = option(0, "global seed")
+    tracking: TrackingConfig = option(default_factory=TrackingConfig, help="MLflow tracking")
+    data: DataConfig = option(default_factory=DataConfig, help="synthetic text data")
+    teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
+    eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
+    report: ReportConfig = option(default_factory=ReportConfig, help="report")
+
+
+def deep_merge(base: dict, overlay: dict) -> dict:
+    """``overlay`` over ``base``: mappings merge key by key, everything else is replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def read_yaml(path: str | Path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found (expected a YAML file, e.g. params.yaml)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}:{where} not valid YAML ({getattr(err, 'problem', err)})") from None
+    if data is None:
+        raise ConfigError(f"{path}: empty (expected a mapping of config sections, e.g. `teacher: ...`)")
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of config sections at the top level")
+    return data
+
+
+def load_layers(layers: list[tuple[str, dict]], check: Callable[[Params], None] | None = None) -> Params:
+    """Build the config of ``layers`` (``(name, mapping)``, deep-merged in order), strictly, then run
+    ``check`` (rules across sections, e.g. :func:`relin.preflight.check`) on it.
+
+    An error names the layer that introduced it: the first prefix of the layers that fails with
+    the same message (``smoke.yaml: teacher.train.stepz: unknown key``), so an overlay's typo is
+    never blamed on ``params.yaml``.
+    """
+    def load(mapping: dict) -> Params:
+        params = build(Params, mapping)
+        if check is not None:
+            check(params)
+        return params
+
+    merged: dict = {}
+    prefixes = []
+    for name, data in layers:
+        merged = deep_merge(merged, data)
+        prefixes.append((name, merged))
+    try:
+        return load(merged)
+    except ConfigError as err:
+        message = str(err)
+    for name, partial in prefixes:
+        try:
+            load(partial)
+        except ConfigError as err:
+            if str(err) == message:
+                raise ConfigError(f"{name}: {message}") from None
+    raise ConfigError(f"{' + '.join(name for name, _ in layers)}: {message}")
+
+
+def load_params(path: str | Path = "params.yaml", overlays: list[str | Path] = (),
+                check: Callable[[Params], None] | None = None) -> Params:
+    """Read ``params.yaml`` and overlays, and build the typed config (strict; see :func:`load_layers`)."""
+    return load_layers([(str(p), read_yaml(p)) for p in (path, *overlays)], check)
+
+
+def typed_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Command-line overrides (Snakemake's ``--config``) with their values read as the declared types."""
+    from .loader import typed_strings
+
+    return typed_strings(Params, dict(overrides))
+
+
+class Sections:
+    """The config sections one stage reads, by dotted path (``teacher.train``), each built as the type
+    the stage declares for it (``SECTIONS(args)`` of a stage module: ``{path: config class}``).
+
+    A stage's Snakemake rule passes exactly those sections (as JSON), so a change anywhere else
+    neither reruns it nor reaches it. Reading an undeclared section is an error, never a default.
+    """
+
+    def __init__(self, raw: dict[str, Any], types: dict[str, type]):
+        self.raw, self.types = raw, types
+
+    @classmethod
+    def from_params_file(cls, paths: list[str], types: dict[str, type]) -> "Sections":
+        from .loader import as_dict
+
+        full = as_dict(load_params(paths[0], paths[1:]))  # validates the whole file
+        return cls({key: _lookup(full, key) for key in types}, types)
+
+    def get(self, dotted: str) -> Any:
+        if dotted not in self.types or dotted not in self.raw:
+            raise ConfigError(f"{dotted}: this stage did not declare the config section it reads "
+                              f"(declared: {', '.join(self.types)})")
+        from .loader import convert
+
+        return convert(self.types[dotted], self.raw[dotted], dotted)
+
+
+def _lookup(mapping: dict, dotted: str) -> Any:
+    node: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError(f"{dotted}: not found in params (no key {part!r})")
+        node = node[part]
+    return node
+
+
+def lookup(mapping: dict, dotted: str) -> Any:
+    """The value at a dotted path of a plain config mapping."""
+    return _lookup(mapping, dotted)

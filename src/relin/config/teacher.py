@@ -1,0 +1,55 @@
+"""The ``teacher`` section: which teachers the DAG trains, their model configs and their training."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .loader import ConfigError, option
+from .train import TrainConfig
+
+
+@dataclass(kw_only=True)
+class TeacherModelConfig:
+    """A teacher transformer built from a transformers config (or loaded by id/path)."""
+
+    family: Literal["qwen3", "gpt_neox"] = option(help="transformers architecture")
+    hidden_size: int = option(128, "model width", minimum=8)
+    num_hidden_layers: int = option(2, "decoder layers", minimum=1)
+    num_attention_heads: int = option(4, "query heads", minimum=1)
+    num_key_value_heads: int = option(4, "key/value heads (GQA; Qwen3 only)", minimum=1)
+    head_dim: int = option(32, "per-head width (Qwen3 only; GPT-NeoX uses hidden/heads)", minimum=4)
+    intermediate_size: int = option(384, "MLP width", minimum=8)
+    rotary_pct: float = option(0.25, "fraction of head dims with RoPE (GPT-NeoX only)", minimum=0, maximum=1)
+    rope_theta: float = option(10000.0, "RoPE base", exclusive_minimum=0)
+    max_position_embeddings: int = option(1024, "longest position", minimum=8)
+    initializer_range: float = option(0.02, "std of the normal initialisation of every weight matrix; without "
+                                            "Qwen3's q/k norms, 0.02 leaves GPT-NeoX's attention logits near 0 "
+                                            "and tiny models then never learn MQAR", exclusive_minimum=0)
+    pretrained: str = option("", "Hugging Face id or local path to load instead of building "
+                                 "(empty = build from this config and train)")
+
+    def validate(self, prefix: str) -> None:
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ConfigError(f"{prefix}.num_key_value_heads: expected a divisor of num_attention_heads "
+                              f"({self.num_attention_heads}), got {self.num_key_value_heads}")
+        if self.family == "gpt_neox" and self.hidden_size % self.num_attention_heads:
+            raise ConfigError(f"{prefix}.hidden_size: expected a multiple of num_attention_heads for GPT-NeoX")
+
+
+@dataclass(kw_only=True)
+class TeacherConfig:
+    """Teachers: which architectures the DAG trains, their named model configs, and their training."""
+
+    archs: list[str] = option(["qwen3", "gpt_neox"], "architectures to train (keys of ``models``)")
+    models: dict[str, TeacherModelConfig] = option(default_factory=lambda: {
+        "qwen3": TeacherModelConfig(family="qwen3"),
+        "gpt_neox": TeacherModelConfig(family="gpt_neox")}, help="named teacher model configs")
+    train: TrainConfig = option(default_factory=TrainConfig, help="teacher training")
+
+    def validate(self, prefix: str) -> None:
+        if not self.archs:
+            raise ConfigError(f"{prefix}.archs: expected at least one of: {', '.join(self.models)}")
+        for arch in self.archs:
+            if arch not in self.models:
+                raise ConfigError(f"{prefix}.archs: {arch!r} is not a key of {prefix}.models "
+                                  f"(expected one of: {', '.join(self.models)})")
