@@ -15,9 +15,9 @@ import sys
 import triton.testing
 
 
-def _run_once(fn, *args, **kwargs):
+def _run_once(fn, *args, quantiles=None, **kwargs):
     fn()
-    return 1.0
+    return [1.0] * len(quantiles) if quantiles else 1.0
 
 
 triton.testing.do_bench = _run_once  # before relin builds its autotuners
