@@ -38,6 +38,7 @@ from typing import Any, Iterator
 from .config.loader import build
 from .config.tracking import TrackingConfig
 from .errors import UserError
+from .ranks import dist_env
 from .io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
 
 PARENT_ENV = "RELIN_PARENT_RUN_ID"
@@ -73,10 +74,6 @@ def tracking_config() -> TrackingConfig:
     if os.environ.get("RELIN_TRACKING", "1") == "0":
         cfg.enabled = False
     return cfg
-
-
-def _rank() -> int:
-    return int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")))
 
 
 def git_commit() -> str:
@@ -370,7 +367,7 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
     recorded facts) so that the stages reading it can record where their inputs came from.
     """
     cfg = tracking_config()
-    if _rank() != 0:
+    if not dist_env().is_main:
         yield NullTracker()  # rank 0 owns the run and the outputs' manifests
         return
     for out in outputs:

@@ -27,7 +27,7 @@ def test_digest_changes_with_the_code_a_stage_runs_and_only_with_it(tmp_path):
     report = tree.package / "report" / "tables.py"
     report.write_text(report.read_text() + "\n# a comment in code the teacher stage does not run\n")
     assert code_digest("relin.stages.teacher_lm", tree) == before
-    objectives = tree.package / "train" / "objectives.py"
+    objectives = tree.package / "train" / "objectives" / "ce.py"
     objectives.write_text(objectives.read_text() + "\nUNUSED = 1\n")
     assert code_digest("relin.stages.teacher_lm", tree) != before
 

@@ -42,7 +42,7 @@ def test_changed_data_parameter_retrains_from_step_zero(smoke_run, tmp_path):
 def test_changed_code_reruns_its_stages_through_dvc_from_step_zero(smoke_run, tmp_path):
     repo = clone_run(smoke_run, tmp_path / "repo")
     weights = (repo / QWEN3 / "model/model.safetensors").read_bytes()
-    objectives = repo / "src/relin/train/objectives.py"
+    objectives = repo / "src/relin/train/objectives/ce.py"
     objectives.write_text(objectives.read_text() + "\n# a change to code the teachers run\n")
     out = run(["dvc", "repro", "teacher_lm-qwen3"], repo, timeout=1200).stdout
     assert "Running stage 'teacher_lm-qwen3'" in out and "Running stage 'synth_text'" not in out, out

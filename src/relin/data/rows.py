@@ -6,7 +6,8 @@ supervised token: generation evaluation feeds ``input_ids[:prompt_len]``.
 """
 from __future__ import annotations
 
-IGNORE_INDEX = -100
+from ..artifacts import IGNORE_INDEX
+
 COLUMNS = ("task", "input_ids", "labels", "prompt_len", "answer", "answers", "length", "depth", "num_pairs")
 
 

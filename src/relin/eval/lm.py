@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..data.rows import IGNORE_INDEX
+from ..artifacts import IGNORE_INDEX
 from ..errors import ConfigError
 from .generation import Generator, continuations, greedy_generator
 from .perplexity import Perplexity, perplexity

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..data.rows import IGNORE_INDEX
+from ..artifacts import IGNORE_INDEX, next_token_pairs
 from .batches import equal_length_batches
 
 
@@ -46,8 +46,8 @@ def score_labels(model, input_ids: list[list[int]], labels: list[list[int]],
     scores: list[LabelScore | None] = [None] * len(input_ids)
     for batch in equal_length_batches([len(ids) for ids in input_ids], batch_size):
         ids = torch.tensor([input_ids[i] for i in batch], device=device)
-        target = torch.tensor([labels[i] for i in batch], device=device)[:, 1:]
-        logits = model(input_ids=ids).logits[:, :-1].float()
+        logits, target = next_token_pairs(model(input_ids=ids).logits.float(),
+                                          torch.tensor([labels[i] for i in batch], device=device))
         mask = target != IGNORE_INDEX
         safe_target = target.clamp(min=0)
         nll = torch.nn.functional.cross_entropy(logits.transpose(1, 2), safe_target, reduction="none")

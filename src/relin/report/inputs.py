@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..artifacts import BY_LENGTH_COLUMNS, EVAL_KEYS, HISTORY_COLUMNS
 from ..errors import InputError
 
-EVAL_KEYS = ("name", "perplexity", "accuracy", "accuracy_by_length")
-HISTORY_COLUMNS = ("step", "loss")
-BY_LENGTH_COLUMNS = ("task", "length", "depth", "accuracy", "n")
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,12 @@ def run(args: argparse.Namespace, sections) -> None:
     import torch
 
     from .. import tracking
+    from ..artifacts import BY_LENGTH_COLUMNS
     from ..config.loader import as_dict
     from ..errors import InputError
     from ..eval.data import load_eval_split, tokenizer_dir
     from ..eval.lm import evaluate_lm
     from ..io import atomic_write_csv, atomic_write_json
-    from ..report.inputs import BY_LENGTH_COLUMNS
     from ..models.teachers import load_pretrained, load_tokenizer
 
     cfg = sections.get("eval")

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from ..errors import ConfigError, InputError
-from .objectives import IGNORE_INDEX
+from ..artifacts import IGNORE_INDEX
 
 
 @dataclass(frozen=True)

@@ -5,31 +5,11 @@ process and every helper here is a no-op.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
 
-
-@dataclass(frozen=True)
-class DistEnv:
-    rank: int
-    world_size: int
-    local_rank: int
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    @property
-    def distributed(self) -> bool:
-        return self.world_size > 1
-
-
-def dist_env() -> DistEnv:
-    return DistEnv(rank=int(os.environ.get("RANK", 0)), world_size=int(os.environ.get("WORLD_SIZE", 1)),
-                   local_rank=int(os.environ.get("LOCAL_RANK", 0)))
+from ..ranks import DistEnv, dist_env  # noqa: F401  (re-exported: the training code's one import)
 
 
 def device_for(env: DistEnv) -> torch.device:

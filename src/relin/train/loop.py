@@ -1,8 +1,9 @@
 """The one training loop: any objective, either backend, resumable, stops cleanly on divergence.
 
-Each optimizer step draws ``grad_accum`` micro-batches, scales every micro-batch's summed loss by the
-targets of the whole step (over all ranks), so accumulation and data parallelism equal one big
-batch, then clips, updates and advances the lr schedule. Every ``checkpoint_every`` steps and at the
+Each optimizer step draws ``grad_accum`` micro-batches from a :class:`BatchSource`, scales every
+micro-batch's summed loss by the objective's targets of the whole step (over all ranks), so
+accumulation and data parallelism equal one big batch, then clips, updates and advances the lr
+schedule. Every ``checkpoint_every`` steps and at the
 end the full state is checkpointed; a rerun with the same checkpoint root continues from there.
 A NaN/inf loss raises :class:`~relin.errors.TrainingDiverged` before the update, leaving the last
 good checkpoint untouched.
@@ -14,15 +15,32 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
+
 import torch
 
 from ..errors import InputError, TrainingDiverged
 from ..tracking import NullTracker
-from .batching import StepBatches
 from .checkpoint import CheckpointDir
 from .distributed import DistEnv, all_reduce_sum, device_for, dist_env, init_process_group
-from .objectives import IGNORE_INDEX, Objective
+from .objectives import Objective
 from .schedules import lr_multiplier
+
+
+class BatchSource(Protocol):
+    """Where a training run's micro-batches come from (:class:`~relin.train.batching.StepBatches`
+    for dataset rows; image-text pairs and on-policy rollouts bring their own).
+
+    A source must be deterministic in ``step`` (a resumed run sees the batches an uninterrupted run
+    would) and give each rank its own share. Batches are dicts of ``[B, ...]`` tensors holding at
+    least what the objective ``requires``.
+    """
+
+    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
+        """The ``count`` micro-batches of optimizer step ``step`` (1-based) for this rank."""
+
+    def max_len(self, step: int) -> int:
+        """The longest sequence step ``step`` may hold (logged; a curriculum raises it)."""
 
 @dataclass
 class TrainResult:
@@ -32,11 +50,6 @@ class TrainResult:
     final_loss: float = float("nan")
     wall_s: float = 0.0
     resumed_from: int = 0
-
-
-def count_targets(batch: dict[str, torch.Tensor]) -> int:
-    """Supervised next-token targets of a micro-batch (labels shifted by one)."""
-    return int((batch["labels"][:, 1:] != IGNORE_INDEX).sum())
 
 
 def use_bf16(precision: str, device: torch.device) -> bool:
@@ -83,7 +96,7 @@ def resume(engine, checkpoints: CheckpointDir, device: torch.device, env: DistEn
     return None
 
 
-def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cfg, *,
+def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cfg, *,
           checkpoint_root: str | Path, tracker: NullTracker | None = None, env: DistEnv | None = None,
           progress: bool = True) -> TrainResult:
     """Train ``model`` for ``cfg.steps`` optimizer steps (:class:`~relin.config.train.TrainConfig`).
@@ -117,7 +130,10 @@ def train(model: torch.nn.Module, objective: Objective, batches: StepBatches, cf
     loss_value = history[-1]["loss"] if history else float("nan")
     for step in range(start + 1, cfg.steps + 1):
         micro = batches.micro_batches(step, cfg.grad_accum)
-        targets = all_reduce_sum(torch.tensor(float(sum(count_targets(b) for b in micro)), device=device))
+        if step == start + 1:
+            objective.check_batch(micro[0])
+        counted = sum(objective.count_targets(b) for b in micro)
+        targets = all_reduce_sum(torch.tensor(float(counted), device=device))
         scale = env.world_size / targets.clamp(min=1.0)
         totals: dict[str, torch.Tensor] = {}
         for i, batch in enumerate(micro):

@@ -1,0 +1,26 @@
+"""Contracts between the stages that write an artifact and those that read it: label conventions,
+CSV columns, JSON keys. Writers and readers import them from here, never from each other."""
+from __future__ import annotations
+
+from typing import TypeVar
+
+# Labels follow the Hugging Face causal-LM convention: ``labels[:, t]`` is the target of the token
+# at position t; IGNORE_INDEX marks positions without one.
+IGNORE_INDEX = -100
+
+# ``metrics.json`` of ``relin eval-lm``: the keys a reader may rely on.
+EVAL_KEYS = ("name", "perplexity", "accuracy", "accuracy_by_length")
+# ``accuracy_by_length.csv`` of ``relin eval-lm``.
+BY_LENGTH_COLUMNS = ("task", "length", "depth", "accuracy", "n")
+# ``history.csv`` of a training stage: the columns every history has (others follow the objective).
+HISTORY_COLUMNS = ("step", "loss")
+# Per-step values that measure the machine, not the model: logged to MLflow, never written to history.csv.
+TIMING_COLUMNS = ("tokens_per_s", "elapsed_s")
+
+T = TypeVar("T")
+
+
+def next_token_pairs(logits: T, labels: T) -> tuple[T, T]:
+    """Align predictions with targets: the prediction at position t (``logits[:, t]``, ``[B, T, V]``)
+    is scored against ``labels[:, t + 1]``. Returns ``(logits[:, :-1], labels[:, 1:])``."""
+    return logits[:, :-1], labels[:, 1:]

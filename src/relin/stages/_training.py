@@ -1,0 +1,160 @@
+"""The body every training stage shares: inputs, the student (and any teacher) built by the stage,
+the batch source and objective, the one loop with checkpoints keyed by the run's identity, the
+outputs, and the MLflow run around all of it.
+
+A training stage module keeps only what is its own, usually a ``setup`` function of ~15 lines::
+
+    def run(args, sections):
+        cfg = sections.get("teacher.train")
+
+        def setup(env):
+            data = TextData.load(args.data)
+            model = build_teacher(sections.get(...), data.tokenizer, seed=cfg.seed)
+            return Setup(model, data.tokenizer, build_objective("ce"), data.step_batches(cfg, env))
+
+        run_training("teacher-lm", __name__, args, sections, cfg, setup, inputs=[args.data])
+
+Outputs (rank 0, each written atomically): the model directory (``save_pretrained``, safetensors,
+plus the tokenizer), ``history.csv`` (one row per logged step, no timing columns) and
+``train_metrics.json`` (steps, final loss and the objective's final sums). Wall time and the step a
+run resumed from go to MLflow and to the outputs' manifests.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..artifacts import HISTORY_COLUMNS, TIMING_COLUMNS
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..ranks import DistEnv
+    from ..train.loop import BatchSource
+    from ..train.objectives import Objective
+
+# History columns that describe the loop rather than the objective (not repeated in train_metrics.json).
+LOOP_COLUMNS = ("step", "loss", "lr", "grad_norm", "max_len")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="model directory to write (save_pretrained)")
+    parser.add_argument("--history", required=True, help="per-step training history CSV to write")
+    parser.add_argument("--metrics", required=True, help="final training metrics JSON to write")
+    parser.add_argument("--checkpoints", required=True, help="checkpoint root (a killed run resumes from it)")
+
+
+@dataclass
+class TextData:
+    """The training split of a ``synth_text``-style dataset and the tokenizer beside it."""
+
+    path: Path
+    tasks: list[str]
+    input_ids: list[list[int]]
+    labels: list[list[int]]
+    tokenizer: Any
+
+    @classmethod
+    def load(cls, path: str | Path) -> "TextData":
+        from ..data.loaders import load_split
+        from ..models.teachers import load_tokenizer
+
+        path = Path(path)
+        train = load_split(path, "train", ("task", "input_ids", "labels"))
+        return cls(path, list(train["task"]), list(train["input_ids"]), list(train["labels"]),
+                   load_tokenizer(path / "tokenizer"))
+
+    def check_fits(self, max_positions: int, key: str) -> None:
+        longest = max(len(ids) for ids in self.input_ids)
+        if longest > max_positions:
+            raise InputError(f"data {self.path}: rows of {longest} tokens exceed {key}={max_positions}")
+
+    def step_batches(self, cfg, env: "DistEnv"):
+        """:class:`~relin.train.batching.StepBatches` over these rows as ``cfg`` (a TrainConfig) asks."""
+        from ..train.batching import StepBatches
+
+        return StepBatches(self.input_ids, self.labels, batch_size=cfg.batch_size,
+                           pad_id=self.tokenizer.pad_token_id, seed=cfg.seed, curriculum=cfg.curriculum,
+                           tasks=self.tasks, task_weights=cfg.task_weights, bucket_by_length=cfg.bucket_by_length,
+                           rank=env.rank, world_size=env.world_size)
+
+
+@dataclass
+class Setup:
+    """What a stage's ``setup`` builds: the model to train (and save), its tokenizer, the objective
+    (holding any frozen teacher) and the batch source."""
+
+    model: "torch.nn.Module"
+    tokenizer: Any
+    objective: "Objective"
+    batches: "BatchSource"
+
+
+def use_thread_budget() -> None:
+    """Train on as many threads as Snakemake gave the job (``OMP_NUM_THREADS``)."""
+    import torch
+
+    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
+        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+
+def history_columns(rows: list[dict]) -> list[str]:
+    """Every non-timing key the history rows carry, in first-seen order."""
+    keys = dict.fromkeys(key for row in rows for key in row if key not in TIMING_COLUMNS)
+    return list(keys) or list(HISTORY_COLUMNS)
+
+
+def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker) -> None:
+    """The model directory, ``history.csv`` and ``train_metrics.json`` (rank 0), each atomically."""
+    import torch
+
+    from ..io import atomic_dir, atomic_write_csv, atomic_write_json
+
+    model = model.to("cpu", torch.float32)
+    with atomic_dir(args.out) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+    columns = history_columns(history)
+    atomic_write_csv(args.history, [{k: row.get(k) for k in columns} for row in history], columns)
+    atomic_write_json(args.metrics, summary)
+    tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+
+
+def run_training(stage: str, module: str, args: argparse.Namespace, sections, train_cfg,
+                 setup: Callable[["DistEnv"], Setup], *, inputs: list[str | Path],
+                 tags: dict[str, str] | None = None) -> None:
+    """Build (``setup``), train and save one model inside the stage's MLflow run.
+
+    ``module`` is the stage module's name: its code, with the config sections and the digests of
+    ``inputs``, keys the checkpoints (:func:`~relin.train.checkpoint.run_identity`).
+    """
+    from ..tracking import stage_run
+    from ..train.checkpoint import release, run_directory, run_identity
+    from ..train.distributed import barrier, dist_env
+    from ..train.loop import train
+
+    use_thread_budget()
+    env = dist_env()
+    outputs = [args.out, args.history, args.metrics] if env.is_main else []
+    with stage_run(stage, sections.raw, inputs=inputs if env.is_main else [], outputs=outputs) as tracker:
+        tracker.set_tags(tags or {})
+        built = setup(env)
+        tracker.log_params({"num_parameters": sum(p.numel() for p in built.model.parameters()),
+                            "trainable_parameters": sum(p.numel() for p in built.model.parameters()
+                                                        if p.requires_grad)})
+        run_dir = run_directory(args.checkpoints, run_identity(sections.raw, list(inputs), module), env)
+        result = train(built.model, built.objective, built.batches, train_cfg, checkpoint_root=run_dir,
+                       tracker=tracker, env=env)
+        tracker.record({"wall_s": round(result.wall_s, 2), "resumed_from": result.resumed_from})
+        if env.is_main:
+            last = result.history[-1] if result.history else {}
+            summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
+                       "backend": train_cfg.backend,
+                       **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)}}
+            write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker)
+        release(run_dir, env)
+    barrier()
