@@ -106,7 +106,8 @@ def digest(path: str | Path) -> str:
     """
     path = Path(path)
     h = hashlib.md5()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
     for f in files:
         if path.is_dir():
             h.update(str(f.relative_to(path)).encode())

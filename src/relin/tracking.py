@@ -38,8 +38,8 @@ from typing import Any, Iterator
 from .config.loader import build
 from .config.tracking import TrackingConfig
 from .errors import UserError
-from .ranks import dist_env
 from .io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
+from .ranks import dist_env
 
 PARENT_ENV = "RELIN_PARENT_RUN_ID"
 CONFIG_ENV = "RELIN_TRACKING_CONFIG"

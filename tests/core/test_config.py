@@ -53,7 +53,8 @@ def test_empty_file_is_an_error(tmp_path):
 
 def test_command_line_overrides_get_their_declared_types():
     # what Snakemake's --config 'teacher={train: {lr: 0.003, betas: [0.9, 0.99], schedule: wsd}}' passes
-    raw = {"teacher": {"train": {"lr": "0.003", "betas": ["0.9", "0.99"], "schedule": "wsd", "bucket_by_length": "false"},
+    raw = {"teacher": {"train": {"lr": "0.003", "betas": ["0.9", "0.99"], "schedule": "wsd",
+                                 "bucket_by_length": "false"},
                        "archs": ["qwen3"]}, "report": {"title": "123"}}
     typed = typed_overrides(raw)
     assert typed == {"teacher": {"train": {"lr": 0.003, "betas": [0.9, 0.99], "schedule": "wsd",

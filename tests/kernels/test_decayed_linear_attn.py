@@ -8,8 +8,11 @@ import torch
 import torch.nn.functional as F
 
 from relin.kernels.common.triton_utils import tile
-from relin.kernels.decayed_linear_attn import (chunk_decayed_linear_attn, fused_recurrent_decayed_linear_attn,
-                                               naive_recurrent_decayed_linear_attn)
+from relin.kernels.decayed_linear_attn import (
+    chunk_decayed_linear_attn,
+    fused_recurrent_decayed_linear_attn,
+    naive_recurrent_decayed_linear_attn,
+)
 from relin.kernels.decayed_linear_attn.triton_fwd import VALUE_TILE, low_operands
 
 from .conftest import CUDA, assert_close, gpu

@@ -55,7 +55,7 @@ def test_initializer_range_sets_the_weight_scale(tokenizer, family):
 
 def test_same_seed_same_weights(tokenizer):
     cfg = TeacherModelConfig(family="qwen3", hidden_size=32, head_dim=8)
-    a, b, c = build_teacher(cfg, tokenizer, seed=1), build_teacher(cfg, tokenizer, seed=1), build_teacher(cfg, tokenizer, seed=2)
+    a, b, c = (build_teacher(cfg, tokenizer, seed=seed) for seed in (1, 1, 2))
     assert torch.equal(a.lm_head.weight, b.lm_head.weight) and not torch.equal(a.lm_head.weight, c.lm_head.weight)
 
 

@@ -117,7 +117,8 @@ def test_unreadable_newest_checkpoint_falls_back_to_the_one_before(tokenizer, tm
     resumed = train(_model(tokenizer, seed=123), CrossEntropy(), _batches(tokenizer, 8), cfg,
                     checkpoint_root=root, progress=False)
     err = capsys.readouterr().err
-    assert f"relin: checkpoint {newest}: unreadable (" in err and f"resuming from step 4 ({root / 'step-000004'})" in err
+    assert f"relin: checkpoint {newest}: unreadable (" in err
+    assert f"resuming from step 4 ({root / 'step-000004'})" in err
     assert resumed.resumed_from == 4
     torch.testing.assert_close(_params(resumed.model), _params(straight.model), rtol=0, atol=0)
 
@@ -140,7 +141,8 @@ def test_every_checkpoint_unreadable_is_one_line_naming_what_to_delete(tokenizer
 
 def test_nan_loss_raises_and_keeps_last_good_checkpoint(tokenizer, tmp_path):
     cfg = TrainConfig(steps=10, batch_size=4, lr=1e-3, warmup_steps=0, checkpoint_every=3)
-    with pytest.raises(TrainingDiverged, match=r"loss became nan at step 5; last good checkpoint kept at .*step-000003"):
+    diverged = r"loss became nan at step 5; last good checkpoint kept at .*step-000003"
+    with pytest.raises(TrainingDiverged, match=diverged):
         train(_model(tokenizer), NaNAt(calls=5), _batches(tokenizer, 4), cfg, checkpoint_root=tmp_path,
               progress=False)
     assert [p.name for p in tmp_path.iterdir()] == ["step-000003"]

@@ -6,9 +6,8 @@ import torch
 
 from relin.config.train import TrainConfig
 from relin.errors import ConfigError, InputError
-from relin.train.objectives import (Distillation, LayerAlignment, build_objective, chunked_divergence,
-                                    divergence_sum)
 from relin.train.loop import train
+from relin.train.objectives import Distillation, LayerAlignment, build_objective, chunked_divergence, divergence_sum
 from relin.train.teacher import FrozenTeacher
 
 from .test_loop import _batches, _model, _params

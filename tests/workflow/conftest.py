@@ -38,7 +38,7 @@ def workflow_env(**extra: str) -> dict[str, str]:
     """The environment of a workflow run: offline, no telemetry, no inherited parent run."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RELIN_")}
     env.update({"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "MLFLOW_DISABLE_TELEMETRY": "true",
-                "DO_NOT_TRACK": "true", "DVC_NO_ANALYTICS": "1", 
+                "DO_NOT_TRACK": "true", "DVC_NO_ANALYTICS": "1",
                 "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                 **GIT_IDENTITY, **extra})
     return env

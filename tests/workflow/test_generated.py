@@ -45,7 +45,8 @@ def test_dvc_stages_mirror_the_snakemake_jobs():
     assert len(outs) == len(set(outs)), "two DVC stages declare the same output"
     teacher = stages["teacher_lm-qwen3"]
     assert teacher["params"] == ["teacher.models.qwen3", "teacher.train"]
-    assert {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/codedeps.py"} <= set(teacher["deps"])
+    code = {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/codedeps.py"}
+    assert code <= set(teacher["deps"])
     assert not any(dep.startswith(("src/relin/eval", "src/relin/report")) for dep in teacher["deps"]), \
         "a teacher stage depends only on the code it runs"
     assert {d for d in teacher["deps"] if d.startswith("src/relin/data")} == {
@@ -65,9 +66,12 @@ def test_dry_run_creates_nothing(tmp_path):
 
 
 BAD_PARAMS = {
-    "unknown key": ("params", ("  train:\n    steps:", "  train:\n    stepz:"), "params.yaml: teacher.train.stepz: unknown key"),
-    "wrong type": ("params", ("    lr: ", "    lr: fast #"), "params.yaml: teacher.train.lr: expected a number, got 'fast'"),
-    "nan": ("params", ("    lr: ", "    lr: .nan #"), "params.yaml: teacher.train.lr: expected a finite number, got nan"),
+    "unknown key": ("params", ("  train:\n    steps:", "  train:\n    stepz:"),
+                    "params.yaml: teacher.train.stepz: unknown key"),
+    "wrong type": ("params", ("    lr: ", "    lr: fast #"),
+                   "params.yaml: teacher.train.lr: expected a number, got 'fast'"),
+    "nan": ("params", ("    lr: ", "    lr: .nan #"),
+            "params.yaml: teacher.train.lr: expected a finite number, got nan"),
     "missing params.yaml": ("params", None, "params.yaml: config file not found"),
     "empty params.yaml": ("params", "", "params.yaml: empty (expected a mapping of config sections"),
     "bad overlay value": ("overlay", {"teacher": {"archs": ["llama"]}},

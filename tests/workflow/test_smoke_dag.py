@@ -4,6 +4,7 @@ the lineage: one parent run, a child per job, each child's inputs with digests a
 from __future__ import annotations
 
 import re
+
 import pytest
 
 from .conftest import clone_run, gen_dvc, overlay, run, snakemake

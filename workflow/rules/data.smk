@@ -9,6 +9,8 @@ rule synth_text:
     benchmark:
         "results/benchmarks/synth_text.tsv"
     threads: 1
+    conda:
+        "../envs/relin.yaml"
     resources:
         mem_mb=2000,
         gpu=0,

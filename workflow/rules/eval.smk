@@ -15,6 +15,8 @@ rule eval_lm:
     wildcard_constraints:
         name="|".join(map(re.escape, LM_MODELS)),
     threads: 1
+    conda:
+        "../envs/relin.yaml"
     resources:
         mem_mb=4000,
         gpu=1,

@@ -13,6 +13,8 @@ rule report:
     benchmark:
         "results/benchmarks/report.tsv"
     threads: 1
+    conda:
+        "../envs/relin.yaml"
     resources:
         mem_mb=2000,
         gpu=0,

@@ -13,6 +13,8 @@ rule teacher_lm:
     benchmark:
         "results/benchmarks/teacher_lm/{arch}.tsv"
     threads: 1
+    conda:
+        "../envs/relin.yaml"
     resources:
         mem_mb=8000,
         gpu=1,

@@ -18,7 +18,6 @@ from ..artifacts import BY_LENGTH_COLUMNS, EVAL_KEYS, HISTORY_COLUMNS
 from ..errors import InputError
 
 
-
 @dataclass(frozen=True)
 class EvalResult:
     """One ``metrics.json`` of ``relin eval-lm``."""

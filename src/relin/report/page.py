@@ -38,7 +38,8 @@ class Section:
 def render_html(title: str, sections: list[Section], sources: list[str]) -> str:
     parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
              f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-             f"<h1>{html.escape(title)}</h1>\n<p class=\"note\">Built from the stage outputs listed under Sources.</p>\n"]
+             f"<h1>{html.escape(title)}</h1>\n",
+             "<p class=\"note\">Built from the stage outputs listed under Sources.</p>\n"]
     for section in sections:
         parts.append(f"<h2>{html.escape(section.heading)}</h2>\n")
         for block in section.blocks:

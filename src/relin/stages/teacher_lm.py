@@ -53,5 +53,6 @@ def resolve_pretrained(args: argparse.Namespace, sections, reference: str) -> No
     with stage_run("teacher-lm", sections.raw, outputs=[args.out, args.history, args.metrics]) as tracker:
         tracker.set_tags({"relin.arch": args.arch, "relin.pretrained": reference})
         model = load_pretrained(reference, allow_network=allow_network)
-        tokenizer = AutoTokenizer.from_pretrained(reference, trust_remote_code=False, local_files_only=not allow_network)
+        tokenizer = AutoTokenizer.from_pretrained(reference, trust_remote_code=False,
+                                                  local_files_only=not allow_network)
         write_outputs(args, model, tokenizer, [], {"steps": 0, "pretrained": reference}, tracker)

@@ -19,8 +19,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 
-from ..errors import ConfigError, InputError
 from ..artifacts import IGNORE_INDEX
+from ..errors import ConfigError, InputError
 
 
 @dataclass(frozen=True)

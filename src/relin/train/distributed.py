@@ -5,7 +5,6 @@ process and every helper here is a no-op.
 """
 from __future__ import annotations
 
-
 import torch
 import torch.distributed as dist
 
