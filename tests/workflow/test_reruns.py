@@ -41,6 +41,10 @@ def test_changed_data_parameter_retrains_from_step_zero(smoke_run, tmp_path):
 def test_changed_code_reruns_its_stages_through_dvc_from_step_zero(smoke_run, tmp_path):
     repo = clone_run(smoke_run, tmp_path / "repo")
     weights = (repo / QWEN3 / "model/model.safetensors").read_bytes()
+    report_config = repo / "src/relin/config/report.py"
+    report_config.write_text(report_config.read_text() + "\n# a change in another area's config\n")
+    status = run(["dvc", "status"], repo).stdout
+    assert "report:" in status and "teacher_lm" not in status and "synth_text" not in status, status
     objectives = repo / "src/relin/train/objectives/ce.py"
     objectives.write_text(objectives.read_text() + "\n# a change to code the teachers run\n")
     out = run(["dvc", "repro", "teacher_lm-qwen3"], repo, timeout=1200).stdout
