@@ -13,7 +13,17 @@ import torch
 def generate(model, input_ids: torch.Tensor, max_new_tokens: int, *,
              attention_mask: torch.Tensor | None = None, eos_token_id: int | None = None,
              pad_token_id: int | None = None) -> torch.Tensor:
-    """Greedy continuation of left-padded prompts.
+    """Greedy continuation of left-padded prompts ``[B, T]``: the generated tokens ``[B, max_new_tokens]``
+    (see :func:`sample`)."""
+    return sample(model, input_ids, max_new_tokens, attention_mask=attention_mask, eos_token_id=eos_token_id,
+                  pad_token_id=pad_token_id, temperature=0.0)
+
+
+@torch.no_grad()
+def sample(model, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mask: torch.Tensor | None = None,
+           eos_token_id: int | None = None, pad_token_id: int | None = None, temperature: float = 1.0,
+           top_p: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Continuation of left-padded prompts through the model's cache, one token per step.
 
     Args:
         input_ids (torch.LongTensor): prompts ``[B, T]``, left-padded when lengths differ.
@@ -21,6 +31,9 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, *,
         attention_mask (torch.LongTensor, Optional): ``[B, T]``, 0 on padding. Default: all ones.
         eos_token_id (int, Optional): a sequence that produced it continues with ``pad_token_id``.
         pad_token_id (int, Optional): filler after eos. Default: ``eos_token_id``.
+        temperature (float): 0 = greedy (argmax); otherwise logits / temperature are sampled. Default: 1.
+        top_p (float): nucleus sampling: the smallest set of tokens with probability ≥ top_p. Default: 1.
+        generator (torch.Generator, Optional): the sampling RNG (reproducible rollouts).
 
     Returns:
         torch.LongTensor: the generated tokens only, ``[B, max_new_tokens]``.
@@ -38,7 +51,7 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, *,
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     generated = []
     for _ in range(max_new_tokens):
-        token = logits.argmax(-1)
+        token = next_token(logits, temperature, top_p, generator)
         if eos_token_id is not None:
             token = torch.where(finished, torch.full_like(token, pad), token)
             finished |= token == eos_token_id
@@ -54,3 +67,18 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, *,
     if tokens.shape[1] < max_new_tokens:
         tokens = torch.cat([tokens, tokens.new_full((tokens.shape[0], max_new_tokens - tokens.shape[1]), pad)], 1)
     return tokens
+
+
+def next_token(logits: torch.Tensor, temperature: float, top_p: float = 1.0,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+    """One token per row of ``logits [B, V]``: argmax at temperature 0, else a draw from the
+    temperature-scaled distribution restricted to its top-p nucleus."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, -1)
+    if top_p < 1.0:
+        sorted_probs, order = probs.sort(-1, descending=True)
+        outside = sorted_probs.cumsum(-1) - sorted_probs >= top_p
+        sorted_probs = sorted_probs.masked_fill(outside, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)

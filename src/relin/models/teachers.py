@@ -63,6 +63,8 @@ def load_pretrained(reference: str, *, allow_network: bool = False) -> "PreTrain
     when ``allow_network``). Raises :class:`InputError` with one line when it cannot be loaded."""
     from transformers import AutoModelForCausalLM
 
+    from . import hybrid  # noqa: F401  (registers the hybrid with the Auto classes)
+
     path = Path(reference).expanduser()
     is_local = path.exists() or reference.startswith((".", "/", "~")) or not HUB_ID.match(reference)
     if is_local:

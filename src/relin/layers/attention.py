@@ -1,0 +1,96 @@
+"""Softmax attention as in Qwen3 (q/k RMSNorm per head, RoPE, grouped-query heads), full or over a
+sliding window with sink tokens (the SWA(window, sinks) baseline of OPAL, after StreamingLLM).
+
+Projections keep Qwen3's names (``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``, ``q_norm``,
+``k_norm``), so a teacher's attention copies in with ``load_state_dict``. The cache of a layer is an
+:class:`AttentionState` holding every past key and value; a sliding window masks them rather than
+dropping them, because the sink tokens stay visible for ever.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .norms import RMSNorm
+from .rotary import apply_rotary
+
+
+@dataclass
+class AttentionState:
+    """Past keys and values of one layer, ``[B, H_kv, T_past, D]`` each."""
+
+    keys: torch.Tensor
+    values: torch.Tensor
+
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.values.nbytes
+
+
+def attention_mask(key_padding: torch.Tensor, num_queries: int, window: int | None = None,
+                   sinks: int = 0) -> torch.Tensor:
+    """``[B, 1, T_q, T_k]`` bool mask: query i (the last ``num_queries`` of the keys) sees key j when
+    j ≤ i, key j is not padding, and, with a ``window``, its position is within ``window`` of the
+    query's or among the first ``sinks``. Positions count real tokens (left padding shifts them).
+
+    A query that sees nothing (a padding query) is let see itself, so softmax stays finite.
+    """
+    batch, num_keys = key_padding.shape
+    real = key_padding.bool()
+    positions = real.long().cumsum(-1) - 1                                  # [B, T_k]
+    q_index = torch.arange(num_keys - num_queries, num_keys, device=real.device)
+    k_index = torch.arange(num_keys, device=real.device)
+    allowed = (k_index[None, :] <= q_index[:, None])[None] & real[:, None, :]    # [B, T_q, T_k]
+    if window is not None:
+        q_pos = positions[:, -num_queries:, None]
+        k_pos = positions[:, None, :]
+        allowed &= (q_pos - k_pos < window) | (k_pos < sinks)
+    empty = ~allowed.any(-1, keepdim=True)
+    allowed |= empty & (k_index[None, None, :] == q_index[None, :, None])
+    return allowed[:, None]
+
+
+class Attention(nn.Module):
+    """Grouped-query softmax attention of one layer.
+
+    Args:
+        width (int): model width C.
+        num_heads, num_kv_heads (int): query heads H and key/value heads (H is a multiple).
+        head_dim (int): D.
+        qk_norm (bool): RMSNorm over D on q and k before RoPE (Qwen3). Default: True.
+        bias (bool): biases on q/k/v projections. Default: False.
+        window (int, Optional): sliding window in tokens (None = full attention).
+        sinks (int): with a window, the first tokens every query also sees. Default: 0.
+    """
+
+    def __init__(self, width: int, num_heads: int, num_kv_heads: int, head_dim: int, *, qk_norm: bool = True,
+                 bias: bool = False, eps: float = 1e-6, window: int | None = None, sinks: int = 0):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
+        self.window, self.sinks = window, sinks
+        self.q_proj = nn.Linear(width, num_heads * head_dim, bias=bias)
+        self.k_proj = nn.Linear(width, num_kv_heads * head_dim, bias=bias)
+        self.v_proj = nn.Linear(width, num_kv_heads * head_dim, bias=bias)
+        self.o_proj = nn.Linear(num_heads * head_dim, width, bias=False)
+        self.q_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
+        self.k_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
+
+    def forward(self, hidden_states: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor,
+                state: AttentionState | None = None, use_cache: bool = False
+                ) -> tuple[torch.Tensor, AttentionState | None]:
+        """``hidden_states [B, T, C]``, ``rope`` (cos, sin ``[B, T, R]``), ``mask [B, 1, T, T_past + T]``
+        from :func:`attention_mask`. Returns the output ``[B, T, C]`` and the grown state."""
+        batch, steps, _ = hidden_states.shape
+        q = self.q_norm(self.q_proj(hidden_states).view(batch, steps, self.num_heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(self.k_proj(hidden_states).view(batch, steps, self.num_kv_heads, self.head_dim)).transpose(1, 2)
+        v = self.v_proj(hidden_states).view(batch, steps, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if state is not None:
+            k, v = torch.cat([state.keys, k], dim=2), torch.cat([state.values, v], dim=2)
+        new_state = AttentionState(k, v) if use_cache else None
+        groups = self.num_heads // self.num_kv_heads
+        out = F.scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
+                                             attn_mask=mask, scale=self.head_dim ** -0.5)
+        return self.o_proj(out.transpose(1, 2).reshape(batch, steps, -1)), new_state

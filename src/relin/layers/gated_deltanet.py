@@ -1,0 +1,109 @@
+"""Gated DeltaNet (Yang, Kautz, Hatamizadeh, ICLR 2025), the linear layer OPAL puts in place of
+attention, on :func:`relin.kernels.chunk_gated_delta_rule`.
+
+Per head, with q and k L2-normalised in the kernel and scale 1/√K:
+
+    S_t = exp(g_t) (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ,   o_t = scale · S_tᵀ q_t
+    g_t = −exp(A_log) · softplus(a_t + dt_bias),   β_t = σ(b_t)  (× 2 with negative eigenvalues)
+
+then ``o_proj(GatedRMSNorm(o_t, g_proj(x)))``. q, k and v pass a short causal convolution first,
+and q and k the teacher's per-head RMSNorm (kept from Qwen3, as RADLADS' ``use_qk_rmsnorm``).
+Every head has its own q, k and v (a teacher's grouped k/v heads are expanded at conversion), so
+projections keep the teacher's names and shapes ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``.
+Padding positions write nothing (β = 0, g = 0, inputs zeroed).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .norms import GatedRMSNorm, RMSNorm
+from .short_conv import ShortConvolution
+
+
+@dataclass
+class DeltaNetState:
+    """A layer's decoding state: the conv inputs ``[B, C, K-1]`` of q, k, v and ``S [B, H, K, V]``."""
+
+    conv_q: torch.Tensor
+    conv_k: torch.Tensor
+    conv_v: torch.Tensor
+    recurrent: torch.Tensor
+
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in (self.conv_q, self.conv_k, self.conv_v, self.recurrent))
+
+
+class GatedDeltaNet(nn.Module):
+    """Args:
+        width (int): model width C.
+        num_heads (int): H (q, k and v heads alike).
+        head_dim (int): K = V per head.
+        conv_size (int): short-convolution taps. Default: 4.
+        conv_activation (str): ``silu`` (fla, Qwen3-Next) or ``none``. Default: ``silu``.
+        qk_norm (bool): per-head RMSNorm on q and k before the kernel's L2 norm. Default: True.
+        allow_neg_eigval (bool): β in (0, 2) instead of (0, 1). Default: False.
+        backend (str): kernel backend, ``auto`` | ``triton`` | ``torch``. Default: ``auto``.
+    """
+
+    def __init__(self, width: int, num_heads: int, head_dim: int, *, conv_size: int = 4, conv_activation: str = "silu",
+                 qk_norm: bool = True, allow_neg_eigval: bool = False, eps: float = 1e-6, backend: str = "auto"):
+        super().__init__()
+        self.num_heads, self.head_dim = num_heads, head_dim
+        self.allow_neg_eigval, self.backend = allow_neg_eigval, backend
+        inner = num_heads * head_dim
+        self.q_proj = nn.Linear(width, inner, bias=False)
+        self.k_proj = nn.Linear(width, inner, bias=False)
+        self.v_proj = nn.Linear(width, inner, bias=False)
+        self.o_proj = nn.Linear(inner, width, bias=False)
+        self.q_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
+        self.k_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
+        self.q_conv = ShortConvolution(inner, conv_size, conv_activation)
+        self.k_conv = ShortConvolution(inner, conv_size, conv_activation)
+        self.v_conv = ShortConvolution(inner, conv_size, conv_activation)
+        self.a_proj = nn.Linear(width, num_heads, bias=False)
+        self.b_proj = nn.Linear(width, num_heads, bias=False)
+        self.g_proj = nn.Linear(width, inner, bias=False)
+        self.o_norm = GatedRMSNorm(head_dim, eps)
+        self.A_log = nn.Parameter(torch.empty(num_heads))
+        self.dt_bias = nn.Parameter(torch.empty(num_heads))
+        self.reset_decay()
+
+    @torch.no_grad()
+    def reset_decay(self, generator: torch.Generator | None = None) -> None:
+        """fla's decay init: A ~ U(1, 16) (``A_log = log A``), dt log-uniform in [1e-3, 0.1] with
+        ``dt_bias = softplus⁻¹(dt)``."""
+        self.A_log.copy_(torch.empty(self.num_heads).uniform_(1, 16, generator=generator).log())
+        dt = torch.exp(torch.empty(self.num_heads).uniform_(math.log(1e-3), math.log(0.1), generator=generator))
+        self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
+
+    def forward(self, hidden_states: torch.Tensor, padding: torch.Tensor | None = None,
+                state: DeltaNetState | None = None, use_cache: bool = False
+                ) -> tuple[torch.Tensor, DeltaNetState | None]:
+        """``hidden_states [B, T, C]``, ``padding [B, T]`` (1 = real token). Returns ``[B, T, C]`` and
+        the state after the last token (when ``use_cache``)."""
+        from relin.kernels import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+
+        batch, steps, _ = hidden_states.shape
+        real = (torch.ones(batch, steps, device=hidden_states.device) if padding is None
+                else padding[:, -steps:].to(hidden_states.dtype))
+        x = hidden_states * real[..., None]
+        q, conv_q = self.q_conv(self.q_proj(x), None if state is None else state.conv_q)
+        k, conv_k = self.k_conv(self.k_proj(x), None if state is None else state.conv_k)
+        v, conv_v = self.v_conv(self.v_proj(x), None if state is None else state.conv_v)
+        heads = (batch, steps, self.num_heads, self.head_dim)
+        q, k, v = self.q_norm(q.view(heads)), self.k_norm(k.view(heads)), v.view(heads)
+        beta = torch.sigmoid(self.b_proj(x).float()) * (2.0 if self.allow_neg_eigval else 1.0) * real[..., None]
+        g = -self.A_log.float().exp() * F.softplus(self.a_proj(x).float() + self.dt_bias.float()) * real[..., None]
+        initial = None if state is None else state.recurrent
+        decoding = steps == 1 and initial is not None and not torch.is_grad_enabled()
+        op = fused_recurrent_gated_delta_rule if decoding else chunk_gated_delta_rule
+        o, final = op(q, k, v, g, beta, initial_state=initial, output_final_state=use_cache,
+                      use_qk_l2norm_in_kernel=True, backend=self.backend)
+        o = self.o_norm(o, self.g_proj(x).view(heads)).reshape(batch, steps, -1)
+        new_state = DeltaNetState(conv_q, conv_k, conv_v, final) if use_cache else None
+        return self.o_proj(o), new_state

@@ -1,0 +1,1 @@
+"""Weight-copy conversions of teachers into hybrid students (OPAL: attention -> Gated DeltaNet / SWA)."""

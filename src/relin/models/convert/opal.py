@@ -1,0 +1,80 @@
+"""OPAL's conversion (Raje et al. 2026, §3 and Table 5): a Qwen3 teacher becomes a hybrid whose kept
+layers stay softmax attention and whose other layers become Gated DeltaNet, or a sliding window
+with sink tokens for the SWA(window, sinks) baseline.
+
+Everything but the replaced mixers is the teacher's (embeddings, norms, MLPs, head, kept attention).
+A GDN layer takes q_proj and o_proj as they are and k_proj, v_proj expanded from the teacher's
+key/value heads to all query heads at head granularity (query head i read kv head i // group, as
+``repeat_kv`` does), and keeps the q/k norms; its decay (A_log, dt_bias), β, output gate, short
+convolutions and gated norm are new. A SWA layer is the teacher's attention with a window.
+"""
+from __future__ import annotations
+
+import torch
+
+from ..hybrid import HybridConfig, HybridForCausalLM
+
+
+def kept_attention_layers(num_layers: int, keep_every: int, explicit: list[int] = ()) -> list[int]:
+    """Indices of the layers that stay attention: ``explicit``, or every ``keep_every``-th counted from
+    the top of each group (layers 3, 7, …, as Qwen3-Next and OPAL keep)."""
+    kept = sorted(explicit) if explicit else [i for i in range(num_layers) if (i + 1) % keep_every == 0]
+    if not kept or kept[-1] >= num_layers or kept[0] < 0:
+        raise ValueError(f"kept attention layers {kept}: expected indices in [0, {num_layers}); a model of "
+                         f"{num_layers} layers keeps none with keep_every={keep_every}")
+    return kept
+
+
+def _rope_theta(config) -> float:
+    params = getattr(config, "rope_parameters", None) or {}
+    return float(params.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
+
+
+def hybrid_config(teacher_config, mixer_types: list[str], **options) -> HybridConfig:
+    """The hybrid config of a Qwen3 teacher config with the given layer types and mixer options."""
+    if teacher_config.model_type != "qwen3":
+        raise ValueError(f"teacher model type {teacher_config.model_type!r}: OPAL converts qwen3 teachers")
+    return HybridConfig(
+        vocab_size=teacher_config.vocab_size, hidden_size=teacher_config.hidden_size,
+        intermediate_size=teacher_config.intermediate_size, num_hidden_layers=teacher_config.num_hidden_layers,
+        num_attention_heads=teacher_config.num_attention_heads,
+        num_key_value_heads=teacher_config.num_key_value_heads, head_dim=teacher_config.head_dim,
+        rms_norm_eps=teacher_config.rms_norm_eps, rope_theta=_rope_theta(teacher_config),
+        max_position_embeddings=teacher_config.max_position_embeddings,
+        initializer_range=teacher_config.initializer_range, tie_word_embeddings=teacher_config.tie_word_embeddings,
+        mixer_types=mixer_types, pad_token_id=teacher_config.pad_token_id, bos_token_id=teacher_config.bos_token_id,
+        eos_token_id=teacher_config.eos_token_id, **options)
+
+
+def expand_heads(weight: torch.Tensor, kv_heads: int, heads: int) -> torch.Tensor:
+    """``[kv_heads·D, C]`` -> ``[heads·D, C]``, each kv head's block of D rows repeated heads/kv_heads times."""
+    head_dim = weight.shape[0] // kv_heads
+    return weight.view(kv_heads, head_dim, -1).repeat_interleave(heads // kv_heads, 0).reshape(heads * head_dim, -1)
+
+
+@torch.no_grad()
+def convert(teacher, mixer_types: list[str], seed: int = 0, **options) -> HybridForCausalLM:
+    """A hybrid with ``mixer_types`` per layer, initialised from ``teacher`` (a ``Qwen3ForCausalLM``)."""
+    config = hybrid_config(teacher.config, mixer_types, **options)
+    torch.manual_seed(seed)
+    student = HybridForCausalLM(config).to(torch.float32)
+    source = teacher.state_dict()
+    copied = {k: v for k, v in source.items() if ".self_attn." not in k}
+    for i, kind in enumerate(mixer_types):
+        attn = {k.removeprefix(f"model.layers.{i}.self_attn."): v for k, v in source.items()
+                if k.startswith(f"model.layers.{i}.self_attn.")}
+        if kind == "gdn":
+            heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
+            attn["k_proj.weight"] = expand_heads(attn["k_proj.weight"], kv_heads, heads)
+            attn["v_proj.weight"] = expand_heads(attn["v_proj.weight"], kv_heads, heads)
+        prefix = f"model.layers.{i}.{'linear_attn' if kind == 'gdn' else 'self_attn'}."
+        copied.update({prefix + k: v for k, v in attn.items()})
+    missing, unexpected = student.load_state_dict(copied, strict=False)
+    new = {"linear_attn." + name for name in ("a_proj.weight", "b_proj.weight", "g_proj.weight", "A_log", "dt_bias",
+                                               "o_norm.weight", "q_conv.weight", "k_conv.weight", "v_conv.weight")}
+    stray = [k for k in missing if not any(k.endswith(n) for n in new) and k != "lm_head.weight"]
+    if stray or unexpected:
+        raise ValueError(f"conversion: teacher and hybrid disagree on {stray or unexpected}")
+    if config.tie_word_embeddings:
+        student.tie_weights()
+    return student
