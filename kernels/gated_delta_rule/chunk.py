@@ -87,9 +87,8 @@ def chunk_gated_delta_rule(
     if not triton_path:
         o, final = torch_chunk_gated_delta_rule(q, k, v, g, beta, scale, initial_state, bounds)
         return o.to(v.dtype), (final if output_final_state else None)
-    # Head dims are zero-padded to a whole tile, which changes no product: the gradient kernels then never read a
-    # partly masked tile (the fault at K = 16 and 24 on the H200, see common.triton_utils.MIN_TILE, was first taken
-    # for one).
+    # Head dims are zero-padded to a whole tile (common.triton_utils.MIN_TILE), which changes no product, so the
+    # kernels, the 8-warp gradient kernels above all, only ever see whole power-of-two tiles.
     Kp, Vp = tile(K, 256), tile(V, 256)
     if Kp != K:
         q, k = F.pad(q, (0, Kp - K)), F.pad(k, (0, Kp - K))
