@@ -37,7 +37,8 @@ def resources(kernel, dtype, pointers, constexprs, warps, stages) -> str:
     scalars = {"T": "i32", "WIDTH": "i32", "TOTAL": "i32", "scale": "fp32"}
     signature = {p: "constexpr" if p in constexprs else scalars.get(p) or pointers.get(p, "*" + dtype) for p in params}
     source = ASTSource(fn=fn, signature=signature,
-                       constexprs={(params.index(name),): value for name, value in constexprs.items() if name in params})
+                       constexprs={(params.index(name),): value for name, value in constexprs.items()
+                                   if name in params})
     try:
         compiled = triton.compile(source, target=TARGET, options=dict(num_warps=warps, num_stages=stages))
     except Exception as error:  # noqa: BLE001 - e.g. out of shared memory: reported, not fatal
@@ -48,11 +49,14 @@ def resources(kernel, dtype, pointers, constexprs, warps, stages) -> str:
         dump = subprocess.run([CUOBJDUMP, "--dump-resource-usage", cubin.name], capture_output=True, text=True).stdout
     usage = dict(item.split(":") for line in dump.splitlines() if "REG:" in line for item in line.split()
                  if item.startswith(("REG:", "STACK:")))
-    return f"regs {usage.get('REG', '?'):>3s}  stack {usage.get('STACK', '?'):>5s} B  smem {compiled.metadata.shared:6d} B"
+    regs, stack = usage.get("REG", "?"), usage.get("STACK", "?")
+    return f"regs {regs:>3s}  stack {stack:>5s} B  smem {compiled.metadata.shared:6d} B"
 
 
 def configs(kernel):
-    return [(c.kwargs, c.num_warps, c.num_stages) for c in kernel.configs] if hasattr(kernel, "configs") else [({}, 4, 2)]
+    if not hasattr(kernel, "configs"):
+        return [({}, 4, 2)]
+    return [(c.kwargs, c.num_warps, c.num_stages) for c in kernel.configs]
 
 
 def gdn_rows(dtype, K, V):
@@ -100,7 +104,8 @@ def dla_rows(dtype, K, V):
                                       dict(base, NORMALIZE=normalize, **extra, **kwargs), warps, stages)
     yield "dla fwd_kernel_cumsum", resources(dla_fwd.dla_fwd_kernel_cumsum, "fp32", dict(INDEX, gc=f32),
                                              dict(H=H, BT=BT, BH=H), 4, 2)
-    yield "dla bwd_kernel_normalizer", resources(dla_bwd.dla_bwd_kernel_normalizer, dtype, dict(o32=f32, rden=f32, dd=f32),
+    yield "dla bwd_kernel_normalizer", resources(dla_bwd.dla_bwd_kernel_normalizer, dtype,
+                                                 dict(o32=f32, rden=f32, dd=f32),
                                                  dict(H=H, V=V, BT=BT, BV=tile(V, 128)), 4, 2)
     yield "dla bwd_kernel_reverse_cumsum", resources(dla_bwd.dla_bwd_kernel_reverse_cumsum, "fp32", INDEX,
                                                      dict(H=H, BT=BT, NK=4), 4, 2)

@@ -9,7 +9,10 @@ Three op families serve all three papers (layout ``[B, T, H, D]``, fp32 states):
 On CUDA tensors they run Triton kernels; on CPU tensors a chunked PyTorch path (see
 ``relin.kernels.common.backend``).
 """
-from .multiscale_retention import multiscale_diag_retention, multiscale_diag_retention_step  # noqa: E402,F401
 from .decayed_linear_attn import (  # noqa: E402,F401
-    chunk_decayed_linear_attn, fused_recurrent_decayed_linear_attn, naive_recurrent_decayed_linear_attn)
+    chunk_decayed_linear_attn,
+    fused_recurrent_decayed_linear_attn,
+    naive_recurrent_decayed_linear_attn,
+)
 from .gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule, naive_recurrent_gated_delta_rule  # noqa: F401
+from .multiscale_retention import multiscale_diag_retention, multiscale_diag_retention_step  # noqa: E402,F401

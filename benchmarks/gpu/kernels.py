@@ -285,7 +285,8 @@ def copy_bandwidth_bytes_per_s(numel):
     src, dst = rand(numel), torch.empty(numel, device=DEVICE, dtype=DTYPE)
     ms = bench(lambda: dst.copy_(src))
     bandwidth = 2 * numel * src.element_size() / (ms * 1e-3)
-    print(f"copy {numel * src.element_size() / 2**30:.2f} GiB: {ms:.3f} ms, {bandwidth / 1e12:.3f} TB/s read+write", flush=True)
+    print(f"copy {numel * src.element_size() / 2**30:.2f} GiB: {ms:.3f} ms, {bandwidth / 1e12:.3f} TB/s read+write",
+          flush=True)
     return bandwidth, ms
 
 
@@ -299,14 +300,16 @@ def fla(module, name):
 
 
 def print_table(comparisons):
-    header = f"{'op':28s} {'mode':8s} {'shape':30s} {'ms':>9s} {'baseline':34s} {'base ms':>9s} {'ratio':>7s} {'goal':>8s}  met"
+    header = (f"{'op':28s} {'mode':8s} {'shape':30s} {'ms':>9s} {'baseline':34s} {'base ms':>9s} {'ratio':>7s} "
+              f"{'goal':>8s}  met")
     print("\n" + header + "\n" + "-" * len(header))
     for c in comparisons:
         ms = f"{c['ms']:9.3f}" if c["ms"] is not None else f"{'-':>9s}"
         base = f"{c['baseline_ms']:9.3f}" if c["baseline_ms"] is not None else f"{'-':>9s}"
         ratio = f"{c['ratio']:7.2f}" if c["ratio"] is not None else f"{'-':>7s}"
         met = ("yes" if c["met"] else "no") + (f"  ({c['note'][:60]})" if c["note"] else "")
-        print(f"{c['op'][:28]:28s} {c['mode']:8s} {c['shape'][:30]:30s} {ms} {c['baseline'][:34]:34s} {base} {ratio} {c['goal']:>8s}  {met}")
+        print(f"{c['op'][:28]:28s} {c['mode']:8s} {c['shape'][:30]:30s} {ms} {c['baseline'][:34]:34s} {base} {ratio} "
+              f"{c['goal']:>8s}  {met}")
 
 
 def git_commit() -> str:
@@ -336,7 +339,8 @@ def environment():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="tiny shapes: a dry run (works on a CPU under TRITON_INTERPRET=1)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny shapes: a dry run (works on a CPU under TRITON_INTERPRET=1)")
     parser.add_argument("--out", help="folder of this run's kernels.json (default $OUT, else "
                                       "benchmarks/results/<date>-<gpu>-<commit>/)")
     parser.add_argument("--only", default="msr,gdn,dla",

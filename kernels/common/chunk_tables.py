@@ -73,7 +73,8 @@ def sequence_bounds(cu_seqlens: torch.Tensor | None, T: int, B: int) -> list[int
     if B != 1:
         raise ValueError(f"cu_seqlens needs packed input with batch size B = 1; got B = {B}")
     if cu_seqlens.dim() != 1 or cu_seqlens.dtype not in (torch.int32, torch.int64) or cu_seqlens.numel() < 2:
-        raise ValueError(f"cu_seqlens must be an integer tensor [N+1]; got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}")
+        raise ValueError(
+            f"cu_seqlens must be an integer tensor [N+1]; got {cu_seqlens.dtype} {tuple(cu_seqlens.shape)}")
     bounds = cu_seqlens.tolist()
     if bounds[0] != 0 or bounds[-1] != T or any(b < a for a, b in zip(bounds[:-1], bounds[1:])):
         raise ValueError(f"cu_seqlens must rise from 0 to T = {T}; got {bounds}")

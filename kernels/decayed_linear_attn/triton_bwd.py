@@ -26,7 +26,7 @@ import triton.language as tl
 from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
 from ..common.dot import dot
 from ..common.triton_utils import autotune, tile
-from .triton_fwd import KEY_TILE, STATE_TILE, VALUE_TILE, _CONFIGS, dot_args, state_dtype
+from .triton_fwd import _CONFIGS, KEY_TILE, STATE_TILE, VALUE_TILE, dot_args, state_dtype
 
 
 @triton.jit(do_not_specialize=["TOTAL"])

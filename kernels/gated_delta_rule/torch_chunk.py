@@ -1,4 +1,5 @@
-"""Chunked PyTorch form of the gated delta rule (notes/chunked-algorithms.md §2; the WY form of Yang et al. 2024, arXiv 2406.06484).
+"""Chunked PyTorch form of the gated delta rule (notes/chunked-algorithms.md §2; the WY form of Yang et al. 2024,
+arXiv 2406.06484).
 
 Per chunk of C positions with b = in-chunk cumsum of g, gamma = exp(b), R_ij = exp(b_i - b_j):
     M = I + tril_{-1}(diag(beta) (R * K K^T)),  W = M^{-1} diag(beta gamma) K,  U = M^{-1} diag(beta) V,

@@ -169,7 +169,8 @@ def gdn_bwd_kernel_grad_output(
 
     b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
     b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
-    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
+    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :],
+                   other=0.).to(tl.float32)
     i_last = tl.minimum(eos - bos - i_c * BT, BT) - 1
     b_blast = tl.sum(tl.where(o_t == i_last, b_b, 0.), 0)
     b_gamma = tl.exp(b_b)
@@ -246,7 +247,8 @@ def gdn_bwd_kernel_grad_wy(
 
     p_tk = (r_t[:, None] * H + i_h) * K + o_k[None, :]
     b_k = tl.load(k + p_tk, mask=m_tk, other=0.).to(tl.float32)
-    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.).to(tl.float32)
+    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :],
+                   other=0.).to(tl.float32)
     b_db = tl.load(db_part + r_t * H + i_h, mask=m_t, other=0.)
     b_gamma = tl.exp(b_b)
     m_strict = (o_t[:, None] > o_t[None, :]) & m_t[:, None] & m_t[None, :]
