@@ -45,6 +45,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/teacher.smk"
 include: "workflow/rules/eval.smk"
+include: "workflow/rules/opal.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -14,6 +14,8 @@ EVAL_KEYS = ("name", "perplexity", "accuracy", "accuracy_by_length")
 BY_LENGTH_COLUMNS = ("task", "length", "depth", "accuracy", "n")
 # ``history.csv`` of a training stage: the columns every history has (others follow the objective).
 HISTORY_COLUMNS = ("step", "loss")
+# ``speed.csv`` of ``relin hybrid-speed``: one row per (model, context).
+SPEED_COLUMNS = ("model", "context", "kv_bytes", "state_bytes", "cache_bytes", "ms_per_step", "tokens_per_s")
 # Per-step values that measure the machine, not the model: logged to MLflow, never written to history.csv.
 TIMING_COLUMNS = ("tokens_per_s", "elapsed_s")
 

@@ -31,7 +31,7 @@ def test_chunked_divergence_equals_the_unchunked_formula(kind):
     loss, kl = chunked_divergence(h_s, h_t, heads[0], heads[1], targets, kind, temperature=2.0, chunk_size=8)
     loss.backward()
     torch.testing.assert_close(loss, full_loss, rtol=1e-6, atol=1e-5)
-    torch.testing.assert_close(kl, full_kl, rtol=1e-6, atol=1e-5)
+    torch.testing.assert_close(kl, full_kl, rtol=1e-6, atol=1e-6)
     torch.testing.assert_close(h_s.grad, expected[0], rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(heads[0].weight.grad, expected[1], rtol=1e-5, atol=1e-6)
     assert heads[1].weight.grad is None, "the teacher head never receives a gradient"
@@ -40,8 +40,8 @@ def test_chunked_divergence_equals_the_unchunked_formula(kind):
 def test_kl_is_zero_between_equal_distributions_and_positive_otherwise():
     logits = torch.randn(10, 7)
     for kind in ("forward_kl", "reverse_kl"):
-        assert divergence_sum(logits, logits, torch.zeros(10, dtype=torch.long), kind)[1].abs() < 1e-6
-        assert divergence_sum(logits, logits.flip(-1), torch.zeros(10, dtype=torch.long), kind)[1] > 0.1
+        assert divergence_sum(logits, logits, torch.zeros(10, dtype=torch.long), kind)[1].abs().max() < 1e-6
+        assert divergence_sum(logits, logits.flip(-1), torch.zeros(10, dtype=torch.long), kind)[1].sum() > 0.1
 
 
 def test_sampled_estimator_has_the_reverse_kl_gradient_in_expectation():
@@ -55,7 +55,7 @@ def test_sampled_estimator_has_the_reverse_kl_gradient_in_expectation():
     (loss / draws).backward()
     torch.testing.assert_close(student.grad, exact, rtol=0.05, atol=0.01)
     reverse_kl = divergence_sum(student, teacher, samples[:1], "reverse_kl")[1]
-    assert abs(kl.item() / draws - reverse_kl.item()) < 0.05, "the estimate's mean is the reverse KL"
+    assert abs(kl.mean().item() - reverse_kl.item()) < 0.05, "the estimate's mean is the reverse KL"
 
 
 def _align(teacher_model, names=("model.layers.0.self_attn",), **kw):

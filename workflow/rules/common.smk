@@ -22,8 +22,26 @@ def sections(*dotted):
 
 
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
-LM_MODELS = {f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]}
+OPAL_MODELS = ["swa", "gdn", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]
+LM_MODELS = {
+    **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
+    **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS},
+}
 
 
 def lm_model(wildcards):
     return LM_MODELS[wildcards.name]
+
+
+# OPAL: the teacher it converts, and what each off-policy phase starts from.
+OPAL_TEACHER = f"results/teacher/{config['opal']['teacher']}/model"
+
+
+def opal_previous(wildcards):
+    """Stage 2A starts from stage 1, 2B from 2A, the matched control from 2B."""
+    return {"short": "results/opal/align/model", "long": "results/opal/offpolicy_short/model",
+            "matched": "results/opal/offpolicy_long/model"}[wildcards.phase]
+
+
+def opal_budget(wildcards):
+    return ["results/opal/onpolicy/train_metrics.json"] if wildcards.phase == "matched" else []

@@ -4,6 +4,9 @@ rule report:
         metrics=expand("results/eval/{name}/metrics.json", name=LM_MODELS),
         by_length=expand("results/eval/{name}/accuracy_by_length.csv", name=LM_MODELS),
         histories=expand("results/teacher/{arch}/history.csv", arch=config["teacher"]["archs"]),
+        opal_histories=expand("results/opal/{stage}/history.csv",
+                              stage=["align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]),
+        speed="results/opal/speed.csv",
     output:
         directory("results/report"),
     params:
@@ -19,5 +22,6 @@ rule report:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin report --config {params.cfg:q} --eval {input.metrics} --teacher-history {input.histories}"
-        " --by-length {input.by_length} --out {output} > {log} 2>&1"
+        "relin report --config {params.cfg:q} --eval {input.metrics}"
+        " --history {input.histories} {input.opal_histories} --by-length {input.by_length} --speed {input.speed}"
+        " --out {output} > {log} 2>&1"

@@ -16,6 +16,7 @@ import yaml
 from .data import DataConfig
 from .eval import EvalConfig
 from .loader import ConfigError, build, option
+from .opal import OpalConfig
 from .report import ReportConfig
 from .teacher import TeacherConfig
 from .tracking import TrackingConfig
@@ -31,6 +32,22 @@ class Params:
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
     eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
+    opal: OpalConfig = option(default_factory=OpalConfig, help="OPAL: attention -> Gated DeltaNet hybrids")
+
+    def validate(self, prefix: str) -> None:
+        teacher = self.opal.teacher
+        if teacher not in self.teacher.archs:
+            raise ConfigError(f"opal.teacher: {teacher!r} is not trained (expected one of teacher.archs: "
+                              f"{', '.join(self.teacher.archs)})")
+        model = self.teacher.models[teacher]
+        if model.family != "qwen3":
+            raise ConfigError(f"opal.teacher: expected a qwen3-family teacher, got {teacher!r} ({model.family})")
+        kept = self.opal.attention_layers or [i for i in range(model.num_hidden_layers)
+                                              if (i + 1) % self.opal.keep_every == 0]
+        if not kept or max(kept) >= model.num_hidden_layers or min(kept) < 0:
+            raise ConfigError(f"opal.keep_every: teacher.models.{teacher} has {model.num_hidden_layers} layers, so "
+                              f"attention layers {kept} leave nothing to keep or fall outside; expected at least "
+                              f"{self.opal.keep_every} layers or explicit opal.attention_layers")
 
 
 def deep_merge(base: dict, overlay: dict) -> dict:

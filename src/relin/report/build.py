@@ -6,15 +6,18 @@ from pathlib import Path
 from ..io import atomic_dir, atomic_write_text, read_manifest
 from . import figures, tables
 from .inputs import EvalResult, NamedRows
+from .opal import opal_section
 from .page import FigureRef, Section, render_html, render_markdown
 
 FIGURES = "figures"
 
 
 def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
-                    figure_dir: Path) -> list[Section]:
+                    figure_dir: Path, speed: NamedRows | None = None) -> list[Section]:
     """The sections of the report; figures are drawn into ``figure_dir``."""
     sections = []
+    if (opal := opal_section(evals, histories, speed, figure_dir, FIGURES)) is not None:
+        sections.append(opal)
     if evals:
         curve = figures.accuracy_vs_length(evals, figure_dir / "accuracy_vs_length.png")
         sections.append(Section("Evaluation", [
@@ -42,12 +45,12 @@ def _source(path: Path) -> str:
 
 
 def build_report(title: str, evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
-                 out: str | Path) -> Path:
+                 out: str | Path, speed: NamedRows | None = None) -> Path:
     """Write ``index.html``, ``summary.md`` and ``figures/*.png`` to ``out`` (replaced in one rename)."""
-    sources = [_source(x.path) for x in (*evals, *by_length, *histories)]
+    sources = [_source(x.path) for x in (*evals, *by_length, *histories, *([speed] if speed else []))]
     with atomic_dir(out) as tmp:
         (tmp / FIGURES).mkdir()
-        sections = report_sections(evals, histories, by_length, tmp / FIGURES)
+        sections = report_sections(evals, histories, by_length, tmp / FIGURES, speed)
         atomic_write_text(tmp / "index.html", render_html(title, sections, sources))
         atomic_write_text(tmp / "summary.md", render_markdown(title, sections, sources))
     return Path(out)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..artifacts import BY_LENGTH_COLUMNS, EVAL_KEYS, HISTORY_COLUMNS
+from ..artifacts import BY_LENGTH_COLUMNS, EVAL_KEYS, HISTORY_COLUMNS, SPEED_COLUMNS
 from ..errors import InputError
 
 
@@ -91,6 +91,12 @@ def read_by_length(spec: str) -> NamedRows:
     name, path = split_name(spec)
     rows = _read_csv(path, BY_LENGTH_COLUMNS, "an accuracy_by_length.csv with columns " + ",".join(BY_LENGTH_COLUMNS))
     return NamedRows(name=name or path.parent.name or path.stem, rows=rows, path=path)
+
+
+def read_speed(spec: str) -> NamedRows:
+    name, path = split_name(spec)
+    rows = _read_csv(path, SPEED_COLUMNS, "a speed.csv of relin hybrid-speed with columns " + ",".join(SPEED_COLUMNS))
+    return NamedRows(name=name or path.parent.name, rows=rows, path=path)
 
 
 def unique_names(items: list, what: str) -> None:

@@ -16,6 +16,11 @@ STAGES: dict[str, tuple[str, str]] = {
     "teacher-lm": ("relin.stages.teacher_lm", "build and train one teacher language model"),
     "eval-lm": ("relin.stages.eval_lm", "evaluate a language model: perplexity, accuracy per task and length"),
     "report": ("relin.stages.report", "build the HTML/Markdown report from stage outputs"),
+    "opal-convert": ("relin.stages.opal_convert", "OPAL: convert a Qwen3 teacher to a GDN or SWA hybrid"),
+    "opal-align": ("relin.stages.opal_align", "OPAL stage 1: align each GDN layer to the teacher's attention"),
+    "opal-offpolicy": ("relin.stages.opal_offpolicy", "OPAL stage 2A/2B (and the matched control): logit KD"),
+    "opal-onpolicy": ("relin.stages.opal_onpolicy", "OPAL stage 3: on-policy reverse-KL distillation"),
+    "hybrid-speed": ("relin.stages.hybrid_speed", "decode memory and throughput of a hybrid vs its teacher"),
 }
 
 

@@ -56,6 +56,7 @@ class TextData:
     tasks: list[str]
     input_ids: list[list[int]]
     labels: list[list[int]]
+    prompt_len: list[int]
     tokenizer: Any
 
     @classmethod
@@ -64,9 +65,16 @@ class TextData:
         from ..models.teachers import load_tokenizer
 
         path = Path(path)
-        train = load_split(path, "train", ("task", "input_ids", "labels"))
+        train = load_split(path, "train", ("task", "input_ids", "labels", "prompt_len"))
         return cls(path, list(train["task"]), list(train["input_ids"]), list(train["labels"]),
-                   load_tokenizer(path / "tokenizer"))
+                   list(train["prompt_len"]), load_tokenizer(path / "tokenizer"))
+
+    def prompts(self) -> dict[str, list[list[int]]]:
+        """Per task, the prompts of its rows (up to the answer); a filler passage gives its first half."""
+        out: dict[str, list[list[int]]] = {}
+        for task, ids, prompt_len in zip(self.tasks, self.input_ids, self.prompt_len):
+            out.setdefault(task, []).append(ids[:max(2, len(ids) // 2)] if task == "filler" else ids[:prompt_len])
+        return out
 
     def check_fits(self, max_positions: int, key: str) -> None:
         longest = max(len(ids) for ids in self.input_ids)
@@ -108,16 +116,23 @@ def history_columns(rows: list[dict]) -> list[str]:
     return list(keys) or list(HISTORY_COLUMNS)
 
 
-def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker) -> None:
-    """The model directory, ``history.csv`` and ``train_metrics.json`` (rank 0), each atomically."""
+def write_model(out: str | Path, model, tokenizer) -> None:
+    """``save_pretrained`` (fp32, safetensors) of the model and its tokenizer into ``out``, atomically."""
     import torch
 
-    from ..io import atomic_dir, atomic_write_csv, atomic_write_json
+    from ..io import atomic_dir
 
     model = model.to("cpu", torch.float32)
-    with atomic_dir(args.out) as tmp:
+    with atomic_dir(out) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
+
+
+def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker) -> None:
+    """The model directory, ``history.csv`` and ``train_metrics.json`` (rank 0), each atomically."""
+    from ..io import atomic_write_csv, atomic_write_json
+
+    write_model(args.out, model, tokenizer)
     columns = history_columns(history)
     atomic_write_csv(args.history, [{k: row.get(k) for k in columns} for row in history], columns)
     atomic_write_json(args.metrics, summary)

@@ -22,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="training history.csv files (default name: <role>-<arch> from results/<role>/<arch>/)")
     parser.add_argument("--by-length", nargs="+", default=[], action="extend", metavar="[NAME=]CSV",
                         help="accuracy_by_length.csv files of relin eval-lm (default name: their directory)")
+    parser.add_argument("--speed", help="speed.csv of relin hybrid-speed (OPAL's decode memory and throughput)")
     parser.add_argument("--out", required=True, help="report directory to write (index.html, summary.md, figures/)")
 
 
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..config.loader import as_dict
     from ..errors import InputError
     from ..report.build import build_report
-    from ..report.inputs import read_by_length, read_eval, read_history, unique_names
+    from ..report.inputs import read_by_length, read_eval, read_history, read_speed, unique_names
 
     cfg = sections.get("report")
     if not (args.eval or args.history or args.by_length):
@@ -42,8 +43,9 @@ def run(args: argparse.Namespace, sections) -> None:
     by_length = [read_by_length(spec) for spec in args.by_length]
     for items, what in ((evals, "evaluation"), (histories, "history"), (by_length, "accuracy-by-length")):
         unique_names(items, what)
-    inputs = [x.path for x in (*evals, *histories, *by_length)]
+    speed = read_speed(args.speed) if args.speed else None
+    inputs = [x.path for x in (*evals, *histories, *by_length, *([speed] if speed else []))]
     with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=inputs, outputs=[args.out]) as tracker:
-        out = build_report(cfg.title, evals, histories, by_length, args.out)
+        out = build_report(cfg.title, evals, histories, by_length, args.out, speed)
         tracker.log_artifact(out, "report")
     print(f"report: {out / 'index.html'} ({len(evals)} evaluations, {len(histories)} histories)", file=sys.stderr)

@@ -42,6 +42,14 @@ class BatchSource(Protocol):
     def max_len(self, step: int) -> int:
         """The longest sequence step ``step`` may hold (logged; a curriculum raises it)."""
 
+    # Optional, for sources that adapt to training (on-policy rollouts and their horizon curriculum):
+    #   observe(step, metrics) -> dict   after each step: its reduced metrics in, extra metrics to log out
+    #   state_dict() -> dict / load_state_dict(dict)   saved in and restored from every checkpoint
+
+
+def _source_state(batches) -> dict | None:
+    return batches.state_dict() if hasattr(batches, "state_dict") else None
+
 @dataclass
 class TrainResult:
     model: torch.nn.Module
@@ -120,6 +128,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
     if (resumed := resume(engine, checkpoints, device, env)) is not None:
         state, last_saved = resumed
         start, history, wall_before = state["step"], state["history"], state["wall_s"]
+        if state.get("source") is not None:
+            batches.load_state_dict(state["source"])
 
     from tqdm import tqdm
 
@@ -147,7 +157,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
                 totals[name] = totals.get(name, 0.0) + value.float()
         names = sorted(totals)
         reduced = all_reduce_sum(torch.stack([totals[n] for n in names])) / targets.clamp(min=1.0)
-        metrics = dict(zip(names, reduced.tolist()))
+        metrics = objective.finalize(dict(zip(names, reduced.tolist())))
         loss_value = metrics["loss"]
         if not math.isfinite(loss_value):
             bar.close()
@@ -155,6 +165,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
         lr = engine.lr()
         metrics["grad_norm"] = engine.step()
+        if hasattr(batches, "observe"):
+            metrics.update(batches.observe(step, metrics))
         bar.update(1)
         interval_steps += 1
         for name, value in metrics.items():
@@ -172,7 +184,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             staging = checkpoints.staging(step)
             engine.save(staging)
             last_saved = checkpoints.publish(step, staging, {
-                "step": step, "history": history, "wall_s": wall_before + time.perf_counter() - began})
+                "step": step, "history": history, "wall_s": wall_before + time.perf_counter() - began,
+                "source": _source_state(batches)})
     bar.close()
     final_loss = history[-1]["loss"] if history else loss_value
     return TrainResult(model=engine.module, history=history, steps=cfg.steps, final_loss=final_loss,

@@ -48,6 +48,10 @@ class Objective(abc.ABC):
             raise InputError(f"objective {self.name}: the batches lack {', '.join(missing)} "
                              f"(it needs {', '.join(self.requires)}; got {', '.join(batch)})")
 
+    def finalize(self, metrics: dict[str, float]) -> dict[str, float]:
+        """The step's logged metrics from its reduced sums (e.g. ratios of two sums); identity by default."""
+        return metrics
+
     @abc.abstractmethod
     def count_targets(self, batch: dict[str, torch.Tensor]) -> int:
         """Targets the summed loss of ``batch`` runs over (computed before the forward pass)."""

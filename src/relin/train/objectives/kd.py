@@ -31,20 +31,21 @@ DIVERGENCES = ("forward_kl", "reverse_kl", "reverse_kl_sampled")
 
 def divergence_sum(student_logits: torch.Tensor, teacher_logits: torch.Tensor, targets: torch.Tensor,
                    kind: Divergence) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(loss_sum, kl_sum)`` over positions of ``[N, V]`` logits (fp32); ``targets [N]`` are the
-    tokens the batch holds (used by the sampled estimator only)."""
+    """``(loss_sum, kl [N])`` over positions of ``[N, V]`` logits (fp32): the summed loss and each
+    position's (estimated) KL, detached. ``targets [N]`` are the tokens the batch holds (used by the
+    sampled estimator only)."""
     log_q = F.log_softmax(student_logits.float(), -1)
     log_p = F.log_softmax(teacher_logits.float(), -1)
     if kind == "forward_kl":
-        kl = (log_p.exp() * (log_p - log_q)).sum()
-        return kl, kl.detach()
+        kl = (log_p.exp() * (log_p - log_q)).sum(-1)
+        return kl.sum(), kl.detach()
     if kind == "reverse_kl":
-        kl = (log_q.exp() * (log_q - log_p)).sum()
-        return kl, kl.detach()
+        kl = (log_q.exp() * (log_q - log_p)).sum(-1)
+        return kl.sum(), kl.detach()
     if kind == "reverse_kl_sampled":
         log_q_y = log_q.gather(-1, targets[:, None]).squeeze(-1)
         ratio = (log_q_y - log_p.gather(-1, targets[:, None]).squeeze(-1)).detach()
-        return (ratio * log_q_y).sum(), ratio.sum()
+        return (ratio * log_q_y).sum(), ratio
     raise ValueError(f"divergence: expected one of {', '.join(DIVERGENCES)}, got {kind!r}")
 
 
@@ -58,13 +59,13 @@ def chunked_divergence(student_hidden: torch.Tensor, teacher_hidden: torch.Tenso
             teacher_logits = teacher_head(h_t).float() / temperature
         return divergence_sum(student_head(h_s).float() / temperature, teacher_logits, y, kind)
 
-    loss = kl = student_hidden.new_zeros((), dtype=torch.float32)
+    loss, kls = student_hidden.new_zeros((), dtype=torch.float32), []
     for start in range(0, student_hidden.shape[0], chunk_size):
         rows = slice(start, start + chunk_size)
         part_loss, part_kl = checkpoint(chunk, student_hidden[rows], teacher_hidden[rows], targets[rows],
                                         use_reentrant=False)
-        loss, kl = loss + part_loss, kl + part_kl
-    return loss, kl
+        loss, kls = loss + part_loss, kls + [part_kl]
+    return loss, torch.cat(kls) if kls else loss.new_zeros(0)
 
 
 @register
@@ -98,7 +99,8 @@ class Distillation(Objective):
     def count_targets(self, batch):
         return int(next_token_mask(batch, self.positions).sum())
 
-    def __call__(self, model, batch):
+    def per_position(self, model, batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(loss_sum, kl [N], mask [B, T-1])`` over the target positions."""
         mask = next_token_mask(batch, self.positions)
         student = model.base_model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
         hidden_s = student.last_hidden_state[:, :-1][mask]
@@ -106,4 +108,8 @@ class Distillation(Objective):
         targets = batch["input_ids"][:, 1:][mask]
         loss, kl = chunked_divergence(hidden_s, hidden_t, model.get_output_embeddings(), self.teacher.head,
                                       targets, self.divergence, self.temperature, self.chunk_size)
-        return ObjectiveOutput(loss, {"kl": kl})
+        return loss, kl, mask
+
+    def __call__(self, model, batch):
+        loss, kl, _ = self.per_position(model, batch)
+        return ObjectiveOutput(loss, {"kl": kl.sum()})

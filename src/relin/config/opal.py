@@ -1,0 +1,106 @@
+"""The ``opal`` section: OPAL's conversion of a Qwen3 teacher to a Gated DeltaNet hybrid and its three
+recovery stages (Raje et al. 2026; Tables 5-7), with the SWA baseline and the matched off-policy control."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .loader import ConfigError, option
+from .train import TrainConfig
+
+
+@dataclass(kw_only=True)
+class GDNConfig:
+    """The Gated DeltaNet layers that replace attention."""
+
+    conv_size: int = option(4, "short-convolution taps over q, k and v", minimum=1)
+    conv_activation: Literal["silu", "none"] = option("silu", "activation after the short convolution (fla: silu)")
+    qk_norm: bool = option(True, "keep the teacher's per-head q/k RMSNorm before the kernel's L2 norm")
+    allow_neg_eigval: bool = option(False, "beta in (0, 2) instead of (0, 1)")
+
+
+@dataclass(kw_only=True)
+class SWAConfig:
+    """The sliding-window baseline SWA(window, sinks) (the paper's is (256, 4) at 32K context)."""
+
+    window: int = option(64, "tokens each query sees back", minimum=1)
+    sinks: int = option(4, "first tokens every query also sees", minimum=0)
+
+
+@dataclass(kw_only=True)
+class AlignConfig:
+    """Stage 1: only GDN parameters train; each GDN layer's output aligned to the teacher's attention output."""
+
+    loss: Literal["mse", "cosine"] = option("mse", "per-position alignment loss")
+    inputs: Literal["teacher", "own"] = option("teacher", "GDN layers run on the teacher's layer inputs, or "
+                                                          "on the student's own hidden states")
+    train: TrainConfig = option(default_factory=TrainConfig, help="stage-1 training")
+
+
+@dataclass(kw_only=True)
+class OffPolicyConfig:
+    """Stage 2: all parameters, logit distillation on the dataset's text (a curriculum caps the length)."""
+
+    divergence: Literal["forward_kl", "reverse_kl"] = option("forward_kl", "token-level divergence to the teacher")
+    train: TrainConfig = option(default_factory=TrainConfig, help="training (its curriculum sets the context)")
+
+
+@dataclass(kw_only=True)
+class OnPolicyConfig:
+    """Stage 3: the student samples continuations of prompts; the frozen teacher scores every position."""
+
+    divergence: Literal["reverse_kl", "reverse_kl_sampled"] = option(
+        "reverse_kl", "position-wise reverse KL over the full vocabulary, or its sampled-token estimator")
+    temperature: float = option(1.0, "rollout temperature", exclusive_minimum=0)
+    top_p: float = option(1.0, "rollout nucleus", exclusive_minimum=0, maximum=1)
+    initial_horizon: int = option(16, "tokens generated per prompt at first", minimum=1)
+    max_horizon: int = option(128, "largest horizon the curriculum reaches", minimum=1)
+    plateau_window: int = option(30, "steps over which the KL gain is measured", minimum=2)
+    plateau_gain: float = option(0.02, "the horizon doubles when the relative KL gain over the window is below this",
+                                 minimum=0)
+    prompt_tasks: dict[str, float] = option({"niah_single": 1.0, "niah_multikey": 1.0, "niah_multiquery": 1.0,
+                                             "arithmetic": 1.0, "filler": 1.0},
+                                            "task -> weight of the prompts rolled out (filler: a text prefix)")
+    train: TrainConfig = option(default_factory=TrainConfig, help="stage-3 training (batch_size = prompts per step)")
+
+    def validate(self, prefix: str) -> None:
+        if self.max_horizon < self.initial_horizon:
+            raise ConfigError(f"{prefix}.max_horizon: expected >= initial_horizon ({self.initial_horizon}), "
+                              f"got {self.max_horizon}")
+        if not any(weight > 0 for weight in self.prompt_tasks.values()):
+            raise ConfigError(f"{prefix}.prompt_tasks: expected at least one task with a positive weight")
+
+
+@dataclass(kw_only=True)
+class SpeedConfig:
+    """Decode memory and throughput of the hybrid against its teacher as the context grows (paper Fig. 4)."""
+
+    contexts: list[int] = option([128, 256, 512, 1024], "prompt lengths (tokens) decoded from")
+    batch_size: int = option(4, "sequences decoded together", minimum=1)
+    decode_steps: int = option(16, "tokens generated (and timed) after each prompt", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        if not self.contexts or min(self.contexts) < 1:
+            raise ConfigError(f"{prefix}.contexts: expected a non-empty list of positive lengths")
+
+
+@dataclass(kw_only=True)
+class OpalConfig:
+    """OPAL: which teacher converts, which layers stay attention, and every stage's training."""
+
+    teacher: str = option("qwen3", "key of teacher.models to convert (a qwen3-family teacher)")
+    keep_every: int = option(4, "layers (i + 1) % keep_every == 0 stay attention (3, 7, ... at 4)", minimum=1)
+    attention_layers: list[int] = option([], "explicit indices of the layers that stay attention (overrides "
+                                             "keep_every)")
+    kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the GDN layers (auto: Triton "
+                                                                          "on CUDA tensors)")
+    gdn: GDNConfig = option(default_factory=GDNConfig, help="Gated DeltaNet layers")
+    swa: SWAConfig = option(default_factory=SWAConfig, help="the SWA baseline")
+    align: AlignConfig = option(default_factory=AlignConfig, help="stage 1: hidden-state alignment")
+    offpolicy_short: OffPolicyConfig = option(default_factory=OffPolicyConfig, help="stage 2A: short context")
+    offpolicy_long: OffPolicyConfig = option(default_factory=OffPolicyConfig, help="stage 2B: long context")
+    onpolicy: OnPolicyConfig = option(default_factory=OnPolicyConfig, help="stage 3: on-policy distillation")
+    offpolicy_matched: OffPolicyConfig = option(default_factory=OffPolicyConfig,
+                                                help="control: off-policy from stage 2B for stage 3's token budget "
+                                                     "(its steps follow from that budget)")
+    speed: SpeedConfig = option(default_factory=SpeedConfig, help="the hybrid_speed benchmark")

@@ -1,0 +1,39 @@
+"""``relin opal-align``: OPAL stage 1. Only the Gated DeltaNet layers train; each one's output is
+aligned to the teacher's attention output of the same layer on the same input (``layer_align``)."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.opal import AlignConfig
+from ._training import Setup, TextData, add_output_arguments, run_training
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"opal.align": AlignConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--teacher", required=True, help="teacher model directory")
+    parser.add_argument("--student", required=True, help="converted hybrid directory (relin opal-convert)")
+    parser.add_argument("--data", required=True, help="synth-text dataset directory")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    from ..models.teachers import load_pretrained
+    from ..train.objectives import LayerAlignment
+    from ..train.teacher import FrozenTeacher
+
+    cfg = sections.get("opal.align")
+
+    def setup(env):
+        data, student = TextData.load(args.data), load_pretrained(args.student)
+        layers = {f"model.layers.{i}.linear_attn": f"model.layers.{i}.self_attn"
+                  for i, layer in enumerate(student.model.layers) if layer.kind == "gdn"}
+        for name, param in student.named_parameters():
+            param.requires_grad_(".linear_attn." in name)
+        objective = LayerAlignment(FrozenTeacher(load_pretrained(args.teacher)), layers, cfg.loss, cfg.inputs)
+        return Setup(student, data.tokenizer, objective, data.step_batches(cfg.train, env))
+
+    run_training("opal-align", __name__, args, sections, cfg.train, setup,
+                 inputs=[args.teacher, args.student, args.data])

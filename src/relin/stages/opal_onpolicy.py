@@ -1,0 +1,45 @@
+"""``relin opal-onpolicy``: OPAL stage 3. The student continues dataset prompts with its own samples
+(temperature and top-p as configured) through its recurrent cache, the frozen teacher scores every
+sampled position, and the loss is the position-wise reverse KL (``onpolicy``); the rollout horizon
+doubles when the KL plateaus (:class:`~relin.train.curriculum.HorizonCurriculum`). The horizon and the
+KL by position are logged per step."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.opal import OnPolicyConfig
+from ._training import Setup, TextData, add_output_arguments, run_training
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"opal.onpolicy": OnPolicyConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--teacher", required=True, help="teacher model directory")
+    parser.add_argument("--student", required=True, help="stage 2B's model directory")
+    parser.add_argument("--data", required=True, help="synth-text dataset directory (its prompts are rolled out)")
+    add_output_arguments(parser)
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    from ..models.teachers import load_pretrained
+    from ..train.curriculum import HorizonCurriculum
+    from ..train.objectives import OnPolicyDistillation
+    from ..train.rollouts import OnPolicyRollouts
+    from ..train.teacher import FrozenTeacher
+
+    cfg = sections.get("opal.onpolicy")
+
+    def setup(env):
+        data, student = TextData.load(args.data), load_pretrained(args.student)
+        curriculum = HorizonCurriculum(cfg.initial_horizon, cfg.max_horizon, cfg.plateau_window, cfg.plateau_gain)
+        rollouts = OnPolicyRollouts(student, data.prompts(), cfg.prompt_tasks, cfg.train.batch_size, curriculum,
+                                    eos_id=data.tokenizer.eos_token_id, pad_id=data.tokenizer.pad_token_id,
+                                    temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.train.seed,
+                                    rank=env.rank, world_size=env.world_size)
+        objective = OnPolicyDistillation(FrozenTeacher(load_pretrained(args.teacher)), cfg.divergence)
+        return Setup(student, data.tokenizer, objective, rollouts)
+
+    run_training("opal-onpolicy", __name__, args, sections, cfg.train, setup,
+                 inputs=[args.teacher, args.student, args.data])

@@ -1,0 +1,114 @@
+"""On-policy batches (OPAL stage 3): the student continues prompts with its own samples through its
+recurrent cache, and each batch holds prompt + continuation with the continuation as the targets.
+
+Each step draws ``batch_size`` prompts (the prompt part of dataset rows, by task weight; a filler row
+gives a prefix to continue), samples up to ``horizon`` tokens per prompt from the current student
+(temperature and top-p as configured, stopping at eos) and returns the rows right-padded with
+``labels`` on the sampled tokens only. Prompts and sampling are seeded by ``(seed, step, rank)``, so a
+resumed run rolls out what an uninterrupted one would. The horizon follows a
+:class:`~relin.train.curriculum.HorizonCurriculum` fed by each step's KL (:meth:`observe`).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..artifacts import IGNORE_INDEX
+from ..errors import ConfigError
+from .curriculum import HorizonCurriculum
+
+
+class OnPolicyRollouts:
+    """Args:
+        model: the student being trained (sampled in eval mode, without gradients).
+        prompts (dict[str, list[list[int]]]): task -> prompt token ids (bos first).
+        task_weights (dict[str, float]): share of the prompts per task.
+        batch_size (int): prompts per micro-batch.
+        curriculum (HorizonCurriculum): the horizon in tokens.
+        eos_id, pad_id (int): end of sequence; padding.
+        temperature, top_p (float): sampling.
+        seed, rank, world_size (int): RNG stream and this process's share.
+    """
+
+    def __init__(self, model, prompts: dict[str, list[list[int]]], task_weights: dict[str, float], batch_size: int,
+                 curriculum: HorizonCurriculum, eos_id: int, pad_id: int, temperature: float = 1.0,
+                 top_p: float = 1.0, seed: int = 0, rank: int = 0, world_size: int = 1):
+        tasks = [t for t, w in task_weights.items() if w > 0]
+        missing = [t for t in tasks if not prompts.get(t)]
+        if missing:
+            raise ConfigError(f"opal.onpolicy.prompt_tasks: no prompts of task(s) {', '.join(missing)} in the data")
+        self.model, self.prompts, self.tasks = model, prompts, tasks
+        weights = np.array([task_weights[t] for t in tasks], dtype=np.float64)
+        self.task_probs = weights / weights.sum()
+        self.batch_size, self.curriculum = batch_size, curriculum
+        self.eos_id, self.pad_id, self.temperature, self.top_p = eos_id, pad_id, temperature, top_p
+        self.seed, self.rank, self.world_size = seed, rank, world_size
+        self.generated_tokens = 0
+
+    def max_len(self, step: int) -> int:
+        longest = max(len(p) for rows in self.prompts.values() for p in rows)
+        return longest + self.curriculum.horizon
+
+    def _prompts(self, rng: np.random.Generator) -> list[list[int]]:
+        picked = []
+        for task in rng.choice(self.tasks, size=self.batch_size, p=self.task_probs):
+            rows = self.prompts[task]
+            picked.append(rows[int(rng.integers(len(rows)))])
+        return picked
+
+    @torch.no_grad()
+    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
+        from ..models.generation import sample
+
+        device = next(self.model.parameters()).device
+        was_training = self.model.training
+        self.model.eval()
+        batches = []
+        for micro in range(count):
+            stream = [self.seed, step, self.rank, micro]
+            prompts = self._prompts(np.random.default_rng(stream))
+            width = max(map(len, prompts))
+            ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for row, prompt in enumerate(prompts):  # left-padded for sampling
+                ids[row, width - len(prompt):] = torch.tensor(prompt)
+                mask[row, width - len(prompt):] = 1
+            generator = torch.Generator(device=device).manual_seed(int(np.random.default_rng(stream).integers(2**62)))
+            new = sample(self.model, ids.to(device), self.curriculum.horizon, attention_mask=mask.to(device),
+                         eos_token_id=self.eos_id, pad_token_id=self.pad_id, temperature=self.temperature,
+                         top_p=self.top_p, generator=generator).cpu()
+            batches.append(self._batch(prompts, new))
+        self.model.train(was_training)
+        return batches
+
+    def _batch(self, prompts: list[list[int]], new: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Right-padded ``prompt + continuation`` rows; labels on the continuation up to its eos."""
+        rows, labels = [], []
+        for prompt, tokens in zip(prompts, new.tolist()):
+            ends = [i for i, t in enumerate(tokens) if t == self.eos_id]
+            tokens = tokens[:ends[0] + 1] if ends else tokens
+            self.generated_tokens += len(tokens)
+            rows.append(prompt + tokens)
+            labels.append([IGNORE_INDEX] * len(prompt) + tokens)
+        width = max(map(len, rows))
+        batch = {"input_ids": torch.full((len(rows), width), self.pad_id, dtype=torch.long),
+                 "labels": torch.full((len(rows), width), IGNORE_INDEX, dtype=torch.long),
+                 "attention_mask": torch.zeros((len(rows), width), dtype=torch.long)}
+        for row, (ids, lab) in enumerate(zip(rows, labels)):
+            batch["input_ids"][row, :len(ids)] = torch.tensor(ids)
+            batch["labels"][row, :len(lab)] = torch.tensor(lab)
+            batch["attention_mask"][row, :len(ids)] = 1
+        return batch
+
+    def observe(self, step: int, metrics: dict[str, float]) -> dict[str, float]:
+        """Feed the step's per-token KL to the curriculum; returns the horizon (and tokens) to log."""
+        horizon = self.curriculum.horizon
+        self.curriculum.observe(step, metrics["kl"])
+        return {"horizon": horizon, "generated_tokens": self.generated_tokens}
+
+    def state_dict(self) -> dict:
+        return {"curriculum": self.curriculum.state_dict(), "generated_tokens": self.generated_tokens}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.curriculum.load_state_dict(state["curriculum"])
+        self.generated_tokens = state["generated_tokens"]

@@ -1,0 +1,137 @@
+rule opal_convert:
+    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn) or the SWA baseline (swa)."""
+    input:
+        teacher=OPAL_TEACHER,
+    output:
+        directory("results/opal/{mixer}/model"),
+    params:
+        cfg=sections("opal"),
+    log:
+        "logs/opal_convert/{mixer}.log",
+    benchmark:
+        "results/benchmarks/opal_convert/{mixer}.tsv"
+    wildcard_constraints:
+        mixer="gdn|swa",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    shell:
+        "relin opal-convert --config {params.cfg:q} --teacher {input.teacher} --mixer {wildcards.mixer}"
+        " --out {output} > {log} 2>&1"
+
+
+rule opal_align:
+    """OPAL stage 1: only GDN layers train, each aligned to the teacher's attention output."""
+    input:
+        teacher=OPAL_TEACHER,
+        student="results/opal/gdn/model",
+        data="results/data/synth_text",
+    output:
+        model=directory("results/opal/align/model"),
+        history="results/opal/align/history.csv",
+        metrics="results/opal/align/train_metrics.json",
+    params:
+        cfg=sections("opal.align"),
+    log:
+        "logs/opal_align.log",
+    benchmark:
+        "results/benchmarks/opal_align.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=4000,
+        gpu=1,
+    shell:
+        "relin opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
+        " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
+        " --checkpoints checkpoints/opal/align > {log} 2>&1"
+
+
+rule opal_offpolicy:
+    """OPAL stage 2A (short context), 2B (long context) and the matched off-policy control: logit KD."""
+    input:
+        teacher=OPAL_TEACHER,
+        student=opal_previous,
+        data="results/data/synth_text",
+        budget=opal_budget,
+    output:
+        model=directory("results/opal/offpolicy_{phase}/model"),
+        history="results/opal/offpolicy_{phase}/history.csv",
+        metrics="results/opal/offpolicy_{phase}/train_metrics.json",
+    params:
+        cfg=sections("opal.offpolicy_{phase}"),
+        budget=lambda wildcards, input: f"--budget {input.budget}" if input.budget else "",
+    log:
+        "logs/opal_offpolicy/{phase}.log",
+    benchmark:
+        "results/benchmarks/opal_offpolicy/{phase}.tsv"
+    wildcard_constraints:
+        phase="short|long|matched",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=4000,
+        gpu=1,
+    shell:
+        "relin opal-offpolicy --config {params.cfg:q} --phase {wildcards.phase} --teacher {input.teacher}"
+        " --student {input.student} --data {input.data} {params.budget} --out {output.model}"
+        " --history {output.history} --metrics {output.metrics}"
+        " --checkpoints checkpoints/opal/offpolicy_{wildcards.phase} > {log} 2>&1"
+
+
+rule opal_onpolicy:
+    """OPAL stage 3: the student's own rollouts scored by the teacher (reverse KL, horizon curriculum)."""
+    input:
+        teacher=OPAL_TEACHER,
+        student="results/opal/offpolicy_long/model",
+        data="results/data/synth_text",
+    output:
+        model=directory("results/opal/onpolicy/model"),
+        history="results/opal/onpolicy/history.csv",
+        metrics="results/opal/onpolicy/train_metrics.json",
+    params:
+        cfg=sections("opal.onpolicy"),
+    log:
+        "logs/opal_onpolicy.log",
+    benchmark:
+        "results/benchmarks/opal_onpolicy.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=4000,
+        gpu=1,
+    shell:
+        "relin opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
+        " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
+        " --checkpoints checkpoints/opal/onpolicy > {log} 2>&1"
+
+
+rule hybrid_speed:
+    """Decode memory (KV + states) and throughput of the OPAL hybrid against its teacher by context."""
+    input:
+        teacher=OPAL_TEACHER,
+        hybrid="results/opal/onpolicy/model",
+    output:
+        json="results/opal/speed.json",
+        table="results/opal/speed.csv",
+    params:
+        cfg=sections("opal.speed"),
+    log:
+        "logs/hybrid_speed.log",
+    benchmark:
+        "results/benchmarks/hybrid_speed.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=4000,
+        gpu=1,
+    shell:
+        "relin hybrid-speed --config {params.cfg:q} --teacher {input.teacher} --hybrid {input.hybrid}"
+        " --out {output.json} --table {output.table} > {log} 2>&1"
