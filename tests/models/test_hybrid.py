@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from relin.config.teacher import TeacherModelConfig
+from relin.errors import ConfigError
 from relin.layers.attention import attention_mask
 from relin.models.convert.opal import convert, expand_heads, kept_attention_layers
 from relin.models.hybrid import HybridCache
@@ -44,7 +45,7 @@ def test_attention_layers_and_a_covering_window_reproduce_the_teacher(teacher):
 def test_kept_layers_follow_the_pattern():
     assert kept_attention_layers(36, 4) == list(range(3, 36, 4))
     assert kept_attention_layers(8, 4, [0, 5]) == [0, 5]
-    with pytest.raises(ValueError, match="keeps none"):
+    with pytest.raises(ConfigError, match="expected at least one index in"):
         kept_attention_layers(3, 4)
 
 

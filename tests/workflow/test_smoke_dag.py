@@ -37,38 +37,74 @@ def test_smoke_dag_runs_end_to_end_and_is_then_up_to_date(smoke_run):
     assert "up to date" in run(["dvc", "status"], smoke_run).stdout
 
 
+def test_opal_stages_run_and_reach_the_report(smoke_run):
+    import csv
+    import json
+
+    from relin.io import read_manifest
+
+    opal = smoke_run / "results/opal"
+    for name in ("gdn", "swa", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"):
+        config = json.loads((opal / name / "model/config.json").read_text())
+        assert config["model_type"] == "relin_hybrid", name
+        assert (smoke_run / f"results/eval/opal-{name}/metrics.json").is_file(), name
+    assert json.loads((opal / "gdn/model/config.json").read_text())["mixer_types"] == ["gdn", "gdn", "gdn",
+                                                                                         "attention"]
+    history = list(csv.DictReader(open(opal / "onpolicy/history.csv")))
+    assert {"kl", "horizon", "generated_tokens", "kl_at_position/1"} <= set(history[0])
+    generated = json.loads((opal / "onpolicy/train_metrics.json").read_text())["final_generated_tokens"]
+    matched = json.loads((opal / "offpolicy_matched/train_metrics.json").read_text())
+    assert generated > 0 and matched["steps"] >= 1
+    assert read_manifest(opal / "align/train_metrics.json")["resumed_from"] == 0
+    report = (smoke_run / "results/report/summary.md").read_text()
+    for heading in ("OPAL Table 4 analogue", "OPAL Table 3 analogue", "the paper's claims at our scale",
+                    "Decode memory and throughput"):
+        assert heading in report
+    speed = list(csv.DictReader(open(opal / "speed.csv")))
+    assert {r["model"] for r in speed} == {"teacher", "hybrid"}
+
+
+OPAL_JOBS = {"opal_convert[mixer=gdn]", "opal_convert[mixer=swa]", "opal_align", "opal_offpolicy[phase=short]",
+             "opal_offpolicy[phase=long]", "opal_onpolicy", "opal_offpolicy[phase=matched]", "hybrid_speed",
+             *(f"eval_lm[name=opal-{n}]" for n in ("gdn", "swa", "align", "offpolicy_short", "offpolicy_long",
+                                                   "onpolicy", "offpolicy_matched"))}
+
+
 @pytest.mark.parametrize("change, expected", [
     ({"teacher": {"train": {"lr": 0.003}}},
      {"teacher_lm[arch=qwen3]", "teacher_lm[arch=gpt_neox]", "eval_lm[name=teacher-qwen3]",
-      "eval_lm[name=teacher-gpt_neox]", "report"}),
+      "eval_lm[name=teacher-gpt_neox]", "report", *OPAL_JOBS}),
     ({"teacher": {"models": {"qwen3": {"rope_theta": 20000.0}}}},
-     {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report"}),
-], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta"])
-def test_teacher_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
+     {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report", *OPAL_JOBS}),
+    ({"opal": {"onpolicy": {"max_horizon": 16}}},
+     {"opal_onpolicy", "opal_offpolicy[phase=matched]", "hybrid_speed", "eval_lm[name=opal-onpolicy]",
+      "eval_lm[name=opal-offpolicy_matched]", "report"}),
+], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta", "opal.onpolicy.max_horizon"])
+def test_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
     out = snakemake(smoke_run, "-n", overlays=(overlay(tmp_path / "change.yaml", change),)).stdout
     assert planned_jobs(out) == expected, out
     assert "Params have changed since last execution" in out
 
 
-def test_dvc_repro_reruns_only_the_changed_teacher_chain(smoke_run, tmp_path):
+def test_dvc_repro_reruns_only_the_changed_teachers_chain(smoke_run, tmp_path):
     repo = clone_run(smoke_run, tmp_path / "repo")
     assert "up to date" in run(["dvc", "status"], repo).stdout
 
     params = repo / "params.yaml"
     text = params.read_text()
-    qwen3 = text.index("  qwen3:\n      family: qwen3")
-    params.write_text(text[:qwen3] + text[qwen3:].replace("rope_theta: 10000.0", "rope_theta: 20000.0", 1))
+    neox = text.index("  gpt_neox:\n      family: gpt_neox")
+    params.write_text(text[:neox] + text[neox:].replace("rope_theta: 10000.0", "rope_theta: 20000.0", 1))
     out = run(["dvc", "repro"], repo, timeout=1200).stdout
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     skipped = set(re.findall(r"Stage '([^']+)' didn't change, skipping", out))
-    assert ran == {"teacher_lm-qwen3", "eval_lm-teacher-qwen3", "report"}, out
-    assert {"synth_text", "teacher_lm-gpt_neox", "eval_lm-teacher-gpt_neox"} <= skipped, out
+    assert ran == {"teacher_lm-gpt_neox", "eval_lm-teacher-gpt_neox", "report"}, out
+    assert {"synth_text", "teacher_lm-qwen3", "eval_lm-teacher-qwen3", "opal_onpolicy"} <= skipped, out
     # Both tools now agree that everything is up to date.
     assert "Nothing to be done" in snakemake(repo, "-n").stdout
     assert "up to date" in run(["dvc", "status"], repo).stdout
     # Metrics are cached outputs, so DVC reads them for any commit (no "!" in `dvc exp show`).
     run(["git", "add", "-A"], repo)
-    run(["git", "commit", "-q", "-m", "rope_theta 20000"], repo)
+    run(["git", "commit", "-q", "-m", "gpt_neox rope_theta 20000"], repo)
     import json
 
     shown = json.loads(run(["dvc", "exp", "show", "--json"], repo).stdout)
@@ -91,8 +127,8 @@ def test_mlflow_holds_one_parent_run_and_the_lineage_of_every_child(smoke_run):
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
     assert len(children) == len(runs) - 1
     assert {r.info.status for r in children} == {"FINISHED"}
-    assert sorted(r.data.tags["relin.stage"] for r in children) == sorted(
-        ["synth-text", "teacher-lm", "teacher-lm", "eval-lm", "eval-lm", "report"])
+    expected_stages = sorted(gen_dvc.relin_stage(job) for job in gen_dvc.snakemake_jobs(smoke_run))
+    assert sorted(r.data.tags["relin.stage"] for r in children) == expected_stages
     by_id = {r.info.run_id: r for r in children}
 
     expected_inputs = {}

@@ -5,7 +5,7 @@ rule opal_convert:
     output:
         directory("results/opal/{mixer}/model"),
     params:
-        cfg=sections("opal"),
+        cfg=sections("opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.{mixer}"),
     log:
         "logs/opal_convert/{mixer}.log",
     benchmark:

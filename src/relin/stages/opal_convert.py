@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import OpalConfig
+from ..config.opal import GDNConfig, SWAConfig
+
+# What a conversion reads of ``opal``: its layer pattern and its own mixer's options, so that a change
+# to a training stage (or to the other mixer) does not redo it.
+PATTERN = {"opal.keep_every": int, "opal.attention_layers": list[int], "opal.kernel_backend": str}
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {"opal": OpalConfig}
+    return {**PATTERN, f"opal.{args.mixer}": {"gdn": GDNConfig, "swa": SWAConfig}[args.mixer]}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,10 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="model directory to write")
 
 
-def mixer_types(cfg: OpalConfig, num_layers: int, replacement: str) -> list[str]:
+def mixer_types(keep_every: int, attention_layers: list[int], num_layers: int, replacement: str) -> list[str]:
     from ..models.convert.opal import kept_attention_layers
 
-    kept = kept_attention_layers(num_layers, cfg.keep_every, cfg.attention_layers)
+    kept = kept_attention_layers(num_layers, keep_every, attention_layers)
     return ["attention" if i in kept else replacement for i in range(num_layers)]
 
 
@@ -33,13 +37,13 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..tracking import stage_run
     from ._training import write_model
 
-    cfg = sections.get("opal")
+    mixer = sections.get(f"opal.{args.mixer}")
     with stage_run("opal-convert", sections.raw, inputs=[args.teacher], outputs=[args.out]) as tracker:
         teacher = load_pretrained(args.teacher)
-        types = mixer_types(cfg, teacher.config.num_hidden_layers, args.mixer)
-        options = ({"swa_window": cfg.swa.window, "swa_sinks": cfg.swa.sinks} if args.mixer == "swa" else
-                   {f"gdn_{k}": v for k, v in vars(cfg.gdn).items()})
-        student = convert(teacher, types, kernel_backend=cfg.kernel_backend, **options)
+        types = mixer_types(sections.get("opal.keep_every"), sections.get("opal.attention_layers"),
+                            teacher.config.num_hidden_layers, args.mixer)
+        options = {f"{args.mixer}_{k}": v for k, v in vars(mixer).items()}
+        student = convert(teacher, types, kernel_backend=sections.get("opal.kernel_backend"), **options)
         tracker.set_tags({"relin.mixer": args.mixer, "relin.mixer_types": ",".join(types)})
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters()),
                             "teacher_parameters": sum(p.numel() for p in teacher.parameters())})

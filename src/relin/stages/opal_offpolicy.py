@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, sections) -> None:
                      data.step_batches(train_cfg, env))
 
     inputs = [args.teacher, args.student, args.data, *([args.budget] if args.budget else [])]
-    run_training(f"opal-offpolicy-{args.phase}", __name__, args, sections, train_cfg, setup, inputs=inputs,
+    run_training("opal-offpolicy", __name__, args, sections, train_cfg, setup, inputs=inputs,
                  tags={"relin.phase": args.phase})
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from ...errors import ConfigError, InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
 
 
@@ -20,8 +21,9 @@ def kept_attention_layers(num_layers: int, keep_every: int, explicit: list[int] 
     the top of each group (layers 3, 7, …, as Qwen3-Next and OPAL keep)."""
     kept = sorted(explicit) if explicit else [i for i in range(num_layers) if (i + 1) % keep_every == 0]
     if not kept or kept[-1] >= num_layers or kept[0] < 0:
-        raise ValueError(f"kept attention layers {kept}: expected indices in [0, {num_layers}); a model of "
-                         f"{num_layers} layers keeps none with keep_every={keep_every}")
+        raise ConfigError(f"opal: kept attention layers {kept}: expected at least one index in [0, {num_layers}) "
+                          f"for a teacher of {num_layers} layers (from opal.attention_layers, or every "
+                          f"keep_every={keep_every}-th layer)")
     return kept
 
 
@@ -33,7 +35,7 @@ def _rope_theta(config) -> float:
 def hybrid_config(teacher_config, mixer_types: list[str], **options) -> HybridConfig:
     """The hybrid config of a Qwen3 teacher config with the given layer types and mixer options."""
     if teacher_config.model_type != "qwen3":
-        raise ValueError(f"teacher model type {teacher_config.model_type!r}: OPAL converts qwen3 teachers")
+        raise InputError(f"teacher model type {teacher_config.model_type!r}: OPAL converts qwen3 teachers")
     return HybridConfig(
         vocab_size=teacher_config.vocab_size, hidden_size=teacher_config.hidden_size,
         intermediate_size=teacher_config.intermediate_size, num_hidden_layers=teacher_config.num_hidden_layers,
