@@ -48,6 +48,14 @@ def add_output_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoints", required=True, help="checkpoint root (a killed run resumes from it)")
 
 
+def add_distillation_arguments(parser: argparse.ArgumentParser, student: str) -> None:
+    """``--teacher``, ``--student`` (described by ``student``), ``--data`` and the outputs."""
+    parser.add_argument("--teacher", required=True, help="teacher model directory (frozen)")
+    parser.add_argument("--student", required=True, help=student)
+    parser.add_argument("--data", required=True, help="synth-text dataset directory")
+    add_output_arguments(parser)
+
+
 @dataclass
 class TextData:
     """The training split of a ``synth_text``-style dataset and the tokenizer beside it."""

@@ -8,7 +8,7 @@ import argparse
 import dataclasses
 
 from ..config.opal import OffPolicyConfig
-from ._training import Setup, TextData, add_output_arguments, run_training
+from ._training import Setup, TextData, add_distillation_arguments, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -17,11 +17,8 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phase", required=True, choices=("short", "long", "matched"))
-    parser.add_argument("--teacher", required=True, help="teacher model directory")
-    parser.add_argument("--student", required=True, help="the previous stage's model directory")
-    parser.add_argument("--data", required=True, help="synth-text dataset directory")
     parser.add_argument("--budget", help="matched: stage 3's train_metrics.json (its final_generated_tokens)")
-    add_output_arguments(parser)
+    add_distillation_arguments(parser, student="the previous stage's model directory")
 
 
 def steps_for_budget(batches, tokens: int, grad_accum: int) -> int:

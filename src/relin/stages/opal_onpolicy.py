@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ..config.opal import OnPolicyConfig
-from ._training import Setup, TextData, add_output_arguments, run_training
+from ._training import Setup, TextData, add_distillation_arguments, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -16,10 +16,7 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--teacher", required=True, help="teacher model directory")
-    parser.add_argument("--student", required=True, help="stage 2B's model directory")
-    parser.add_argument("--data", required=True, help="synth-text dataset directory (its prompts are rolled out)")
-    add_output_arguments(parser)
+    add_distillation_arguments(parser, student="stage 2B's model directory")
 
 
 def run(args: argparse.Namespace, sections) -> None:
