@@ -150,7 +150,14 @@ def _apply(client, op: dict[str, Any], run_id: str | None) -> str | None:
                          params=[Param(k, v) for k, v in op.get("params", [])],
                          tags=[RunTag(k, v) for k, v in op.get("tags", [])])
     elif kind == "log_input":
-        client.log_inputs(run_id, datasets=[_dataset_input(op)])
+        try:
+            client.log_inputs(run_id, datasets=[_dataset_input(op)])
+        except Exception as err:  # noqa: BLE001 - only the race below is retried
+            # Stages that read one artifact at once insert the same dataset row; the loser breaks its
+            # unique key, and a second attempt links the row the winner wrote.
+            if "UNIQUE constraint failed: datasets" not in str(err):
+                raise
+            client.log_inputs(run_id, datasets=[_dataset_input(op)])
     elif kind == "log_artifact":
         path = Path(op["path"])
         if path.is_dir():

@@ -58,6 +58,29 @@ def test_a_locked_store_delays_writes_but_loses_none(store, tmp_path, monkeypatc
     assert _metric_steps(store, tracker.run_id, "loss") == list(range(1, 41))
 
 
+def test_an_input_another_stage_records_at_the_same_moment_is_still_linked(store, tmp_path, monkeypatch):
+    """Two stages reading one artifact insert the same dataset row at once: the loser's insert breaks
+    the row's unique key, and its input must still be linked (the second attempt finds the row)."""
+    from mlflow.tracking import MlflowClient
+    from sqlalchemy.exc import IntegrityError
+
+    (tmp_path / "data.txt").write_text("shared input")
+    real, raised = MlflowClient.log_inputs, []
+
+    def lose_the_race_once(self, run_id, datasets=None, models=None):
+        if not raised:
+            raised.append(run_id)
+            raise IntegrityError("INSERT INTO datasets", {}, Exception(
+                "UNIQUE constraint failed: datasets.experiment_id, datasets.name, datasets.digest"))
+        return real(self, run_id, datasets=datasets, models=models)
+
+    monkeypatch.setattr(MlflowClient, "log_inputs", lose_the_race_once)
+    with tracking.stage_run("reader", {}, inputs=[tmp_path / "data.txt"]) as tracker:
+        pass
+    inputs = tracking._client(store).get_run(tracker.run_id).inputs.dataset_inputs
+    assert raised and [i.dataset.name for i in inputs] == [str(tmp_path / "data.txt")]
+
+
 def test_writes_the_store_refuses_until_the_end_are_saved_and_replayed(store, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(tracking, "CLOSE_PATIENCE_S", 1.0)
     locked = threading.Event()
