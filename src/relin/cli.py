@@ -4,6 +4,7 @@
     relin schema            write workflow/schemas/params.schema.yaml from the typed configs
     relin check-config      validate params.yaml (+ overlays) and print one line
     relin run-job RULE TARGET...   one Snakemake job under the pipeline lock (the command of each DVC stage)
+    relin mme-score RESULTS_DIR    score MME answer files in the official layout (<subtask>.txt per subtask)
 
 A stage reads its config sections either from ``--config`` (JSON of exactly the sections it
 declares: what its Snakemake rule passes) or from ``--params`` plus overlays. User mistakes end with
@@ -37,6 +38,8 @@ def _parser(command: str | None) -> argparse.ArgumentParser:
     job = sub.add_parser("run-job", help="run one Snakemake job under the pipeline lock (DVC stages call this)")
     job.add_argument("rule", help="the Snakemake rule of the job")
     job.add_argument("targets", nargs="+", help="the job's output files")
+    mme = sub.add_parser("mme-score", help="score MME results files (img, question, gt, pred) as the official tool")
+    mme.add_argument("results_dir", help="directory of <subtask>.txt files")
     for name, (_, help_text) in STAGES.items():
         p = sub.add_parser(name, help=help_text)
         _common(p)
@@ -80,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
             from .pipeline import run_job
 
             return run_job(args.rule, args.targets)
+        if args.command == "mme-score":
+            from .eval.mme import format_scores, score_results_dir
+
+            print(format_scores(score_results_dir(args.results_dir)))
+            return 0
         from .stages import load_stage
 
         stage = load_stage(args.command)

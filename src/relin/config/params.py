@@ -15,6 +15,7 @@ import yaml
 
 from .data import DataConfig
 from .eval import EvalConfig
+from .lia_mtr import LiaMtrConfig
 from .loader import ConfigError, build, option
 from .opal import OpalConfig
 from .report import ReportConfig
@@ -33,6 +34,7 @@ class Params:
     eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
     opal: OpalConfig = option(default_factory=OpalConfig, help="OPAL: attention -> Gated DeltaNet hybrids")
+    lia_mtr: LiaMtrConfig = option(default_factory=LiaMtrConfig, help="LIA-MTR: the vision-language bridge")
 
     def validate(self, prefix: str) -> None:
         teacher = self.opal.teacher

@@ -1,0 +1,172 @@
+"""The ``lia_mtr`` section: the LIA-MTR vision-language bridge (seed 000; eqs. 1-5), its baselines, the
+synthetic vision data, the tiny CLIP tower and chat LLM, LLaVA's two training phases and every experiment
+(MME Table I analogue, bridge-isolated NIAH, memory against N, probes)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .loader import ConfigError, option
+from .train import TrainConfig
+
+BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn")
+BridgeName = Literal["lia_mtr", "mlp2x_gelu", "mha", "linear_attn"]
+
+
+@dataclass(kw_only=True)
+class SynthVisionConfig:
+    """Procedurally drawn scenes (objects with shape, colour, position and count; a scene type)."""
+
+    seed: int = option(0, "data seed")
+    image_size: int = option(32, "image side in pixels", minimum=16)
+    max_objects: int = option(3, "objects per image drawn from 1 to this (all of one shape and colour)",
+                              minimum=1, maximum=4)
+    train_images: int = option(3000, "images for captions (phase 1) and conversations (phase 2)", minimum=1)
+    mme_images_per_category: int = option(30, "images of the MME-style set per category (two yes/no questions "
+                                               "each)", minimum=1)
+
+
+@dataclass(kw_only=True)
+class TowerConfig:
+    """The CLIP-architecture vision tower: a tiny ``CLIPModel`` trained contrastively in the DAG, or a
+    checkpoint (``pretrained``: hub id or local directory of a ``CLIPModel``/``CLIPVisionModel``)."""
+
+    pretrained: str = option("", "Hugging Face id or local path of a CLIP checkpoint (empty = build and train)")
+    patch_size: int = option(4, "pixels per patch side", minimum=1)
+    hidden_size: int = option(64, "vision and text width", minimum=8)
+    num_hidden_layers: int = option(3, "transformer layers of each tower (features: the penultimate)", minimum=2)
+    num_attention_heads: int = option(4, "attention heads", minimum=1)
+    intermediate_size: int = option(128, "MLP width", minimum=8)
+    projection_dim: int = option(64, "shared image-text embedding width", minimum=8)
+    select_layer: int = option(-2, "hidden-state index of the features (LLaVA: -2, the penultimate layer)")
+    train: TrainConfig = option(default_factory=TrainConfig, help="contrastive training")
+
+    def validate(self, prefix: str) -> None:
+        if self.hidden_size % self.num_attention_heads:
+            raise ConfigError(f"{prefix}.hidden_size: expected a multiple of num_attention_heads "
+                              f"({self.num_attention_heads}), got {self.hidden_size}")
+
+
+@dataclass(kw_only=True)
+class LLMConfig:
+    """The chat LLM: a tiny ``Qwen2ForCausalLM`` with a ChatML template, first trained on the scenes' text
+    (captions and text-only conversations), or a checkpoint (``pretrained``, e.g. Qwen/Qwen2.5-3B-Instruct)."""
+
+    pretrained: str = option("", "Hugging Face id or local path of a Qwen2 chat model (empty = build and train)")
+    hidden_size: int = option(64, "model width", minimum=8)
+    num_hidden_layers: int = option(2, "decoder layers", minimum=1)
+    num_attention_heads: int = option(4, "query heads", minimum=1)
+    num_key_value_heads: int = option(2, "key/value heads", minimum=1)
+    intermediate_size: int = option(192, "MLP width", minimum=8)
+    train: TrainConfig = option(default_factory=TrainConfig, help="text-only training of the tiny LLM")
+
+    def validate(self, prefix: str) -> None:
+        if self.hidden_size % self.num_attention_heads or self.num_attention_heads % self.num_key_value_heads:
+            raise ConfigError(f"{prefix}.num_attention_heads: expected a divisor of hidden_size and a multiple of "
+                              f"num_key_value_heads, got {self.num_attention_heads}")
+
+
+@dataclass(kw_only=True)
+class MTRConfig:
+    """LIA-MTR, eqs. 1-5. The paper leaves four things open; each is an option with the default named."""
+
+    width: int = option(0, "inner width C of q, k, v and the state (0 = d_vision, as eq. 1 implies)", minimum=0)
+    num_scales: int = option(4, "S, the fixed decays (the paper does not give S)", minimum=1, maximum=16)
+    decay_min: float = option(0.70, "smallest decay λ (half-life 1.94 steps)", exclusive_minimum=0, maximum=1)
+    decay_max: float = option(0.995, "largest decay λ (half-life 138.28 steps)", exclusive_minimum=0, maximum=1)
+    decay_spacing: Literal["log_lambda", "log_half_life"] = option(
+        "log_lambda", "log λ evenly spaced (the paper's 'log-linear in [0.70, 0.995]'), or log half-life evenly "
+                      "spaced; both give the paper's end half-lives")
+    gate: Literal["token", "channel"] = option("token", "write gate g_t: one scalar per token (the paper's "
+                                                        "'token-wise'), or one per channel")
+    state: Literal["diagonal", "head_matrix"] = option(
+        "diagonal", "M_{t,s}: a C-vector as eq. 3 writes it, or a per-head K x V matrix (linear attention with S "
+                    "decays), the reading under which Lemma 2 holds")
+    num_heads: int = option(4, "heads of the head_matrix state", minimum=1)
+    conv_size: int = option(4, "taps of the causal short convolution giving x^conv (eq. 2)", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        if self.decay_min >= self.decay_max:
+            raise ConfigError(f"{prefix}.decay_max: expected > decay_min ({self.decay_min}), got {self.decay_max}")
+
+
+@dataclass(kw_only=True)
+class BridgeConfig:
+    """Every bridge maps [B, N, d_vision] patch features to [B, N, d_llm] LLM embeddings."""
+
+    scan_order: Literal["raster", "snake", "column"] = option(
+        "raster", "order the 2-D patch grid is read in (LLaVA's flattening: raster)")
+    mtr: MTRConfig = option(default_factory=MTRConfig, help="the LIA-MTR bridge")
+    attention_heads: int = option(4, "heads of the mha and linear_attn bridges", minimum=1)
+    mha_impl: Literal["sdpa", "naive"] = option("sdpa", "mha bridge: torch SDPA, or softmax(QK^T)V with the "
+                                                        "N x N matrix formed")
+    causal: bool = option(True, "mha bridge reads patches causally, in the recurrent bridges' order")
+
+
+@dataclass(kw_only=True)
+class PhaseConfig:
+    """One of LLaVA's two training phases."""
+
+    train: TrainConfig = option(default_factory=TrainConfig, help="training")
+
+
+@dataclass(kw_only=True)
+class BridgeNIAHConfig:
+    """Bridge-isolated NIAH (Fig. 2): each bridge alone learns to retrieve the value of a queried key
+    buried at a depth of a sequence of random distractor tokens; a linear readout at the last position."""
+
+    bridges: list[BridgeName] = option(["lia_mtr", "linear_attn", "mha"], "bridges compared (Fig. 2)")
+    dim: int = option(32, "token embedding width (d_vision = d_out)", minimum=4)
+    num_keys: int = option(8, "distinct needle keys", minimum=2)
+    num_values: int = option(8, "distinct needle values (the readout's classes)", minimum=2)
+    noise_tokens: int = option(32, "distinct distractor tokens", minimum=1)
+    train_lengths: list[int] = option([32, 64, 128], "sequence lengths trained on")
+    lengths: list[int] = option([64, 256, 1024], "sequence lengths evaluated (the paper: up to 16K)")
+    depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "needle depths as fractions of the sequence")
+    test_examples: int = option(32, "examples per (length, depth)", minimum=1)
+    train: TrainConfig = option(default_factory=TrainConfig, help="training of each bridge")
+
+    def validate(self, prefix: str) -> None:
+        for name in ("lengths", "train_lengths"):
+            values = getattr(self, name)
+            if not values or min(values) < 8:
+                raise ConfigError(f"{prefix}.{name}: expected a non-empty list of lengths >= 8, got {values}")
+        for i, depth in enumerate(self.depths):
+            if not 0.0 <= depth <= 1.0:
+                raise ConfigError(f"{prefix}.depths[{i}]: expected a fraction in [0, 1], got {depth}")
+
+
+@dataclass(kw_only=True)
+class BridgeMemoryConfig:
+    """Peak memory and time of each bridge's forward over N patches (CPU: small N; the GPU sizes are
+    benchmarks/bridge_memory.py's)."""
+
+    bridges: list[BridgeName] = option(["lia_mtr", "mha", "linear_attn", "mlp2x_gelu"], "bridges measured")
+    mha_impls: list[Literal["sdpa", "naive"]] = option(["naive", "sdpa"], "mha implementations measured")
+    lengths: list[int] = option([256, 512, 1024, 2048, 4096], "N, doubling")
+    d_vision: int = option(64, "feature width", minimum=1)
+    d_llm: int = option(128, "output width", minimum=1)
+    num_scales: int = option(8, "S of the LIA-MTR bridge measured", minimum=1, maximum=16)
+    max_bytes: int = option(2_000_000_000, "a forward whose attention matrix would exceed this is recorded as "
+                                           "out of memory instead of run", minimum=1)
+
+
+@dataclass(kw_only=True)
+class LiaMtrConfig:
+    """LIA-MTR: data, tower, LLM, bridges, the two training phases and the experiments."""
+
+    data: SynthVisionConfig = option(default_factory=SynthVisionConfig, help="synthetic vision data")
+    tower: TowerConfig = option(default_factory=TowerConfig, help="CLIP vision tower")
+    llm: LLMConfig = option(default_factory=LLMConfig, help="chat LLM")
+    bridges: list[BridgeName] = option(list(BRIDGE_NAMES), "bridges trained and evaluated (Table I analogue)")
+    bridge: BridgeConfig = option(default_factory=BridgeConfig, help="bridge options")
+    align: PhaseConfig = option(default_factory=PhaseConfig, help="phase 1: the bridge alone on captions")
+    instruct: PhaseConfig = option(default_factory=PhaseConfig, help="phase 2: bridge + LLM on conversations")
+    niah: BridgeNIAHConfig = option(default_factory=BridgeNIAHConfig, help="bridge-isolated NIAH (Fig. 2)")
+    memory: BridgeMemoryConfig = option(default_factory=BridgeMemoryConfig, help="memory against N")
+
+    def validate(self, prefix: str) -> None:
+        if not self.bridges:
+            raise ConfigError(f"{prefix}.bridges: expected at least one of {', '.join(BRIDGE_NAMES)}")
+        if len(set(self.bridges)) != len(self.bridges):
+            raise ConfigError(f"{prefix}.bridges: a bridge is listed twice ({self.bridges})")

@@ -1,0 +1,115 @@
+"""The LIA-MTR bridge (seed 000, "Linear Multi-Timescale Retention as a Memory-Efficient Vision-Language
+Bridge"), eqs. 1-5, on :func:`relin.kernels.multiscale_diag_retention`.
+
+For visual tokens x_t ([B, N, d_vision]):
+
+    q_t = W_q x_t,  k_t = ELU(W_k x_t) + 1,  v_t = W_v x_t                              (1)
+    g_t = σ(W_g x^conv_t),  α_t = softmax(W_mix x^conv_t)                               (2)
+    M_{t,s} = λ_s M_{t-1,s} + g_t ⊙ k_t ⊙ v_t,  s = 1..S                                (3)
+    m_t = Σ_s α_{t,s} M_{t,s}                                                            (4)
+    y_t = W_o (q_t ⊙ m_t)                                                                (5)
+
+x^conv is a causal depthwise short convolution of x (identity-initialised). The S decays are fixed
+(a buffer, no gradient), log-linear between ``decay_min`` and ``decay_max``. Options for what the paper
+leaves open: ``gate`` (one scalar per token, or per channel), ``state`` (the C-vector of eq. 3, or a
+per-head K x V matrix, i.e. linear attention with S decays, under which Lemma 2 holds; see
+notes/methods.md §7C.1), ``decay_spacing``. Shape legend: B batch, N patches, C inner width, S scales,
+H heads, D head width.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .short_conv import ShortConvolution
+
+
+def decay_constants(num_scales: int, decay_min: float = 0.70, decay_max: float = 0.995,
+                    spacing: str = "log_lambda") -> torch.Tensor:
+    """The S fixed decays λ_s ([S], float64, ascending) between ``decay_min`` and ``decay_max``.
+
+    ``log_lambda``: log λ_s evenly spaced (λ geometric), the paper's "log-linearly across [0.70, 0.995]";
+    ``log_half_life``: log t_1/2 evenly spaced. Both have the paper's end points.
+    """
+    if num_scales == 1:
+        return torch.tensor([decay_max], dtype=torch.float64)
+    lo, hi = torch.tensor(decay_min, dtype=torch.float64), torch.tensor(decay_max, dtype=torch.float64)
+    if spacing == "log_lambda":
+        return torch.exp(torch.linspace(0, 1, num_scales, dtype=torch.float64) * (hi.log() - lo.log()) + lo.log())
+    if spacing == "log_half_life":
+        half = torch.exp(torch.linspace(half_lives(lo[None]).log().item(), half_lives(hi[None]).log().item(),
+                                        num_scales, dtype=torch.float64))
+        return torch.exp(math.log(0.5) / half)
+    raise ValueError(f"decay_spacing: expected 'log_lambda' or 'log_half_life', got {spacing!r}")
+
+
+def half_lives(decays: torch.Tensor) -> torch.Tensor:
+    """t_1/2 = ln(1/2) / ln λ, in steps: the lag after which a write keeps half its weight."""
+    return math.log(0.5) / decays.double().log()
+
+
+class MTRBridge(nn.Module):
+    """LIA-MTR, eqs. 1-5: ``forward(x [B, N, d_in]) -> y [B, N, d_out]``.
+
+    Args:
+        d_in (int): vision feature width.
+        d_out (int): LLM embedding width.
+        width (int): inner width C of q, k, v (0 = d_in). Default: ``0``.
+        num_scales (int): S. Default: ``4``.
+        decay_min, decay_max (float): the decay range. Default: ``0.70``, ``0.995``.
+        decay_spacing (str): ``log_lambda`` or ``log_half_life``. Default: ``log_lambda``.
+        gate (str): ``token`` (g_t scalar) or ``channel`` (g_t in R^C). Default: ``token``.
+        state (str): ``diagonal`` (eq. 3) or ``head_matrix``. Default: ``diagonal``.
+        num_heads (int): heads of the head_matrix state. Default: ``4``.
+        conv_size (int): short-convolution taps. Default: ``4``.
+    """
+
+    def __init__(self, d_in: int, d_out: int, *, width: int = 0, num_scales: int = 4, decay_min: float = 0.70,
+                 decay_max: float = 0.995, decay_spacing: str = "log_lambda", gate: str = "token",
+                 state: str = "diagonal", num_heads: int = 4, conv_size: int = 4):
+        super().__init__()
+        if gate not in ("token", "channel"):
+            raise ValueError(f"gate: expected 'token' or 'channel', got {gate!r}")
+        if state not in ("diagonal", "head_matrix"):
+            raise ValueError(f"state: expected 'diagonal' or 'head_matrix', got {state!r}")
+        width = width or d_in
+        if state == "head_matrix" and width % num_heads:
+            raise ValueError(f"width {width}: expected a multiple of num_heads ({num_heads}) for the head_matrix state")
+        self.width, self.state, self.num_heads = width, state, num_heads
+        self.q_proj = nn.Linear(d_in, width, bias=False)
+        self.k_proj = nn.Linear(d_in, width, bias=False)
+        self.v_proj = nn.Linear(d_in, width, bias=False)
+        self.conv = ShortConvolution(d_in, conv_size, activation="none")
+        self.g_proj = nn.Linear(d_in, 1 if gate == "token" else width)
+        self.mix_proj = nn.Linear(d_in, num_scales)
+        self.o_proj = nn.Linear(width, d_out, bias=False)
+        self.register_buffer("log_decays", decay_constants(num_scales, decay_min, decay_max, decay_spacing).log()
+                             .float(), persistent=True)
+
+    def gates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Eq. 2: the write gate ``g [B, N, 1 or C]`` and the scale mixer ``α [B, N, S]``."""
+        x_conv, _ = self.conv(x)
+        return torch.sigmoid(self.g_proj(x_conv)), torch.softmax(self.mix_proj(x_conv), dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, N, d_in]`` -> ``y [B, N, d_out]`` (eqs. 1-5)."""
+        from relin.kernels import chunk_decayed_linear_attn, multiscale_diag_retention
+
+        q, k, v = self.q_proj(x), F.elu(self.k_proj(x)) + 1, self.v_proj(x)
+        gate, mix = self.gates(x)
+        if self.state == "diagonal":
+            o, _ = multiscale_diag_retention(q, k, v, gate, mix, self.log_decays)
+            return self.o_proj(o)
+        B, N, C = q.shape
+        heads = (B, N, self.num_heads, C // self.num_heads)
+        q_h, k_h, v_h = q.view(heads), (k * gate).view(heads), v.view(heads)
+        o = 0
+        # One constant log-decay per scale; a per-head K x V state each, mixed by α_s (eq. 4).
+        for s, log_decay in enumerate(self.log_decays):
+            g = torch.full((B, N, self.num_heads), float(log_decay), device=x.device)
+            o_s, _ = chunk_decayed_linear_attn(q_h, k_h, v_h, g=g)
+            o = o + mix[..., s, None, None] * o_s
+        return self.o_proj(o.reshape(B, N, C))

@@ -1,0 +1,146 @@
+"""The LIA-MTR bridge against a step-by-step fp64 loop of eqs. 1-5, its decays against the paper's
+half-lives, and the baselines behind the same interface."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from relin.errors import ConfigError
+from relin.layers.bridges import Bridge, scan_permutation
+from relin.layers.mtr_bridge import MTRBridge, decay_constants, half_lives
+
+
+def loop_eqs_1_to_5(bridge: MTRBridge, x: torch.Tensor) -> torch.Tensor:
+    """Eqs. 1-5 one token at a time in float64, from the bridge's own weights."""
+    W = {name: p.detach().double() for name, p in bridge.named_parameters()}
+    x = x.double()
+    B, N, _ = x.shape
+    lam = bridge.log_decays.double().exp()
+    taps = W["conv.weight"].shape[1]
+    S, C = lam.shape[0], W["q_proj.weight"].shape[0]
+    M = torch.zeros(B, S, C, dtype=torch.float64)
+    ys = []
+    for t in range(N):
+        window = [x[:, t - taps + 1 + i] if t - taps + 1 + i >= 0 else torch.zeros_like(x[:, 0]) for i in range(taps)]
+        x_conv = sum(W["conv.weight"][:, i] * window[i] for i in range(taps))
+        q = x[:, t] @ W["q_proj.weight"].T                                       # (1)
+        k = F.elu(x[:, t] @ W["k_proj.weight"].T) + 1
+        v = x[:, t] @ W["v_proj.weight"].T
+        g = torch.sigmoid(x_conv @ W["g_proj.weight"].T + W["g_proj.bias"])       # (2)
+        alpha = torch.softmax(x_conv @ W["mix_proj.weight"].T + W["mix_proj.bias"], -1)
+        M = lam[None, :, None] * M + (g * k * v)[:, None, :]                      # (3)
+        m = (alpha[:, :, None] * M).sum(1)                                        # (4)
+        ys.append((q * m) @ W["o_proj.weight"].T)                                 # (5)
+    return torch.stack(ys, 1)
+
+
+def randomise(module: torch.nn.Module, seed: int = 0) -> None:
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+
+
+@pytest.mark.parametrize("gate", ["token", "channel"])
+@pytest.mark.parametrize("N", [1, 37, 130])
+def test_bridge_equals_fp64_loop_of_eqs_1_to_5(gate, N):
+    torch.manual_seed(0)
+    bridge = MTRBridge(12, 20, num_scales=5, gate=gate, conv_size=3)
+    randomise(bridge)  # a random (not identity) conv and nonzero gate/mixer biases
+    x = torch.randn(2, N, 12)
+    ours, ref = bridge(x).double(), loop_eqs_1_to_5(bridge, x)
+    # fp32 inside the kernel's chunked path against an fp64 loop: relative error at fp32 rounding
+    err = ((ours - ref).norm() / ref.norm()).item()
+    assert err < 1e-5, f"relative error {err:.2e} vs fp64 loop: eqs. 1-5 differ beyond fp32 rounding"
+
+
+def test_fp64_loop_catches_a_wrong_decay():
+    """The comparison can fail: a bridge whose decays differ from the loop's gives a large error."""
+    bridge = MTRBridge(8, 8, num_scales=3)
+    randomise(bridge)
+    x = torch.randn(1, 40, 8)
+    ref = loop_eqs_1_to_5(bridge, x)
+    bridge.log_decays.mul_(0.5)
+    assert ((bridge(x).double() - ref).norm() / ref.norm()).item() > 1e-2
+
+
+@pytest.mark.parametrize("spacing", ["log_lambda", "log_half_life"])
+@pytest.mark.parametrize("S", [2, 4, 8])
+def test_half_lives_equal_the_papers(spacing, S):
+    decays = decay_constants(S, 0.70, 0.995, spacing)
+    lives = half_lives(decays)
+    assert round(lives[0].item(), 2) == 1.94 and round(lives[-1].item(), 2) == 138.28
+    assert torch.all(lives[1:] > lives[:-1])
+    if spacing == "log_lambda":
+        steps = decays.log().diff()
+    else:
+        steps = lives.log().diff()
+    assert torch.allclose(steps, steps[0].expand_as(steps)), f"{spacing}: not evenly spaced"
+
+
+def test_bridge_buffer_holds_the_fixed_decays():
+    bridge = MTRBridge(8, 8, num_scales=8)
+    assert not bridge.log_decays.requires_grad and "log_decays" in bridge.state_dict()
+    assert round(half_lives(bridge.log_decays.double().exp())[-1].item(), 2) == 138.28  # fp32 buffer
+
+
+def test_head_matrix_state_equals_per_head_linear_attention_with_s_decays():
+    torch.manual_seed(1)
+    bridge = MTRBridge(8, 6, num_scales=2, state="head_matrix", num_heads=2)
+    randomise(bridge)
+    x = torch.randn(1, 9, 8)
+    W = {n: p.detach().double() for n, p in bridge.named_parameters()}
+    lam = bridge.log_decays.double().exp()
+    xd = x.double()
+    q, k, v = xd @ W["q_proj.weight"].T, F.elu(xd @ W["k_proj.weight"].T) + 1, xd @ W["v_proj.weight"].T
+    xc = sum(W["conv.weight"][:, i] * F.pad(xd, (0, 0, 3 - i, 0))[:, :9] for i in range(4))
+    g = torch.sigmoid(xc @ W["g_proj.weight"].T + W["g_proj.bias"])
+    a = torch.softmax(xc @ W["mix_proj.weight"].T + W["mix_proj.bias"], -1)
+    out = torch.zeros(1, 9, 8, dtype=torch.float64)
+    for h in range(2):
+        sl = slice(4 * h, 4 * h + 4)
+        for t in range(9):
+            for s in range(2):
+                state = sum(lam[s] ** (t - j) * torch.outer(g[0, j] * k[0, j, sl], v[0, j, sl]) for j in range(t + 1))
+                out[0, t, sl] += a[0, t, s] * (q[0, t, sl] / 2.0) @ state
+    ref = out @ W["o_proj.weight"].T
+    assert torch.allclose(bridge(x).double(), ref, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", ["lia_mtr", "mlp2x_gelu", "mha", "linear_attn"])
+def test_every_bridge_maps_patches_to_llm_width_and_is_causal_where_it_mixes(name):
+    torch.manual_seed(0)
+    bridge = Bridge(name, 16, 24, {"mtr": {"num_scales": 3}, "attention_heads": 4})
+    x = torch.randn(2, 25, 16)
+    y = bridge(x)
+    assert y.shape == (2, 25, 24)
+    x2 = x.clone()
+    x2[:, 10:] += 1.0
+    assert torch.allclose(bridge(x2)[:, :10], y[:, :10], atol=1e-5), "a later patch changed an earlier output"
+
+
+def test_naive_and_sdpa_mha_agree():
+    torch.manual_seed(0)
+    a = Bridge("mha", 16, 8, {"mha_impl": "naive"})
+    b = Bridge("mha", 16, 8, {"mha_impl": "sdpa"})
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(2, 33, 16)
+    assert torch.allclose(a(x), b(x), atol=1e-5)
+
+
+def test_unknown_bridge_and_scan_order_are_one_line_config_errors():
+    with pytest.raises(ConfigError, match="unknown 'mlp3x'.*lia_mtr"):
+        Bridge("mlp3x", 8, 8)
+    with pytest.raises(ConfigError, match="scan_order"):
+        Bridge("lia_mtr", 8, 8, {"scan_order": "spiral"})
+
+
+def test_scan_orders_permute_the_grid_and_write_back_in_raster_order():
+    assert scan_permutation(9, "snake").tolist() == [0, 1, 2, 5, 4, 3, 6, 7, 8]
+    assert scan_permutation(9, "column").tolist() == [0, 3, 6, 1, 4, 7, 2, 5, 8]
+    torch.manual_seed(0)
+    raster = Bridge("mlp2x_gelu", 8, 8, {"scan_order": "raster"})
+    snake = Bridge("mlp2x_gelu", 8, 8, {"scan_order": "snake"})
+    snake.load_state_dict(raster.state_dict())
+    x = torch.randn(1, 16, 8)
+    assert torch.allclose(raster(x), snake(x)), "a per-patch bridge must not depend on the scan order"

@@ -1,0 +1,80 @@
+"""MME scoring as the official eval_tool/calculation.py, on a hand-worked example; the real-format loaders."""
+import json
+
+import pytest
+
+from relin.data.vision.loaders import load_llava_json, load_mme_questions
+from relin.errors import InputError
+from relin.eval.mme import MMEAnswer, parse_answer, score_results_dir, score_subtask, write_results_file
+
+
+@pytest.mark.parametrize("pred,label", [("yes", "yes"), ("No", "no"), ("Yes, there is.", "yes"),
+                                        ("no.", "no"), ("nope", "no"), ("not sure", "no"), ("I think yes", "other"),
+                                        ("", "other"), ("maybe", "other"), (" yes", "yes"),
+                                        ("The answer is no", "other")])
+def test_official_yes_no_parsing(pred, label):
+    assert parse_answer(pred) == label
+
+
+def test_hand_worked_example(tmp_path):
+    # existence: img a both right; img b one right ("other" for the second) -> acc 3/4, acc+ 1/2 -> 125.0
+    existence = [MMEAnswer("a.jpg", "q1", "Yes", "Yes"), MMEAnswer("a.jpg", "q2", "No", "no"),
+                 MMEAnswer("b.jpg", "q1", "Yes", "yes, it is"), MMEAnswer("b.jpg", "q2", "No", "unclear")]
+    # count: three images, answers right 2, 0, 1 -> acc 3/6, acc+ 1/3 -> 50 + 33.33 = 83.33
+    count = [MMEAnswer("c.jpg", "q", "yes", "yes"), MMEAnswer("c.jpg", "q", "no", "no"),
+             MMEAnswer("d.jpg", "q", "yes", "no"), MMEAnswer("d.jpg", "q", "no", "yes"),
+             MMEAnswer("e.jpg", "q", "yes", "yes"), MMEAnswer("e.jpg", "q", "no", "yes")]
+    # code_reasoning (cognition): one image, both wrong -> 0
+    code = [MMEAnswer("f.png", "q", "yes", "no"), MMEAnswer("f.png", "q", "no", "yes")]
+    for task, answers in (("existence", existence), ("count", count), ("code_reasoning", code)):
+        write_results_file(tmp_path / f"{task}.txt", answers)
+    scores = score_results_dir(tmp_path)
+    assert scores["subtasks"]["existence"]["acc"] == 0.75 and scores["subtasks"]["existence"]["acc_plus"] == 0.5
+    assert scores["subtasks"]["existence"]["score"] == pytest.approx(125.0)
+    assert scores["subtasks"]["existence"]["other"] == 1
+    assert scores["subtasks"]["count"]["score"] == pytest.approx(50 + 100 / 3)
+    assert scores["perception"] == pytest.approx(125.0 + 50 + 100 / 3)
+    assert scores["cognition"] == 0.0
+    assert "scene" in scores["missing"]
+
+
+def test_pairs_must_share_an_image():
+    with pytest.raises(InputError, match="different images"):
+        score_subtask([MMEAnswer("a", "q", "yes", "yes"), MMEAnswer("b", "q", "no", "no")], "existence")
+
+
+def test_mme_score_cli(tmp_path, capsys):
+    from relin.cli import main
+
+    write_results_file(tmp_path / "scene.txt", [MMEAnswer("a", "q", "yes", "yes"), MMEAnswer("a", "q", "no", "no")])
+    assert main(["mme-score", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "total score: 200.00" in out and "scene  score: 200.00" in out
+    assert main(["mme-score", str(tmp_path / "missing")]) == 2
+
+
+def test_load_mme_questions(tmp_path):
+    (tmp_path / "existence.txt").write_text("1.jpg\tIs there a dog?\tYes\n1.jpg\tIs there a cat?\tNo\n")
+    (tmp_path / "color.txt").write_text("2.jpg\tIs it red?\tyes\n2.jpg\tIs it blue?\tno\n")
+    qs = load_mme_questions(tmp_path)
+    assert [(q.task, q.image, q.answer) for q in qs] == [("color", "2.jpg", "yes"), ("color", "2.jpg", "no"),
+                                                         ("existence", "1.jpg", "yes"), ("existence", "1.jpg", "no")]
+    (tmp_path / "count.txt").write_text("3.jpg\tTwo?\tyes\n4.jpg\tThree?\tno\n")
+    with pytest.raises(InputError, match="two questions per image"):
+        load_mme_questions(tmp_path, ["count"])
+
+
+def test_load_llava_json(tmp_path):
+    data = [{"id": "0", "image": "coco/1.jpg", "conversations": [
+        {"from": "human", "value": "<image>\nWhat is shown?"}, {"from": "gpt", "value": "A dog."},
+        {"from": "human", "value": "What colour?"}, {"from": "gpt", "value": "Brown."}]},
+        {"id": "1", "conversations": [{"from": "human", "value": "Hi"}, {"from": "gpt", "value": "Hello"}]}]
+    path = tmp_path / "llava.json"
+    path.write_text(json.dumps(data))
+    convs = load_llava_json(path)
+    assert convs[0].image == "coco/1.jpg" and convs[0].turns[0] == ("user", "What is shown?")
+    assert convs[0].turns[3] == ("assistant", "Brown.") and convs[1].image == ""
+    data[0]["conversations"][1]["from"] = "human"
+    path.write_text(json.dumps(data))
+    with pytest.raises(InputError, match="alternate"):
+        load_llava_json(path)
