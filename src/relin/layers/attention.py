@@ -61,19 +61,21 @@ class Attention(nn.Module):
         head_dim (int): D.
         qk_norm (bool): RMSNorm over D on q and k before RoPE (Qwen3). Default: True.
         bias (bool): biases on q/k/v projections. Default: False.
+        out_bias (bool): a bias on the output projection (GPT-NeoX's ``dense``). Default: False.
         window (int, Optional): sliding window in tokens (None = full attention).
         sinks (int): with a window, the first tokens every query also sees. Default: 0.
     """
 
     def __init__(self, width: int, num_heads: int, num_kv_heads: int, head_dim: int, *, qk_norm: bool = True,
-                 bias: bool = False, eps: float = 1e-6, window: int | None = None, sinks: int = 0):
+                 bias: bool = False, out_bias: bool = False, eps: float = 1e-6, window: int | None = None,
+                 sinks: int = 0):
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
         self.window, self.sinks = window, sinks
         self.q_proj = nn.Linear(width, num_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(width, num_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(width, num_kv_heads * head_dim, bias=bias)
-        self.o_proj = nn.Linear(num_heads * head_dim, width, bias=False)
+        self.o_proj = nn.Linear(num_heads * head_dim, width, bias=out_bias)
         self.q_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
         self.k_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
 

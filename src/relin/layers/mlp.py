@@ -1,4 +1,5 @@
-"""The gated MLP of Qwen3-style blocks: ``down(SiLU(gate(x)) · up(x))``."""
+"""The MLPs of the teachers' blocks: Qwen3's gated ``down(SiLU(gate(x)) · up(x))`` and GPT-NeoX's
+``dense_4h_to_h(act(dense_h_to_4h(x)))`` with biases (names kept, so a teacher's weights copy in)."""
 from __future__ import annotations
 
 import torch
@@ -15,3 +16,18 @@ class GatedMLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DenseMLP(nn.Module):
+    """GPT-NeoX's MLP; ``activation`` is a transformers ``ACT2FN`` name (Pythia: ``gelu``, the exact erf form)."""
+
+    def __init__(self, width: int, inner: int, activation: str = "gelu"):
+        super().__init__()
+        from transformers.activations import ACT2FN
+
+        self.dense_h_to_4h = nn.Linear(width, inner)
+        self.dense_4h_to_h = nn.Linear(inner, width)
+        self.act = ACT2FN[activation]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dense_4h_to_h(self.act(self.dense_h_to_4h(x)))

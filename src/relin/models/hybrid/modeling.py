@@ -1,9 +1,10 @@
-"""The hybrid causal LM: a Qwen3-architecture decoder whose layers mix tokens by attention, sliding-
-window attention or Gated DeltaNet (:class:`~.configuration.HybridConfig`), as a Hugging Face model
-(``save_pretrained`` / ``from_pretrained`` / ``generate``). No distributed code lives here.
+"""The hybrid causal LM: a Qwen3- or GPT-NeoX-architecture decoder whose layers mix tokens by attention,
+sliding-window attention, Gated DeltaNet, Hedgehog linear attention or the HedgeMamba block
+(:class:`~.configuration.HybridConfig`), as a Hugging Face model (``save_pretrained`` /
+``from_pretrained`` / ``generate``). No distributed code lives here.
 
 Its cache (:class:`HybridCache`) holds, per layer, the keys and values of attention layers and the
-fixed-size conv and recurrent states of Gated DeltaNet layers; decoding one token costs a GDN layer
+fixed-size conv and recurrent states of the linear layers; decoding one token costs a linear layer
 the same whatever the context. ``generate`` is the model's own loop (greedy or sampled with
 temperature and top-p) over that cache; it accepts the ``generate`` arguments a causal LM is
 usually called with (``input_ids``, ``attention_mask``, ``max_new_tokens``/``max_length``,
@@ -23,7 +24,9 @@ from ...artifacts import IGNORE_INDEX, next_token_pairs
 from ...layers.attention import Attention
 from ...layers.attention import attention_mask as build_attention_mask
 from ...layers.gated_deltanet import GatedDeltaNet
-from ...layers.mlp import GatedMLP
+from ...layers.hedgehog import HedgehogAttention, HedgehogFeatureMap
+from ...layers.hedgemamba import HedgeMamba
+from ...layers.mlp import DenseMLP, GatedMLP
 from ...layers.norms import RMSNorm
 from ...layers.rotary import RotaryEmbedding
 from ...layers.short_conv import ShortConvolution
@@ -38,7 +41,7 @@ class HybridCache:
     seen: int = 0
 
     def nbytes(self) -> dict[str, int]:
-        """Bytes held by attention KV and by recurrent (conv + delta-rule) states."""
+        """Bytes held by attention KV and by recurrent (conv + linear-attention) states."""
         from ...layers.attention import AttentionState
 
         kv = sum(s.nbytes() for s in self.states if isinstance(s, AttentionState))
@@ -58,10 +61,26 @@ class HybridCausalLMOutput(ModelOutput):
     cache: HybridCache | None = None
 
 
+# Attribute name of each mixer type in a decoder layer (the teacher's name where weights copy in).
+MIXER_NAMES = {"attention": "self_attn", "swa": "self_attn", "gdn": "linear_attn", "hedgehog": "linear_attn",
+               "hedgemamba": "mamba"}
+SOFTMAX_MIXERS = ("attention", "swa")
+
+
 def build_mixer(config: HybridConfig, kind: str) -> nn.Module:
     """The token mixer of one layer, by :data:`~.configuration.MIXER_TYPES` name."""
+    neox = config.block == "gpt_neox"
     attention = dict(width=config.hidden_size, num_heads=config.num_attention_heads,
-                     num_kv_heads=config.num_key_value_heads, head_dim=config.head_dim, eps=config.rms_norm_eps)
+                     num_kv_heads=config.num_key_value_heads, head_dim=config.head_dim, eps=config.rms_norm_eps,
+                     qk_norm=not neox, bias=neox, out_bias=neox)
+    if kind == "hedgehog":
+        return HedgehogAttention(config.hidden_size, config.num_attention_heads, config.head_dim, bias=neox,
+                                 feature_map=config.hedgehog_feature_map,
+                                 feature_position=config.hedgehog_feature_position, backend=config.kernel_backend)
+    if kind == "hedgemamba":
+        return HedgeMamba(config.hidden_size, config.num_attention_heads, config.head_dim, bias=neox,
+                          conv_size=config.hedgemamba_conv_size, conv_activation=config.hedgemamba_conv_activation,
+                          feature_map=config.hedgehog_feature_map, backend=config.kernel_backend)
     if kind == "attention":
         return Attention(**attention)
     if kind == "swa":
@@ -71,30 +90,41 @@ def build_mixer(config: HybridConfig, kind: str) -> nn.Module:
                              conv_size=config.gdn_conv_size, conv_activation=config.gdn_conv_activation,
                              qk_norm=config.gdn_qk_norm, allow_neg_eigval=config.gdn_allow_neg_eigval,
                              eps=config.rms_norm_eps, backend=config.kernel_backend)
-    raise ValueError(f"mixer type {kind!r}: expected one of attention, swa, gdn")
+    raise ValueError(f"mixer type {kind!r}: expected one of {', '.join(MIXER_NAMES)}")
 
 
 class HybridDecoderLayer(nn.Module):
-    """Pre-norm block: ``x + mixer(norm(x))``, then ``x + mlp(norm(x))``. Attention mixers are named
-    ``self_attn`` (Qwen3's name, so a teacher layer copies in), Gated DeltaNet ``linear_attn``."""
+    """Pre-norm block: ``x + mixer(norm(x))``, then ``x + mlp(norm(x))``; with the GPT-NeoX block and
+    ``use_parallel_residual``, ``x + mixer(ln₁ x) + mlp(ln₂ x)``. Mixers are named by
+    :data:`MIXER_NAMES` (``self_attn`` is Qwen3's name, so a teacher layer copies in)."""
 
     def __init__(self, config: HybridConfig, index: int):
         super().__init__()
         self.kind = config.mixer_types[index]
         mixer = build_mixer(config, self.kind)
-        self.mixer_name = "linear_attn" if self.kind == "gdn" else "self_attn"
+        self.mixer_name = MIXER_NAMES[self.kind]
         setattr(self, self.mixer_name, mixer)
-        self.mlp = GatedMLP(config.hidden_size, config.intermediate_size)
-        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.parallel = config.block == "gpt_neox" and config.use_parallel_residual
+        if config.block == "gpt_neox":
+            self.mlp = DenseMLP(config.hidden_size, config.intermediate_size, config.hidden_act)
+            self.input_layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+            self.post_attention_layernorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        else:
+            self.mlp = GatedMLP(config.hidden_size, config.intermediate_size)
+            self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+            self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
 
     def forward(self, hidden_states, rope, masks, padding, state=None, use_cache=False):
         mixer = getattr(self, self.mixer_name)
         normed = self.input_layernorm(hidden_states)
-        if self.kind == "gdn":
-            mixed, state = mixer(normed, padding, state, use_cache)
-        else:
+        if self.kind in SOFTMAX_MIXERS:
             mixed, state = mixer(normed, rope, masks[(mixer.window, mixer.sinks)], state, use_cache)
+        elif self.kind == "hedgehog":
+            mixed, state = mixer(normed, rope, padding, state, use_cache)
+        else:
+            mixed, state = mixer(normed, padding, state, use_cache)
+        if self.parallel:
+            return hidden_states + mixed + self.mlp(self.post_attention_layernorm(hidden_states)), state
         hidden_states = hidden_states + mixed
         return hidden_states + self.mlp(self.post_attention_layernorm(hidden_states)), state
 
@@ -116,6 +146,13 @@ class HybridPreTrainedModel(PreTrainedModel):
             module.weight.normal_(0.0, std)
         elif isinstance(module, RMSNorm):
             module.weight.fill_(1.0)
+        elif isinstance(module, nn.LayerNorm):
+            module.weight.fill_(1.0)
+            module.bias.zero_()
+        elif isinstance(module, HedgehogFeatureMap):
+            module.reset_parameters()
+        elif isinstance(module, HedgeMamba):
+            module.reset_ssm()
         elif isinstance(module, ShortConvolution):
             module.weight.zero_()
             module.weight[:, -1] = 1.0
@@ -130,8 +167,9 @@ class HybridModel(HybridPreTrainedModel):
         super().__init__(config)
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size, config.pad_token_id)
         self.layers = nn.ModuleList(HybridDecoderLayer(config, i) for i in range(config.num_hidden_layers))
-        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
-        self.rotary = RotaryEmbedding(config.head_dim, config.rope_theta)
+        self.norm = (nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.block == "gpt_neox"
+                     else RMSNorm(config.hidden_size, config.rms_norm_eps))
+        self.rotary = RotaryEmbedding(int(config.head_dim * config.rotary_pct), config.rope_theta)
         self.post_init()
 
     def get_input_embeddings(self):
@@ -153,7 +191,8 @@ class HybridModel(HybridPreTrainedModel):
         if position_ids is None:
             position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -steps:]
         rope = self.rotary(position_ids, hidden.dtype)
-        windows = {(layer.self_attn.window, layer.self_attn.sinks) for layer in self.layers if layer.kind != "gdn"}
+        windows = {(layer.self_attn.window, layer.self_attn.sinks) for layer in self.layers
+                   if layer.kind in SOFTMAX_MIXERS}
         masks = {key: build_attention_mask(attention_mask, steps, *key) for key in windows}
         states = cache.states if cache is not None else [None] * len(self.layers)
         new_states = []

@@ -1,0 +1,172 @@
+"""HedgeMamba's weight copies (seeds/001 §3): a GPT-NeoX (Pythia) teacher -> a hybrid of Hedgehog layers
+(stage 1's student) -> a hybrid of HedgeMamba blocks initialised from it (eq. 7), and the random-init
+control of the same shape.
+
+GPT-NeoX specifics, handled here rather than hoped for (methods.md §7A.6):
+
+- ``query_key_value`` is one fused ``[3·H·D, C]`` projection laid out per head as ``[q_h, k_h, v_h]``
+  (``view(H, 3·D)`` in ``GPTNeoXAttention``); :func:`split_fused_qkv` takes the q, k and v rows of each head;
+- its projections have biases (kept: the hybrid's GPT-NeoX block has biased q/k/v/o);
+- RoPE rotates ``rotary_pct`` of each head (the hybrid's rotary width), and where the Hedgehog φ sits
+  relative to it is the ``hedgehog_feature_position`` option;
+- the residual is parallel, ``x + attn(ln₁ x) + mlp(ln₂ x)`` (``use_parallel_residual``);
+- the embeddings are untied (``embed_in`` / ``embed_out``).
+
+Everything but the mixers is the teacher's: embeddings, LayerNorms, MLPs, final norm and head.
+"""
+from __future__ import annotations
+
+import torch
+
+from ...errors import InputError
+from ..hybrid import HybridConfig, HybridForCausalLM
+
+# GPT-NeoX name -> the hybrid's, for everything outside the attention.
+RENAMES = (("gpt_neox.embed_in.", "model.embed_tokens."), ("gpt_neox.final_layer_norm.", "model.norm."),
+           ("gpt_neox.layers.", "model.layers."), ("embed_out.", "lm_head."))
+# HedgeMamba block <- Hedgehog layer (eq. 7: B <- φ(K x), C <- φ(Q x), X <- V x).
+MAMBA_FROM_HEDGEHOG = {"C_proj": "q_proj", "B_proj": "k_proj", "x_proj": "v_proj", "out_proj": "o_proj",
+                       "feature_map_C": "feature_map_q", "feature_map_B": "feature_map_k"}
+
+
+def _rope(config) -> dict:
+    return getattr(config, "rope_parameters", None) or {}
+
+
+def hybrid_config(teacher_config, mixer_types: list[str], **options) -> HybridConfig:
+    """The hybrid config (GPT-NeoX block) of a GPT-NeoX teacher config with the given layer types."""
+    if teacher_config.model_type != "gpt_neox":
+        raise InputError(f"teacher model type {teacher_config.model_type!r}: HedgeMamba converts gpt_neox "
+                         f"(Pythia) teachers")
+    heads = teacher_config.num_attention_heads
+    rope = _rope(teacher_config)
+    return HybridConfig(
+        vocab_size=teacher_config.vocab_size, hidden_size=teacher_config.hidden_size,
+        intermediate_size=teacher_config.intermediate_size, num_hidden_layers=teacher_config.num_hidden_layers,
+        num_attention_heads=heads, num_key_value_heads=heads, head_dim=teacher_config.hidden_size // heads,
+        rope_theta=float(rope.get("rope_theta", getattr(teacher_config, "rotary_emb_base", 10000.0))),
+        rotary_pct=float(rope.get("partial_rotary_factor", getattr(teacher_config, "rotary_pct", 1.0))),
+        max_position_embeddings=teacher_config.max_position_embeddings,
+        initializer_range=teacher_config.initializer_range, tie_word_embeddings=teacher_config.tie_word_embeddings,
+        block="gpt_neox", layer_norm_eps=teacher_config.layer_norm_eps,
+        use_parallel_residual=teacher_config.use_parallel_residual, hidden_act=teacher_config.hidden_act,
+        mixer_types=mixer_types, pad_token_id=teacher_config.pad_token_id, bos_token_id=teacher_config.bos_token_id,
+        eos_token_id=teacher_config.eos_token_id, **options)
+
+
+def split_fused_qkv(weight: torch.Tensor, bias: torch.Tensor | None, num_heads: int) -> dict[str, torch.Tensor]:
+    """GPT-NeoX's fused ``query_key_value`` (``weight [3·H·D, C]``, ``bias [3·H·D]``, per head [q, k, v])
+    -> ``{q,k,v}_proj.{weight,bias}`` of ``[H·D, C]`` / ``[H·D]`` each."""
+    head_dim = weight.shape[0] // (3 * num_heads)
+    parts = weight.view(num_heads, 3, head_dim, -1)
+    out = {f"{name}_proj.weight": parts[:, i].reshape(num_heads * head_dim, -1) for i, name in enumerate("qkv")}
+    if bias is not None:
+        b = bias.view(num_heads, 3, head_dim)
+        out.update({f"{name}_proj.bias": b[:, i].reshape(-1) for i, name in enumerate("qkv")})
+    return out
+
+
+def _teacher_weights(teacher) -> dict[str, torch.Tensor]:
+    """The teacher's state dict under the hybrid's names, attention split into ``layers.i.attention.{q,k,v,o}_proj``."""
+    out = {}
+    heads = teacher.config.num_attention_heads
+    for key, value in teacher.state_dict().items():
+        if ".attention.query_key_value.weight" in key:
+            prefix = key.removesuffix("query_key_value.weight")
+            qkv = split_fused_qkv(value, teacher.state_dict().get(prefix + "query_key_value.bias"), heads)
+            out.update({prefix + name: tensor for name, tensor in qkv.items()})
+        elif ".attention.dense." in key:
+            out[key.replace(".attention.dense.", ".attention.o_proj.")] = value
+        elif ".attention.query_key_value.bias" not in key and not key.endswith(("attention.bias", "masked_bias")):
+            out[key] = value
+    renamed = {}
+    for key, value in out.items():
+        for old, new in RENAMES:
+            if key.startswith(old):
+                key = new + key.removeprefix(old)
+                break
+        renamed[key] = value
+    return renamed
+
+
+@torch.no_grad()
+def _load(student: HybridForCausalLM, weights: dict[str, torch.Tensor], new: tuple[str, ...]) -> HybridForCausalLM:
+    """Load ``weights`` into ``student``; every parameter it lacks must end with one of ``new``."""
+    missing, unexpected = student.load_state_dict(weights, strict=False)
+    tied = student.config.tie_word_embeddings
+    stray = [k for k in missing if not k.endswith(new) and not (k == "lm_head.weight" and tied)]
+    if stray or unexpected:
+        raise ValueError(f"conversion: source and hybrid disagree on {stray or unexpected}")
+    if student.config.tie_word_embeddings:
+        student.tie_weights()
+    return student
+
+
+@torch.no_grad()
+def hedgehog_from_teacher(teacher, seed: int = 0, **options) -> HybridForCausalLM:
+    """Stage 1's student: every attention layer of a ``GPTNeoXForCausalLM`` a Hedgehog layer with the
+    teacher's q/k/v/o (split from the fused projection) and identity feature maps (Hedgehog's init)."""
+    layers = teacher.config.num_hidden_layers
+    config = hybrid_config(teacher.config, ["hedgehog"] * layers, **options)
+    torch.manual_seed(seed)
+    student = HybridForCausalLM(config).to(torch.float32)
+    weights = {k.replace(".attention.", ".linear_attn."): v for k, v in _teacher_weights(teacher).items()}
+    return _load(student, weights, ("feature_map_q.weight", "feature_map_q.bias", "feature_map_k.weight",
+                                    "feature_map_k.bias"))
+
+
+@torch.no_grad()
+def attention_from_teacher(teacher) -> HybridForCausalLM:
+    """The teacher itself as a hybrid of ``attention`` layers (GPT-NeoX block): the check that the block,
+    the split of the fused projection and the renames reproduce ``GPTNeoXForCausalLM``."""
+    config = hybrid_config(teacher.config, ["attention"] * teacher.config.num_hidden_layers)
+    student = HybridForCausalLM(config).to(torch.float32)
+    weights = {k.replace(".attention.", ".self_attn."): v for k, v in _teacher_weights(teacher).items()}
+    return _load(student, weights, ())
+
+
+def hedgemamba_config(config: HybridConfig, **options) -> HybridConfig:
+    """The HedgeMamba hybrid's config from a Hedgehog hybrid's: every ``hedgehog`` layer a ``hedgemamba`` one."""
+    values = {**config.to_dict(), **options}
+    values["mixer_types"] = ["hedgemamba" if kind == "hedgehog" else kind for kind in config.mixer_types]
+    for key in ("model_type", "transformers_version", "architectures"):
+        values.pop(key, None)
+    return HybridConfig(**values)
+
+
+@torch.no_grad()
+def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, **options) -> HybridForCausalLM:
+    """Eq. 7 and App. B: each Hedgehog layer's q/k/v/o and feature maps copied into a HedgeMamba block
+    (C <- q, B <- k, x <- v, out <- o, φ_C <- φ_q, φ_B <- φ_k) whose Λ, Δ, conv, gate and D are set to
+    the identity (:meth:`~relin.layers.hedgemamba.HedgeMamba.set_identity`). With φ before RoPE the
+    model's logits equal the Hedgehog model's to fp32 rounding; with φ after RoPE they do not (the
+    block has no RoPE)."""
+    config = hedgemamba_config(hedgehog.config, **options)
+    student = HybridForCausalLM(config).to(torch.float32)
+    weights = {}
+    for key, value in hedgehog.state_dict().items():
+        if ".linear_attn." in key:
+            head, _, rest = key.partition(".linear_attn.")
+            module, _, param = rest.partition(".")
+            target = {v: k for k, v in MAMBA_FROM_HEDGEHOG.items()}[module]
+            weights[f"{head}.mamba.{target}.{param}"] = value
+        else:
+            weights[key] = value
+    _load(student, weights, ("z_proj.weight", "z_proj.bias", "dt_proj.weight", "conv.weight", "A_log", "dt_bias", "D"))
+    for layer in student.model.layers:
+        if layer.kind == "hedgemamba":
+            layer.mamba.set_identity()
+    return student
+
+
+@torch.no_grad()
+def random_mamba_from_teacher(teacher, seed: int = 0, **options) -> HybridForCausalLM:
+    """The control: the same HedgeMamba shape with every mixer parameter freshly initialised (Mamba-2's SSM
+    init, random projections, identity feature maps) and everything else the teacher's."""
+    layers = teacher.config.num_hidden_layers
+    config = hybrid_config(teacher.config, ["hedgemamba"] * layers, **options)
+    torch.manual_seed(seed)
+    student = HybridForCausalLM(config).to(torch.float32)
+    weights = {k: v for k, v in _teacher_weights(teacher).items() if ".attention." not in k}
+    return _load(student, weights, tuple(f"{name}" for name, _ in student.model.layers[0].mamba.named_parameters()))
+
