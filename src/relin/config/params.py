@@ -15,6 +15,7 @@ import yaml
 
 from .data import DataConfig
 from .eval import EvalConfig
+from .hedgemamba import HedgeMambaConfig
 from .lia_mtr import LiaMtrConfig
 from .loader import ConfigError, build, option
 from .opal import OpalConfig
@@ -35,6 +36,8 @@ class Params:
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
     opal: OpalConfig = option(default_factory=OpalConfig, help="OPAL: attention -> Gated DeltaNet hybrids")
     lia_mtr: LiaMtrConfig = option(default_factory=LiaMtrConfig, help="LIA-MTR: the vision-language bridge")
+    hedgemamba: HedgeMambaConfig = option(default_factory=HedgeMambaConfig,
+                                          help="HedgeMamba: attention -> Hedgehog -> Mamba distillation")
 
     def validate(self, prefix: str) -> None:
         teacher = self.opal.teacher
@@ -50,6 +53,13 @@ class Params:
             raise ConfigError(f"opal.keep_every: teacher.models.{teacher} has {model.num_hidden_layers} layers, so "
                               f"attention layers {kept} leave nothing to keep or fall outside; expected at least "
                               f"{self.opal.keep_every} layers or explicit opal.attention_layers")
+        hedgemamba = self.hedgemamba.teacher
+        if hedgemamba not in self.teacher.archs:
+            raise ConfigError(f"hedgemamba.teacher: {hedgemamba!r} is not trained (expected one of teacher.archs: "
+                              f"{', '.join(self.teacher.archs)})")
+        if self.teacher.models[hedgemamba].family != "gpt_neox":
+            raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
+                              f"({self.teacher.models[hedgemamba].family})")
 
 
 def deep_merge(base: dict, overlay: dict) -> dict:

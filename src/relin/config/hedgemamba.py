@@ -1,0 +1,63 @@
+"""The ``hedgemamba`` section: Attention → Mamba distillation (seeds/001, "HedgeMamba"): a GPT-NeoX teacher's
+attention layers become Hedgehog linear attention (stage 1, attention matching with only φ trained), then
+HedgeMamba blocks initialised from them (eq. 7) and fine-tuned with cross-entropy (stage 2); the controls are
+a same-shape Mamba block from random init at the same token budget and the Hedgehog model without conversion."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .loader import option
+from .train import TrainConfig
+
+
+@dataclass(kw_only=True)
+class HedgehogLayerConfig:
+    """The Hedgehog layer (eq. 6): its feature map and where it sits relative to RoPE (methods.md §7A.6)."""
+
+    feature_map: Literal["exp", "softmax"] = option("exp", "φ(x) = [exp(Wx+b), exp(-(Wx+b))] (Hedgehog) or the "
+                                                           "softmax over each half (LoLCATs softmax_dim)")
+    feature_position: Literal["pre_rope", "post_rope"] = option(
+        "pre_rope", "φ on q, k before RoPE (the HedgeMamba init is then exact) or after it (LoLCATs; not exact)")
+
+
+@dataclass(kw_only=True)
+class MambaBlockConfig:
+    """The HedgeMamba block around the SSM (methods.md §7A.3-5)."""
+
+    conv_size: int = option(4, "depthwise causal conv taps over [x, B, C]", minimum=1)
+    conv_activation: Literal["identity", "silu"] = option(
+        "identity", "after the conv: none (Phi-Mamba; the init is exact) or SiLU (stock Mamba; not exact)")
+
+
+@dataclass(kw_only=True)
+class MatchConfig:
+    """Stage 1: the teacher frozen, only the feature maps train, each layer on the teacher's layer input."""
+
+    loss: Literal["attention_ce", "output_mse", "cosine"] = option(
+        "attention_ce", "soft-label cross-entropy on attention rows (Hedgehog), the layer output's MSE (LoLCATs) "
+                        "or 1 - cosine (the paper's summaries)")
+    query_block: int = option(64, "queries per block of attention rows (memory O(block · T) per layer)", minimum=1)
+    train: TrainConfig = option(default_factory=TrainConfig, help="stage-1 training")
+
+
+@dataclass(kw_only=True)
+class FinetuneConfig:
+    """Stage 2 and the controls: cross-entropy on the dataset, all parameters but the embeddings."""
+
+    freeze: Literal["embeddings", "input_embedding"] = option(
+        "embeddings", "frozen: embed_in and embed_out (Pythia's untied pair), or embed_in only (methods.md §7A.7)")
+    train: TrainConfig = option(default_factory=TrainConfig, help="stage-2 training (the controls use it too)")
+
+
+@dataclass(kw_only=True)
+class HedgeMambaConfig:
+    """HedgeMamba: which teacher, the layers' options, and both stages' training."""
+
+    teacher: str = option("gpt_neox", "key of teacher.models to distil (a gpt_neox-family teacher)")
+    kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the linear layers (auto: Triton "
+                                                                          "on CUDA tensors)")
+    hedgehog: HedgehogLayerConfig = option(default_factory=HedgehogLayerConfig, help="the Hedgehog layers")
+    mamba: MambaBlockConfig = option(default_factory=MambaBlockConfig, help="the HedgeMamba blocks")
+    match: MatchConfig = option(default_factory=MatchConfig, help="stage 1: attention matching")
+    finetune: FinetuneConfig = option(default_factory=FinetuneConfig, help="stage 2 (and the controls): CE fine-tune")
