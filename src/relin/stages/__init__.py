@@ -21,6 +21,13 @@ STAGES: dict[str, tuple[str, str]] = {
     "opal-offpolicy": ("relin.stages.opal_offpolicy", "OPAL stage 2A/2B (and the matched control): logit KD"),
     "opal-onpolicy": ("relin.stages.opal_onpolicy", "OPAL stage 3: on-policy reverse-KL distillation"),
     "hybrid-speed": ("relin.stages.hybrid_speed", "decode memory and throughput of a hybrid vs its teacher"),
+    "synth-vision": ("relin.stages.synth_vision", "LIA-MTR: draw the synthetic scenes, captions, conversations, MME set"),
+    "vision-tower": ("relin.stages.vision_tower", "LIA-MTR: train (or load) the CLIP vision tower"),
+    "clip-features": ("relin.stages.clip_features", "LIA-MTR: cache the tower's penultimate patch features"),
+    "chat-lm": ("relin.stages.chat_lm", "LIA-MTR: train (or load) the chat LLM on the scenes' text"),
+    "bridge-align": ("relin.stages.bridge_align", "LIA-MTR phase 1: one bridge alone on captions"),
+    "bridge-instruct": ("relin.stages.bridge_instruct", "LIA-MTR phase 2: bridge + LLM on conversations"),
+    "eval-mme": ("relin.stages.eval_mme", "LIA-MTR: answer and score the MME-style set after each phase"),
 }
 
 

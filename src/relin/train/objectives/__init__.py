@@ -1,7 +1,9 @@
-"""Training objectives, registered by exact name: ``ce``, ``kd``, ``layer_align``, ``onpolicy``
+"""Training objectives, registered by exact name: ``ce``, ``kd``, ``layer_align``, ``onpolicy``,
+``clip``, ``vlm_ce``
 (:func:`build_objective` raises on an unknown name). See :mod:`.base` for the interface."""
 from .base import OBJECTIVES, Objective, ObjectiveOutput, build_objective, next_token_mask, register  # noqa: F401
 from .ce import CrossEntropy  # noqa: F401
 from .kd import Distillation, chunked_divergence, divergence_sum  # noqa: F401
 from .layer_align import LayerAlignment  # noqa: F401
 from .onpolicy import OnPolicyDistillation  # noqa: F401
+from .vision import Contrastive, VisionCrossEntropy  # noqa: F401

@@ -17,8 +17,11 @@ class CrossEntropy(Objective):
     def count_targets(self, batch):
         return int(next_token_mask(batch, "labels").sum())
 
+    def logits(self, model, batch):
+        return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+
     def __call__(self, model, batch):
-        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+        logits = self.logits(model, batch)
         logits, targets = next_token_pairs(logits.float(), batch["labels"])
         logits, targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
         loss_sum = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, reduction="sum")

@@ -1,0 +1,67 @@
+"""``relin chat-lm``: the chat LLM the bridges feed. Default: a tiny ``Qwen2ForCausalLM`` trained on the
+scenes' text alone, captions and conversations whose image is replaced by its caption, so that, like an
+instruct LLM, it already answers in the chat format from a description; with ``lia_mtr.llm.pretrained``:
+that checkpoint and its tokenizer, saved with the project's ChatML template (assistant turns marked)."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.lia_mtr import LLMConfig
+from ._training import Setup, add_output_arguments, run_training
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"lia_mtr.llm": LLMConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", required=True, help="synth-vision directory")
+    add_output_arguments(parser)
+
+
+def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
+    """Per training image: its caption (all supervised), and its conversation with the caption in place of
+    the image (assistant tokens supervised)."""
+    from ..models.vlm.chat import encode_chat
+
+    ids, labels = [], []
+    for caption, turns in zip(data.train["captions"], data.train["conversations"]):
+        row = tokenizer(caption)["input_ids"] + [tokenizer.eos_token_id]
+        ids.append(row)
+        labels.append(row)
+        messages = [dict(turns[0], content=f"{caption} . {turns[0]['content']}"), *turns[1:]]
+        row, lab = encode_chat(tokenizer, messages)
+        ids.append(row)
+        labels.append(lab)
+    return ids, labels
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    from ..data.vision.artifact import VisionData
+    from ..models.vlm.chat import CHAT_TEMPLATE
+    from ..models.vlm.llm import build_llm
+    from ..train.batching import StepBatches
+    from ..train.objectives import build_objective
+
+    cfg = sections.get("lia_mtr.llm")
+    data = VisionData.load(args.data)
+    if cfg.pretrained:
+        from ..models.teachers import load_pretrained, load_tokenizer
+        from ..tracking import stage_run
+        from ._training import write_outputs
+
+        tokenizer = load_tokenizer(cfg.pretrained)
+        tokenizer.chat_template = CHAT_TEMPLATE
+        with stage_run("chat-lm", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
+            write_outputs(args, load_pretrained(cfg.pretrained), tokenizer, [], {"steps": 0}, tracker)
+        return
+
+    def setup(env):
+        tokenizer = data.tokenizer()
+        ids, labels = text_rows(data, tokenizer)
+        batches = StepBatches(ids, labels, batch_size=cfg.train.batch_size, pad_id=tokenizer.pad_token_id,
+                              seed=cfg.train.seed, curriculum=cfg.train.curriculum,
+                              bucket_by_length=cfg.train.bucket_by_length, rank=env.rank, world_size=env.world_size)
+        return Setup(build_llm(cfg, tokenizer, seed=cfg.train.seed), tokenizer, build_objective("ce"), batches)
+
+    run_training("chat-lm", __name__, args, sections, cfg.train, setup, inputs=[args.data])

@@ -1,0 +1,40 @@
+"""``relin clip-features``: LLaVA's visual tokens, the tower's penultimate-layer patch features without CLS,
+for every training and MME-style image, cached as ``features.safetensors`` (fp32 ``[N, P, d_vision]``)."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.lia_mtr import TowerConfig
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"lia_mtr.tower": TowerConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tower", required=True, help="vision tower directory (relin vision-tower)")
+    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--out", required=True, help="features directory to write")
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    from safetensors.torch import save_file
+
+    from ..data.vision.artifact import VisionData
+    from ..io import atomic_dir, atomic_write_json
+    from ..models.vlm.tower import load_vision_tower, patch_features
+    from ..stages._training import use_thread_budget
+    from ..tracking import stage_run
+
+    use_thread_budget()
+    cfg = sections.get("lia_mtr.tower")
+    with stage_run("clip-features", sections.raw, inputs=[args.tower, args.data], outputs=[args.out]) as tracker:
+        vision, images = load_vision_tower(args.tower), VisionData.load(args.data).images()
+        features = {split: patch_features(vision, images[split], cfg.select_layer).contiguous()
+                    for split in ("train", "mme")}
+        shapes = {split: list(f.shape) for split, f in features.items()}
+        with atomic_dir(args.out) as tmp:
+            save_file(features, str(tmp / "features.safetensors"))
+            atomic_write_json(tmp / "features.json", {"shapes": shapes, "select_layer": cfg.select_layer})
+        tracker.log_metrics({"patches": shapes["train"][1], "d_vision": shapes["train"][2]})
+        print(f"clip-features: {shapes} (layer {cfg.select_layer}, CLS dropped) -> {args.out}")

@@ -1,0 +1,124 @@
+"""``relin eval-mme --bridge NAME --model PHASE=DIR ...``: the MME-style set answered by one bridge's VLM
+after each phase (greedy, up to ``eval.max_new_tokens``), written in the official layout
+(``OUT/<phase>/<subtask>.txt``) and scored as the official tool (:mod:`relin.eval.mme`).
+
+``metrics.json``: per phase the perception total and, per subtask and overall, accuracy and acc+ in percent
+(the paper's Table I reports accuracy in percent); ``mme.png``: accuracy per category and phase.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..config.eval import EvalConfig
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"eval": EvalConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bridge", required=True, help="bridge name (a label in the metrics)")
+    parser.add_argument("--model", nargs="+", required=True, metavar="PHASE=DIR", help="VLM directory per phase")
+    parser.add_argument("--features", required=True, help="features directory (relin clip-features)")
+    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--out", required=True, help="answers directory to write (official layout per phase)")
+    parser.add_argument("--metrics", required=True, help="metrics JSON to write")
+    parser.add_argument("--figure", required=True, help="figure (PNG) to write")
+
+
+def answer(model, tokenizer, questions, features, batch_size: int, max_new_tokens: int) -> list[str]:
+    """Greedy answers to ``questions`` (dicts with ``question`` and ``index`` of the image's features)."""
+    import sys
+
+    import torch
+    from tqdm import tqdm
+
+    from ..models.vlm.chat import IMAGE, encode_prompt, expand_image_tokens
+    from ..train.sources import pad_rows
+
+    image_id = tokenizer.convert_tokens_to_ids(IMAGE)
+    preds = []
+    model.eval()
+    for lo in tqdm(range(0, len(questions), batch_size), desc="mme", file=sys.stderr):
+        chunk = questions[lo:lo + batch_size]
+        rows = [expand_image_tokens(ids, ids, image_id, features.shape[1])[0] for ids in
+                (encode_prompt(tokenizer, [{"role": "user", "content": f"{IMAGE} {q['question']}"}]) for q in chunk)]
+        batch = pad_rows(rows, rows, tokenizer.pad_token_id, left=True)
+        index = torch.tensor([q["index"] for q in chunk])
+        out = model.generate(batch["input_ids"], batch["attention_mask"], features[index], max_new_tokens,
+                             tokenizer.eos_token_id)
+        preds += [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in out]
+    return preds
+
+
+def phase_metrics(scores: dict) -> dict:
+    tasks = {task: {"acc": round(100 * s["acc"], 2), "acc_plus": round(100 * s["acc_plus"], 2),
+                    "score": round(s["score"], 2), "other": s["other"]} for task, s in scores["subtasks"].items()}
+    questions = sum(s["questions"] for s in scores["subtasks"].values())
+    correct = sum(s["acc"] * s["questions"] for s in scores["subtasks"].values())
+    return {"perception": round(scores["perception"], 2), "accuracy": round(100 * correct / questions, 2),
+            "tasks": tasks}
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    import torch
+
+    from ..data.vision.artifact import VisionData, load_features
+    from ..errors import InputError
+    from ..eval.mme import MMEAnswer, score_results_dir, write_results_file
+    from ..eval.plots import save_figure
+    from ..io import atomic_dir, atomic_write_json
+    from ..models.teachers import load_tokenizer
+    from ..models.vlm.model import BridgeVLM
+    from ..tracking import stage_run
+    from ._training import use_thread_budget
+    from ._vlm import flush_denormals
+
+    use_thread_budget()
+    flush_denormals()
+    cfg = sections.get("eval")
+    models = dict(spec.split("=", 1) for spec in args.model)
+    if any("=" not in spec for spec in args.model):
+        raise InputError("--model: expected PHASE=DIR")
+    questions = VisionData.load(args.data).mme["questions"]
+    features = load_features(args.features)["mme"]
+    metrics = {"bridge": args.bridge}
+    with stage_run("eval-mme", sections.raw, inputs=[*models.values(), args.features, args.data],
+                   outputs=[args.out, args.metrics]) as tracker, atomic_dir(args.out) as tmp:
+        for phase, path in models.items():
+            with torch.no_grad():
+                preds = answer(BridgeVLM.from_pretrained(path), load_tokenizer(path), questions, features,
+                               cfg.batch_size, min(cfg.max_new_tokens, 4))
+            (tmp / phase).mkdir()
+            by_task: dict[str, list[MMEAnswer]] = {}
+            for q, pred in zip(questions, preds):
+                by_task.setdefault(q["task"], []).append(MMEAnswer(q["image"], q["question"], q["answer"], pred))
+            for task, answers in by_task.items():
+                write_results_file(tmp / phase / f"{task}.txt", answers)
+            metrics[phase] = phase_metrics(score_results_dir(tmp / phase))
+            tracker.log_metrics({f"{phase}_accuracy": metrics[phase]["accuracy"],
+                                 f"{phase}_perception": metrics[phase]["perception"]})
+            print(f"eval-mme {args.bridge} {phase}: accuracy {metrics[phase]['accuracy']}%, "
+                  f"perception {metrics[phase]['perception']}")
+    atomic_write_json(args.metrics, metrics)
+    save_figure(mme_figure(metrics, [p for p in models]), args.figure)
+
+
+def mme_figure(metrics: dict, phases: list[str]):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 3))
+    ax = fig.add_subplot()
+    tasks = list(metrics[phases[0]]["tasks"])
+    width = 0.8 / len(phases)
+    for i, phase in enumerate(phases):
+        ax.bar([t + i * width for t in range(len(tasks))], [metrics[phase]["tasks"][t]["acc"] for t in tasks],
+               width, label=phase)
+    ax.set_xticks([t + width * (len(phases) - 1) / 2 for t in range(len(tasks))], tasks)
+    ax.set_ylabel("accuracy %")
+    ax.set_ylim(0, 100)
+    ax.axhline(50, color="grey", lw=0.5, ls="--")
+    ax.set_title(f"MME-style accuracy: {metrics['bridge']}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

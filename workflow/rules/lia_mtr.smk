@@ -1,0 +1,188 @@
+# LIA-MTR (seed 000): synthetic scenes -> CLIP tower -> cached patch features; a chat LLM; per bridge,
+# LLaVA's phase 1 (align) and phase 2 (instruct), then the MME-style evaluation of both phases.
+LIA_BRIDGES = config["lia_mtr"]["bridges"]
+
+
+rule synth_vision:
+    """Synthetic scenes: captions, conversations, the MME-style set, the chat tokenizer."""
+    output:
+        directory("results/lia_mtr/data"),
+    params:
+        cfg=sections("lia_mtr.data"),
+    log:
+        "logs/lia_mtr/synth_vision.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/synth_vision.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    shell:
+        "relin synth-vision --config {params.cfg:q} --out {output} > {log} 2>&1"
+
+
+rule vision_tower:
+    """The CLIP tower, trained contrastively on the scenes (or a checkpoint)."""
+    input:
+        data="results/lia_mtr/data",
+    output:
+        model=directory("results/lia_mtr/tower/model"),
+        history="results/lia_mtr/tower/history.csv",
+        metrics="results/lia_mtr/tower/train_metrics.json",
+    params:
+        cfg=sections("lia_mtr.tower"),
+    log:
+        "logs/lia_mtr/vision_tower.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/vision_tower.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin vision-tower --config {params.cfg:q} --data {input.data} --out {output.model}"
+        " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/tower > {log} 2>&1"
+
+
+rule clip_features:
+    """Penultimate-layer patch features (no CLS) of every image, cached."""
+    input:
+        tower="results/lia_mtr/tower/model",
+        data="results/lia_mtr/data",
+    output:
+        directory("results/lia_mtr/features"),
+    params:
+        cfg=sections("lia_mtr.tower"),
+    log:
+        "logs/lia_mtr/clip_features.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/clip_features.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin clip-features --config {params.cfg:q} --tower {input.tower} --data {input.data} --out {output}"
+        " > {log} 2>&1"
+
+
+rule chat_lm:
+    """The chat LLM, trained on the scenes' text alone (or a checkpoint)."""
+    input:
+        data="results/lia_mtr/data",
+    output:
+        model=directory("results/lia_mtr/llm/model"),
+        history="results/lia_mtr/llm/history.csv",
+        metrics="results/lia_mtr/llm/train_metrics.json",
+    params:
+        cfg=sections("lia_mtr.llm"),
+    log:
+        "logs/lia_mtr/chat_lm.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/chat_lm.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin chat-lm --config {params.cfg:q} --data {input.data} --out {output.model}"
+        " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/llm > {log} 2>&1"
+
+
+rule bridge_align:
+    """LLaVA phase 1: the bridge alone, the LLM frozen, on captions."""
+    input:
+        start="results/lia_mtr/llm/model",
+        features="results/lia_mtr/features",
+        data="results/lia_mtr/data",
+    output:
+        model=directory("results/lia_mtr/align/{bridge}/model"),
+        history="results/lia_mtr/align/{bridge}/history.csv",
+        metrics="results/lia_mtr/align/{bridge}/train_metrics.json",
+    params:
+        cfg=sections("lia_mtr.align", "lia_mtr.bridge"),
+    log:
+        "logs/lia_mtr/bridge_align/{bridge}.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/bridge_align/{bridge}.tsv"
+    wildcard_constraints:
+        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin bridge-align --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
+        " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
+        " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/align/{wildcards.bridge} > {log} 2>&1"
+
+
+rule bridge_instruct:
+    """LLaVA phase 2: bridge + LLM on conversations, assistant tokens supervised."""
+    input:
+        start="results/lia_mtr/align/{bridge}/model",
+        features="results/lia_mtr/features",
+        data="results/lia_mtr/data",
+    output:
+        model=directory("results/lia_mtr/instruct/{bridge}/model"),
+        history="results/lia_mtr/instruct/{bridge}/history.csv",
+        metrics="results/lia_mtr/instruct/{bridge}/train_metrics.json",
+    params:
+        cfg=sections("lia_mtr.instruct"),
+    log:
+        "logs/lia_mtr/bridge_instruct/{bridge}.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/bridge_instruct/{bridge}.tsv"
+    wildcard_constraints:
+        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin bridge-instruct --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
+        " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
+        " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/instruct/{wildcards.bridge} > {log} 2>&1"
+
+
+rule eval_mme:
+    """The MME-style set answered after each phase, scored as the official tool (Table I analogue)."""
+    input:
+        align="results/lia_mtr/align/{bridge}/model",
+        instruct="results/lia_mtr/instruct/{bridge}/model",
+        features="results/lia_mtr/features",
+        data="results/lia_mtr/data",
+    output:
+        answers=directory("results/lia_mtr/mme/{bridge}/answers"),
+        metrics="results/lia_mtr/mme/{bridge}/metrics.json",
+        figure="results/lia_mtr/mme/{bridge}/mme.png",
+    params:
+        cfg=sections("eval"),
+    log:
+        "logs/lia_mtr/eval_mme/{bridge}.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/eval_mme/{bridge}.tsv"
+    wildcard_constraints:
+        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin eval-mme --config {params.cfg:q} --bridge {wildcards.bridge} --model align={input.align}"
+        " instruct={input.instruct} --features {input.features} --data {input.data} --out {output.answers}"
+        " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
