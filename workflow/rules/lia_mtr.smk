@@ -186,3 +186,87 @@ rule eval_mme:
         "relin eval-mme --config {params.cfg:q} --bridge {wildcards.bridge} --model align={input.align}"
         " instruct={input.instruct} --features {input.features} --data {input.data} --out {output.answers}"
         " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
+
+
+rule bridge_niah:
+    """Bridge-isolated NIAH (Fig. 2): one bridge alone, depth x length accuracy."""
+    output:
+        table="results/lia_mtr/niah/{bridge}/niah.csv",
+        history="results/lia_mtr/niah/{bridge}/history.csv",
+        metrics="results/lia_mtr/niah/{bridge}/metrics.json",
+        figure="results/lia_mtr/niah/{bridge}/niah.png",
+    params:
+        cfg=sections("lia_mtr.niah", "lia_mtr.bridge"),
+    log:
+        "logs/lia_mtr/bridge_niah/{bridge}.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/bridge_niah/{bridge}.tsv"
+    wildcard_constraints:
+        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
+        " --history {output.history} --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
+
+
+rule bridge_memory:
+    """Peak forward memory of each bridge against N visual patches (CPU sizes)."""
+    output:
+        table="results/lia_mtr/memory/memory.csv",
+        metrics="results/lia_mtr/memory/metrics.json",
+        figure="results/lia_mtr/memory/memory.png",
+    params:
+        cfg=sections("lia_mtr.memory"),
+    log:
+        "logs/lia_mtr/bridge_memory.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/bridge_memory.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=4000,
+        gpu=1,
+    shell:
+        "relin bridge-memory --config {params.cfg:q} --table {output.table} --metrics {output.metrics}"
+        " --figure {output.figure} > {log} 2>&1"
+
+
+rule bridge_probe:
+    """Write-gate statistics and decay half-lives of the trained LIA-MTR bridge."""
+    input:
+        model="results/lia_mtr/instruct/lia_mtr/model",
+        features="results/lia_mtr/features",
+    output:
+        metrics="results/lia_mtr/probe/probe.json",
+        figure="results/lia_mtr/probe/probe.png",
+    params:
+        cfg=sections(),
+    log:
+        "logs/lia_mtr/bridge_probe.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/bridge_probe.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    shell:
+        "relin bridge-probe --config {params.cfg:q} --model {input.model} --features {input.features}"
+        " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
+
+
+# Everything the report reads from LIA-MTR.
+LIA_MTR_REPORT = [
+    *expand("results/lia_mtr/mme/{bridge}/metrics.json", bridge=LIA_BRIDGES),
+    *expand("results/lia_mtr/niah/{bridge}/metrics.json", bridge=config["lia_mtr"]["niah"]["bridges"]),
+    *expand("results/lia_mtr/niah/{bridge}/niah.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
+    "results/lia_mtr/memory/memory.csv",
+    "results/lia_mtr/probe/probe.json",
+]

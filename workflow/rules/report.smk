@@ -7,6 +7,7 @@ rule report:
         opal_histories=expand("results/opal/{stage}/history.csv",
                               stage=["align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]),
         speed="results/opal/speed.csv",
+        lia_mtr=LIA_MTR_REPORT,
     output:
         directory("results/report"),
     params:
@@ -24,4 +25,4 @@ rule report:
     shell:
         "relin report --config {params.cfg:q} --eval {input.metrics}"
         " --history {input.histories} {input.opal_histories} --by-length {input.by_length} --speed {input.speed}"
-        " --out {output} > {log} 2>&1"
+        " --lia-mtr {input.lia_mtr} --out {output} > {log} 2>&1"

@@ -117,8 +117,7 @@ class BridgeNIAHConfig:
 
     bridges: list[BridgeName] = option(["lia_mtr", "linear_attn", "mha"], "bridges compared (Fig. 2)")
     dim: int = option(32, "token embedding width (d_vision = d_out)", minimum=4)
-    num_keys: int = option(8, "distinct needle keys", minimum=2)
-    num_values: int = option(8, "distinct needle values (the readout's classes)", minimum=2)
+    num_values: int = option(8, "distinct needle tokens (the readout's classes)", minimum=2)
     noise_tokens: int = option(32, "distinct distractor tokens", minimum=1)
     train_lengths: list[int] = option([32, 64, 128], "sequence lengths trained on")
     lengths: list[int] = option([64, 256, 1024], "sequence lengths evaluated (the paper: up to 16K)")

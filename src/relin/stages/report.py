@@ -23,6 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by-length", nargs="+", default=[], action="extend", metavar="[NAME=]CSV",
                         help="accuracy_by_length.csv files of relin eval-lm (default name: their directory)")
     parser.add_argument("--speed", help="speed.csv of relin hybrid-speed (OPAL's decode memory and throughput)")
+    parser.add_argument("--lia-mtr", nargs="+", default=[], metavar="FILE", help="LIA-MTR stage outputs (mme, niah, "
+                        "memory and probe files under results/lia_mtr/)")
     parser.add_argument("--out", required=True, help="report directory to write (index.html, summary.md, figures/)")
 
 
@@ -45,7 +47,8 @@ def run(args: argparse.Namespace, sections) -> None:
         unique_names(items, what)
     speed = read_speed(args.speed) if args.speed else None
     inputs = [x.path for x in (*evals, *histories, *by_length, *([speed] if speed else []))]
+    inputs += args.lia_mtr
     with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=inputs, outputs=[args.out]) as tracker:
-        out = build_report(cfg.title, evals, histories, by_length, args.out, speed)
+        out = build_report(cfg.title, evals, histories, by_length, args.out, speed, lia_mtr=args.lia_mtr)
         tracker.log_artifact(out, "report")
     print(f"report: {out / 'index.html'} ({len(evals)} evaluations, {len(histories)} histories)", file=sys.stderr)

@@ -1,0 +1,106 @@
+"""Peak memory and time of one bridge's forward over N visual patches (seed 000's memory-vs-N benchmark).
+
+On CUDA: ``torch.cuda.max_memory_allocated`` above the inputs and weights, an out-of-memory error recorded as
+``oom``. On the CPU: the forked child's resident-set high-water mark above its level before the forward (a
+fresh fork per point, so one point's peak never hides the next's), and a point whose N x N attention
+scores alone would pass ``max_bytes`` recorded as ``skipped`` instead of run.
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+
+from ..layers.bridges import Bridge
+
+
+def bridge_options(name: str, impl: str, num_scales: int) -> dict:
+    return {"mtr": {"num_scales": num_scales}, "attention_heads": 8 if name == "mha" else 4, "mha_impl": impl,
+            "causal": True}
+
+
+def attention_bytes(n: int, heads: int = 8, dtype_bytes: int = 4) -> int:
+    """Bytes of one [1, H, N, N] score matrix (the naive MHA bridge forms two: scores and softmax)."""
+    return heads * n * n * dtype_bytes
+
+
+def _forward(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales: int, device: str, dtype):
+    torch.manual_seed(0)
+    bridge = Bridge(name, d_in, d_out, bridge_options(name, impl, num_scales)).to(device, dtype).eval()
+    x = torch.randn(1, n, d_in, device=device, dtype=dtype)
+    return bridge, x
+
+
+def measure_cuda(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales: int, dtype=torch.bfloat16,
+                 repeats: int = 5) -> dict:
+    """One point on the GPU: peak bytes above the inputs, median ms of ``repeats`` forwards, or ``oom``."""
+    try:
+        bridge, x = _forward(name, impl, n, d_in, d_out, num_scales, "cuda", dtype)
+        with torch.no_grad():
+            bridge(x)  # compiles the Triton kernels outside the measurement
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            bridge(x)
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - base
+            times = []
+            for _ in range(repeats):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                bridge(x)
+                end.record()
+                torch.cuda.synchronize()
+                times.append(start.elapsed_time(end))
+        return {"status": "ok", "peak_bytes": int(peak), "ms": sorted(times)[len(times) // 2]}
+    except torch.cuda.OutOfMemoryError:
+        return {"status": "oom", "peak_bytes": None, "ms": None}
+    finally:
+        torch.cuda.empty_cache()
+
+
+def _child(queue, args) -> None:
+    import resource
+
+    bridge, x = _forward(*args, "cpu", torch.float32)
+    with torch.no_grad():
+        bridge(x[:, :8])
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        start = time.perf_counter()
+        bridge(x)
+        ms = 1000 * (time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    queue.put({"status": "ok", "peak_bytes": int(max(after - before, 0) * 1024), "ms": ms})
+
+
+def measure_cpu(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales: int, max_bytes: int) -> dict:
+    """One point on the CPU, in a forked child (its RSS high-water mark above the pre-forward level)."""
+    import multiprocessing
+
+    if name == "mha" and impl == "naive" and 2 * attention_bytes(n) > max_bytes:
+        return {"status": "skipped", "peak_bytes": None, "ms": None}
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child, args=(queue, (name, impl, n, d_in, d_out, num_scales)))
+    child.start()
+    child.join()
+    if child.exitcode != 0:
+        return {"status": "oom", "peak_bytes": None, "ms": None}
+    return queue.get()
+
+
+def variants(bridges: list[str], mha_impls: list[str]) -> list[tuple[str, str]]:
+    """``(bridge, mha implementation)`` pairs measured: every mha implementation, one row for the others."""
+    return [(b, impl) for b in bridges for impl in (mha_impls if b == "mha" else ["-"])]
+
+
+def growth_exponent(rows: list[dict]) -> float | None:
+    """Least-squares slope of log peak against log N over the measured points (1: linear, 2: quadratic)."""
+    import math
+
+    points = [(math.log(r["n"]), math.log(r["peak_bytes"])) for r in rows if r["status"] == "ok" and r["peak_bytes"]]
+    if len(points) < 2:
+        return None
+    mx, my = sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points)
+    var = sum((p[0] - mx) ** 2 for p in points)
+    return round(sum((p[0] - mx) * (p[1] - my) for p in points) / var, 3) if var else None

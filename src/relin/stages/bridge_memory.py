@@ -1,0 +1,61 @@
+"""``relin bridge-memory``: each bridge's forward over N visual patches, N doubling (CPU: small N; the
+H200 sizes run in ``benchmarks/bridge_memory.py`` on the same code). ``memory.csv`` one row per point,
+``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p), ``memory.png`` peak against N."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.lia_mtr import BridgeMemoryConfig
+
+COLUMNS = ("bridge", "impl", "n", "status", "peak_bytes")
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"lia_mtr.memory": BridgeMemoryConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--table", required=True, help="memory.csv to write")
+    parser.add_argument("--metrics", required=True, help="metrics JSON to write")
+    parser.add_argument("--figure", required=True, help="figure (PNG) to write")
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    import sys
+
+    from matplotlib.figure import Figure
+    from tqdm import tqdm
+
+    from ..eval.bridge_memory import growth_exponent, measure_cpu, variants
+    from ..eval.plots import save_figure
+    from ..io import atomic_write_csv, atomic_write_json
+    from ..tracking import stage_run
+
+    cfg = sections.get("lia_mtr.memory")
+    points = [(b, impl, n) for b, impl in variants(cfg.bridges, cfg.mha_impls) for n in cfg.lengths]
+    rows = []
+    with stage_run("bridge-memory", sections.raw, outputs=[args.table, args.metrics]) as tracker:
+        for bridge, impl, n in tqdm(points, desc="memory", file=sys.stderr):
+            result = measure_cpu(bridge, impl, n, cfg.d_vision, cfg.d_llm, cfg.num_scales, cfg.max_bytes)
+            rows.append({"bridge": bridge, "impl": impl, "n": n, **result})
+        # Times measure the machine: they go to MLflow, the tracked table keeps the deterministic columns.
+        tracker.record({f"ms_{r['bridge']}_{r['impl']}_{r['n']}": r["ms"] for r in rows if r["ms"] is not None})
+        atomic_write_csv(args.table, [{k: r[k] for k in COLUMNS} for r in rows], list(COLUMNS))
+        metrics = {f"{b}{'' if impl == '-' else '_' + impl}": growth_exponent(
+            [r for r in rows if r["bridge"] == b and r["impl"] == impl]) for b, impl in variants(cfg.bridges,
+                                                                                                   cfg.mha_impls)}
+        atomic_write_json(args.metrics, {"growth_exponent": metrics, "device": "cpu"})
+    fig = Figure(figsize=(5, 3.5))
+    ax = fig.add_subplot()
+    for b, impl in variants(cfg.bridges, cfg.mha_impls):
+        pts = [(r["n"], r["peak_bytes"] / 2**20) for r in rows if r["bridge"] == b and r["impl"] == impl
+               and r["status"] == "ok"]
+        if pts:
+            ax.plot(*zip(*pts), marker="o", label=b if impl == "-" else f"{b} ({impl})")
+    ax.set(xscale="log", yscale="log", xlabel="visual patches N", ylabel="peak forward memory (MiB)",
+           title="Bridge forward memory against N (CPU)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    save_figure(fig, args.figure)
+    print(f"bridge-memory: growth exponents {metrics}")
