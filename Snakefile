@@ -46,6 +46,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/teacher.smk"
 include: "workflow/rules/eval.smk"
 include: "workflow/rules/opal.smk"
+include: "workflow/rules/hedgemamba.smk"
 include: "workflow/rules/lia_mtr.smk"
 include: "workflow/rules/report.smk"
 

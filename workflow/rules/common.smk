@@ -23,14 +23,21 @@ def sections(*dotted):
 
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
 OPAL_MODELS = ["swa", "gdn", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]
+# HedgeMamba: stage 1's Hedgehog model, stage 2's HedgeMamba and the two controls (the init equals "hedgehog").
+HEDGEMAMBA_MODELS = ["hedgehog", "finetune", "random", "hedgehog_only"]
 LM_MODELS = {
     **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
     **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS},
+    **{f"hedgemamba-{name}": f"results/hedgemamba/{name}/model" for name in HEDGEMAMBA_MODELS},
 }
 
 
 def lm_model(wildcards):
     return LM_MODELS[wildcards.name]
+
+
+# HedgeMamba's GPT-NeoX teacher.
+HEDGEMAMBA_TEACHER = f"results/teacher/{config['hedgemamba']['teacher']}/model"
 
 
 # OPAL: the teacher it converts, and what each off-policy phase starts from.

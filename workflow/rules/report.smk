@@ -8,6 +8,9 @@ rule report:
                               stage=["align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]),
         speed="results/opal/speed.csv",
         lia_mtr=LIA_MTR_REPORT,
+        hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv",
+                                    stage=["hedgehog", "finetune", "random", "hedgehog_only"]),
+        hedgemamba_init="results/hedgemamba/init/check.json",
     output:
         directory("results/report"),
     params:
@@ -24,5 +27,6 @@ rule report:
         gpu=0,
     shell:
         "relin report --config {params.cfg:q} --eval {input.metrics}"
-        " --history {input.histories} {input.opal_histories} --by-length {input.by_length} --speed {input.speed}"
+        " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories}"
+        " --by-length {input.by_length} --speed {input.speed} --hedgemamba-init {input.hedgemamba_init}"
         " --lia-mtr {input.lia_mtr} --out {output} > {log} 2>&1"

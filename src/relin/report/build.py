@@ -5,6 +5,7 @@ from pathlib import Path
 
 from ..io import atomic_dir, atomic_write_text, read_manifest
 from . import figures, tables
+from .hedgemamba import hedgemamba_section
 from .inputs import EvalResult, NamedRows
 from .lia_mtr import lia_mtr_section
 from .opal import opal_section
@@ -15,13 +16,15 @@ FIGURES = "figures"
 
 def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
                     figure_dir: Path, speed: NamedRows | None = None,
-                    lia_mtr: list | None = None) -> list[Section]:
+                    hedgemamba_init: dict | None = None, lia_mtr: list | None = None) -> list[Section]:
     """The sections of the report; figures are drawn into ``figure_dir``."""
     sections = []
     if (opal := opal_section(evals, histories, speed, figure_dir, FIGURES)) is not None:
         sections.append(opal)
     if (lia := lia_mtr_section(lia_mtr or [], figure_dir, FIGURES)) is not None:
         sections.append(lia)
+    if (hedgemamba := hedgemamba_section(evals, histories, hedgemamba_init, figure_dir, FIGURES)) is not None:
+        sections.append(hedgemamba)
     if evals:
         curve = figures.accuracy_vs_length(evals, figure_dir / "accuracy_vs_length.png")
         sections.append(Section("Evaluation", [
@@ -49,13 +52,15 @@ def _source(path: Path) -> str:
 
 
 def build_report(title: str, evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
-                 out: str | Path, speed: NamedRows | None = None, lia_mtr: list | None = None) -> Path:
+                 out: str | Path, speed: NamedRows | None = None, hedgemamba_init: dict | None = None,
+                 lia_mtr: list | None = None) -> Path:
     """Write ``index.html``, ``summary.md`` and ``figures/*.png`` to ``out`` (replaced in one rename)."""
     sources = [_source(x.path) for x in (*evals, *by_length, *histories, *([speed] if speed else []))]
     sources += [_source(Path(p)) for p in lia_mtr or []]
     with atomic_dir(out) as tmp:
         (tmp / FIGURES).mkdir()
-        sections = report_sections(evals, histories, by_length, tmp / FIGURES, speed, lia_mtr=lia_mtr)
+        sections = report_sections(evals, histories, by_length, tmp / FIGURES, speed, hedgemamba_init,
+                                   lia_mtr=lia_mtr)
         atomic_write_text(tmp / "index.html", render_html(title, sections, sources))
         atomic_write_text(tmp / "summary.md", render_markdown(title, sections, sources))
     return Path(out)

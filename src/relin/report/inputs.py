@@ -93,6 +93,18 @@ def read_by_length(spec: str) -> NamedRows:
     return NamedRows(name=name or path.parent.name or path.stem, rows=rows, path=path)
 
 
+def read_json(path: str | Path, what: str) -> dict[str, Any]:
+    """A JSON object written by a stage (one line naming the path when missing or malformed)."""
+    path = _existing(Path(path), what)
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object ({what})")
+    return data
+
+
 def read_speed(spec: str) -> NamedRows:
     name, path = split_name(spec)
     rows = _read_csv(path, SPEED_COLUMNS, "a speed.csv of relin hybrid-speed with columns " + ",".join(SPEED_COLUMNS))

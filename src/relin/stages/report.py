@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--by-length", nargs="+", default=[], action="extend", metavar="[NAME=]CSV",
                         help="accuracy_by_length.csv files of relin eval-lm (default name: their directory)")
     parser.add_argument("--speed", help="speed.csv of relin hybrid-speed (OPAL's decode memory and throughput)")
+    parser.add_argument("--hedgemamba-init", help="check.json of relin hedgemamba-init (the init's logit gap)")
     parser.add_argument("--lia-mtr", nargs="+", default=[], metavar="FILE", help="LIA-MTR stage outputs (mme, niah, "
                         "memory and probe files under results/lia_mtr/)")
     parser.add_argument("--out", required=True, help="report directory to write (index.html, summary.md, figures/)")
@@ -35,7 +36,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..config.loader import as_dict
     from ..errors import InputError
     from ..report.build import build_report
-    from ..report.inputs import read_by_length, read_eval, read_history, read_speed, unique_names
+    from ..report.inputs import read_by_length, read_eval, read_history, read_json, read_speed, unique_names
 
     cfg = sections.get("report")
     if not (args.eval or args.history or args.by_length):
@@ -46,9 +47,12 @@ def run(args: argparse.Namespace, sections) -> None:
     for items, what in ((evals, "evaluation"), (histories, "history"), (by_length, "accuracy-by-length")):
         unique_names(items, what)
     speed = read_speed(args.speed) if args.speed else None
+    init = read_json(args.hedgemamba_init, "a check.json of relin hedgemamba-init") if args.hedgemamba_init else None
     inputs = [x.path for x in (*evals, *histories, *by_length, *([speed] if speed else []))]
+    inputs += [args.hedgemamba_init] if args.hedgemamba_init else []
     inputs += args.lia_mtr
     with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=inputs, outputs=[args.out]) as tracker:
-        out = build_report(cfg.title, evals, histories, by_length, args.out, speed, lia_mtr=args.lia_mtr)
+        out = build_report(cfg.title, evals, histories, by_length, args.out, speed, init,
+                           lia_mtr=args.lia_mtr)
         tracker.log_artifact(out, "report")
     print(f"report: {out / 'index.html'} ({len(evals)} evaluations, {len(histories)} histories)", file=sys.stderr)

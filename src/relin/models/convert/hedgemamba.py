@@ -10,7 +10,7 @@ GPT-NeoX specifics, handled here rather than hoped for (methods.md §7A.6):
 - RoPE rotates ``rotary_pct`` of each head (the hybrid's rotary width), and where the Hedgehog φ sits
   relative to it is the ``hedgehog_feature_position`` option;
 - the residual is parallel, ``x + attn(ln₁ x) + mlp(ln₂ x)`` (``use_parallel_residual``);
-- the embeddings are untied (``embed_in`` / ``embed_out``).
+- the embeddings are untied (``embed_in`` and ``embed_out``, named ``lm_head`` by transformers 5).
 
 Everything but the mixers is the teacher's: embeddings, LayerNorms, MLPs, final norm and head.
 """

@@ -1,0 +1,51 @@
+"""``relin hedgehog-match``: HedgeMamba stage 1 (seeds/001 §3.1). The GPT-NeoX teacher's attention layers
+become Hedgehog layers with its projections and identity feature maps; the teacher stays frozen and only the
+feature maps train, each layer on the teacher's input to it (``attention_match``, the loss a named option)."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.hedgemamba import HedgehogLayerConfig, MatchConfig
+from ._training import Setup, TextData, add_output_arguments, run_training
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"hedgemamba.hedgehog": HedgehogLayerConfig, "hedgemamba.match": MatchConfig,
+            "hedgemamba.kernel_backend": str}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--teacher", required=True, help="GPT-NeoX teacher model directory (frozen)")
+    parser.add_argument("--data", required=True, help="synth-text dataset directory")
+    add_output_arguments(parser)
+
+
+def hedgehog_options(layer: HedgehogLayerConfig, backend: str) -> dict:
+    """The hybrid config options of the Hedgehog layers."""
+    return {"hedgehog_feature_map": layer.feature_map, "hedgehog_feature_position": layer.feature_position,
+            "kernel_backend": backend}
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    from ..models.convert.hedgemamba import hedgehog_from_teacher
+    from ..models.teachers import load_pretrained
+    from ..train.objectives import AttentionMatch
+    from ..train.teacher import FrozenTeacher
+
+    cfg = sections.get("hedgemamba.match")
+    options = hedgehog_options(sections.get("hedgemamba.hedgehog"), sections.get("hedgemamba.kernel_backend"))
+
+    def setup(env):
+        data, teacher = TextData.load(args.data), load_pretrained(args.teacher)
+        student = hedgehog_from_teacher(teacher, seed=cfg.train.seed, **options)
+        data.check_fits(student.config.max_position_embeddings, "max_position_embeddings")
+        for name, param in student.named_parameters():
+            param.requires_grad_(".feature_map_" in name)
+        prefix = teacher.base_model_prefix
+        layers = {f"model.layers.{i}.linear_attn": f"{prefix}.layers.{i}.attention"
+                  for i in range(student.config.num_hidden_layers)}
+        objective = AttentionMatch(FrozenTeacher(teacher), layers, cfg.loss, cfg.query_block)
+        return Setup(student, data.tokenizer, objective, data.step_batches(cfg.train, env))
+
+    run_training("hedgehog-match", __name__, args, sections, cfg.train, setup, inputs=[args.teacher, args.data],
+                 tags={"relin.loss": cfg.loss})

@@ -1,0 +1,56 @@
+"""``relin hedgemamba-init``: the stage-1 Hedgehog model converted to HedgeMamba blocks (seeds/001 eq. 7, App. B;
+:func:`relin.models.convert.hedgemamba.hedgemamba_from_hedgehog`). No training; ``--check`` records how far the
+converted model's logits are from the Hedgehog model's on the first rows of the dataset (0 up to fp32
+rounding when φ sits before RoPE and the conv has no activation)."""
+from __future__ import annotations
+
+import argparse
+
+from ..config.hedgemamba import MambaBlockConfig
+
+CHECK_ROWS = 16
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return {"hedgemamba.mamba": MambaBlockConfig}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--hedgehog", required=True, help="stage-1 Hedgehog model directory (relin hedgehog-match)")
+    parser.add_argument("--data", required=True, help="synth-text dataset directory (rows for the check)")
+    parser.add_argument("--out", required=True, help="model directory to write")
+    parser.add_argument("--check", required=True, help="JSON to write: the logit gap to the Hedgehog model")
+
+
+def logit_gap(reference, converted, rows: list[list[int]], pad_id: int) -> dict[str, float]:
+    """Max |logit difference| over the real positions of ``rows`` (right-padded), and the largest |logit|."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in rows])
+    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    with torch.no_grad():
+        expected = reference.eval()(ids, attention_mask=mask).logits[mask.bool()]
+        got = converted.eval()(ids, attention_mask=mask).logits[mask.bool()]
+    return {"max_abs_logit_diff": float((got - expected).abs().max()), "max_abs_logit": float(expected.abs().max()),
+            "tokens": int(mask.sum())}
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    from ..io import atomic_write_json
+    from ..models.convert.hedgemamba import hedgemamba_from_hedgehog
+    from ..models.teachers import load_pretrained
+    from ..tracking import stage_run
+    from ._training import TextData, write_model
+
+    block = sections.get("hedgemamba.mamba")
+    with stage_run("hedgemamba-init", sections.raw, inputs=[args.hedgehog, args.data],
+                   outputs=[args.out, args.check]) as tracker:
+        data, hedgehog = TextData.load(args.data), load_pretrained(args.hedgehog)
+        student = hedgemamba_from_hedgehog(hedgehog, hedgemamba_conv_size=block.conv_size,
+                                           hedgemamba_conv_activation=block.conv_activation)
+        check = logit_gap(hedgehog, student, data.input_ids[:CHECK_ROWS], data.tokenizer.pad_token_id)
+        tracker.log_metrics(check)
+        tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})
+        write_model(args.out, student, data.tokenizer)
+        atomic_write_json(args.check, check)
