@@ -70,16 +70,51 @@ OPAL_JOBS = {"opal_convert[mixer=gdn]", "opal_convert[mixer=swa]", "opal_align",
                                                    "onpolicy", "offpolicy_matched"))}
 
 
+HEDGEMAMBA_MODELS = ("hedgehog", "finetune", "random", "hedgehog_only")
+HEDGEMAMBA_JOBS = {"hedgehog_match", "hedgemamba_init", "hedgemamba_finetune", "mamba_random_finetune", "hedgehog_only",
+                   *(f"eval_lm[name=hedgemamba-{n}]" for n in HEDGEMAMBA_MODELS)}
+
+
+def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
+    import csv
+    import json
+
+    root = smoke_run / "results/hedgemamba"
+    kinds = {"hedgehog": "hedgehog", "init": "hedgemamba", "finetune": "hedgemamba", "random": "hedgemamba",
+             "hedgehog_only": "hedgehog"}
+    for name, kind in kinds.items():
+        config = json.loads((root / name / "model/config.json").read_text())
+        assert config["model_type"] == "relin_hybrid" and config["block"] == "gpt_neox", name
+        assert set(config["mixer_types"]) == {kind}, name
+    for name in HEDGEMAMBA_MODELS:
+        assert (smoke_run / f"results/eval/hedgemamba-{name}/metrics.json").is_file(), name
+    assert json.loads((root / "init/check.json").read_text())["max_abs_logit_diff"] < 1e-4
+    history = list(csv.DictReader(open(root / "hedgehog/history.csv")))
+    assert {"attn_kl/layer0", "match_loss/layer0"} <= set(history[0]) and len(history) == 4    # every step
+    steps = {name: json.loads((root / name / "train_metrics.json").read_text())["steps"]
+             for name in ("finetune", "random", "hedgehog_only")}
+    assert steps == {"finetune": 4, "random": 8, "hedgehog_only": 4}     # the control: stage 1 + stage 2's rows
+    report = (smoke_run / "results/report/summary.md").read_text()
+    for heading in ("HedgeMamba: the paper's claims at our scale", "HedgeMamba: teacher, Hedgehog (stage 1)",
+                    "Stage 1: attention matching per layer"):
+        assert heading in report
+    assert (smoke_run / "results/report/figures/hedgemamba_matching.png").is_file()
+
+
 @pytest.mark.parametrize("change, expected", [
     ({"teacher": {"train": {"lr": 0.003}}},
      {"teacher_lm[arch=qwen3]", "teacher_lm[arch=gpt_neox]", "eval_lm[name=teacher-qwen3]",
-      "eval_lm[name=teacher-gpt_neox]", "report", *OPAL_JOBS}),
+      "eval_lm[name=teacher-gpt_neox]", "report", *OPAL_JOBS, *HEDGEMAMBA_JOBS}),
     ({"teacher": {"models": {"qwen3": {"rope_theta": 20000.0}}}},
      {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report", *OPAL_JOBS}),
     ({"opal": {"onpolicy": {"max_horizon": 16}}},
      {"opal_onpolicy", "opal_offpolicy[phase=matched]", "hybrid_speed", "eval_lm[name=opal-onpolicy]",
       "eval_lm[name=opal-offpolicy_matched]", "report"}),
-], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta", "opal.onpolicy.max_horizon"])
+    ({"hedgemamba": {"finetune": {"freeze": "input_embedding"}}},
+     {"hedgemamba_finetune", "mamba_random_finetune", "hedgehog_only", "report",
+      *(f"eval_lm[name=hedgemamba-{n}]" for n in ("finetune", "random", "hedgehog_only"))}),
+], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta", "opal.onpolicy.max_horizon",
+        "hedgemamba.finetune.freeze"])
 def test_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
     out = snakemake(smoke_run, "-n", overlays=(overlay(tmp_path / "change.yaml", change),)).stdout
     assert planned_jobs(out) == expected, out
@@ -97,7 +132,9 @@ def test_dvc_repro_reruns_only_the_changed_teachers_chain(smoke_run, tmp_path):
     out = run(["dvc", "repro"], repo, timeout=1200).stdout
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     skipped = set(re.findall(r"Stage '([^']+)' didn't change, skipping", out))
-    assert ran == {"teacher_lm-gpt_neox", "eval_lm-teacher-gpt_neox", "report"}, out
+    hedgemamba = {"hedgehog_match", "hedgemamba_init", "hedgemamba_finetune", "mamba_random_finetune",
+                  "hedgehog_only", *(f"eval_lm-hedgemamba-{n}" for n in HEDGEMAMBA_MODELS)}
+    assert ran == {"teacher_lm-gpt_neox", "eval_lm-teacher-gpt_neox", "report", *hedgemamba}, out
     assert {"synth_text", "teacher_lm-qwen3", "eval_lm-teacher-qwen3", "opal_onpolicy"} <= skipped, out
     # Both tools now agree that everything is up to date.
     assert "Nothing to be done" in snakemake(repo, "-n").stdout
