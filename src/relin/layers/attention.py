@@ -28,6 +28,46 @@ class AttentionState:
     def nbytes(self) -> int:
         return self.keys.nbytes + self.values.nbytes
 
+    def update(self, keys: torch.Tensor, values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, AttentionState]:
+        """Append ``keys, values [B, H_kv, T, D]``; returns all keys and values ``[B, H_kv, T_past + T, D]``
+        and the grown state (a new object: the dynamic cache grows by concatenation)."""
+        keys, values = torch.cat([self.keys, keys], dim=2), torch.cat([self.values, values], dim=2)
+        return keys, values, AttentionState(keys, values)
+
+
+@dataclass
+class StaticAttentionState(AttentionState):
+    """Preallocated keys and values ``[B, H_kv, T_max, D]`` of one layer, written in place at
+    ``length`` (a 0-d int64 device tensor shared by every layer of a static cache, advanced by the
+    cache after each forward), so that a decode step has fixed shapes and no host sync (CUDA-graph
+    safe). Slots at and beyond ``length + T`` hold stale or zero values; :func:`static_attention_mask`
+    hides them."""
+
+    length: torch.Tensor | None = None
+
+    def update(self, keys: torch.Tensor, values: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor, StaticAttentionState]:
+        """Write ``keys, values [B, H_kv, T, D]`` at slots ``length … length + T - 1``; returns the whole
+        buffers ``[B, H_kv, T_max, D]`` and this state."""
+        slots = self.length + torch.arange(keys.shape[2], device=keys.device)
+        self.keys.index_copy_(2, slots, keys.to(self.keys.dtype))
+        self.values.index_copy_(2, slots, values.to(self.values.dtype))
+        return self.keys, self.values, self
+
+
+def static_attention_mask(length: torch.Tensor, num_queries: int, max_length: int, window: int | None = None,
+                          sinks: int = 0) -> torch.Tensor:
+    """``[1, 1, T_q, T_max]`` bool mask over a static cache's slots for queries at positions
+    ``length … length + T_q - 1`` (``length`` a 0-d device tensor; rows unpadded, so slot = position):
+    key j is seen when j ≤ the query's position and, with a ``window``, within ``window`` of it or
+    among the first ``sinks``. The same rule as :func:`attention_mask` without padding."""
+    q_pos = (length + torch.arange(num_queries, device=length.device))[:, None]    # [T_q, 1]
+    k_pos = torch.arange(max_length, device=length.device)[None, :]                # [1, T_max]
+    allowed = k_pos <= q_pos
+    if window is not None:
+        allowed &= (q_pos - k_pos < window) | (k_pos < sinks)
+    return allowed[None, None]
+
 
 def attention_mask(key_padding: torch.Tensor, num_queries: int, window: int | None = None,
                    sinks: int = 0) -> torch.Tensor:
@@ -83,15 +123,19 @@ class Attention(nn.Module):
                 state: AttentionState | None = None, use_cache: bool = False
                 ) -> tuple[torch.Tensor, AttentionState | None]:
         """``hidden_states [B, T, C]``, ``rope`` (cos, sin ``[B, T, R]``), ``mask [B, 1, T, T_past + T]``
-        from :func:`attention_mask`. Returns the output ``[B, T, C]`` and the grown state."""
+        from :func:`attention_mask` (``[1, 1, T, T_max]`` from :func:`static_attention_mask` with a
+        :class:`StaticAttentionState`). Returns the output ``[B, T, C]`` and the grown state (a static
+        state is written in place and returned as is)."""
         batch, steps, _ = hidden_states.shape
         q = self.q_norm(self.q_proj(hidden_states).view(batch, steps, self.num_heads, self.head_dim)).transpose(1, 2)
         k = self.k_norm(self.k_proj(hidden_states).view(batch, steps, self.num_kv_heads, self.head_dim)).transpose(1, 2)
         v = self.v_proj(hidden_states).view(batch, steps, self.num_kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if state is not None:
-            k, v = torch.cat([state.keys, k], dim=2), torch.cat([state.values, v], dim=2)
-        new_state = AttentionState(k, v) if use_cache else None
+            k, v, new_state = state.update(k, v)
+        else:
+            new_state = AttentionState(k, v)
+        new_state = new_state if use_cache else None
         groups = self.num_heads // self.num_kv_heads
         out = F.scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
                                              attn_mask=mask, scale=self.head_dim ** -0.5)

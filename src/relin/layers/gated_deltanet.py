@@ -37,6 +37,23 @@ class DeltaNetState:
     def nbytes(self) -> int:
         return sum(t.nbytes for t in (self.conv_q, self.conv_k, self.conv_v, self.recurrent))
 
+    def update(self, conv_q: torch.Tensor, conv_k: torch.Tensor, conv_v: torch.Tensor,
+               recurrent: torch.Tensor) -> DeltaNetState:
+        """The state after a forward (same shapes as the fields): a new object for the dynamic cache."""
+        return DeltaNetState(conv_q, conv_k, conv_v, recurrent)
+
+
+class StaticDeltaNetState(DeltaNetState):
+    """A :class:`DeltaNetState` whose preallocated tensors are overwritten in place by :meth:`update`
+    (fixed addresses, so a decode step can be captured in a CUDA graph)."""
+
+    def update(self, conv_q: torch.Tensor, conv_k: torch.Tensor, conv_v: torch.Tensor,
+               recurrent: torch.Tensor) -> StaticDeltaNetState:
+        for mine, new in zip((self.conv_q, self.conv_k, self.conv_v, self.recurrent),
+                             (conv_q, conv_k, conv_v, recurrent)):
+            mine.copy_(new)
+        return self
+
 
 class GatedDeltaNet(nn.Module):
     """Args:
@@ -105,5 +122,8 @@ class GatedDeltaNet(nn.Module):
         o, final = op(q, k, v, g, beta, initial_state=initial, output_final_state=use_cache,
                       use_qk_l2norm_in_kernel=True, backend=self.backend)
         o = self.o_norm(o, self.g_proj(x).view(heads)).reshape(batch, steps, -1)
-        new_state = DeltaNetState(conv_q, conv_k, conv_v, final) if use_cache else None
+        new_state = None
+        if use_cache:
+            new_state = (DeltaNetState(conv_q, conv_k, conv_v, final) if state is None
+                         else state.update(conv_q, conv_k, conv_v, final))
         return self.o_proj(o), new_state

@@ -3,9 +3,9 @@
 from transformers import AutoConfig, AutoModelForCausalLM
 
 from .configuration import MIXER_TYPES, HybridConfig
-from .modeling import HybridCache, HybridForCausalLM, HybridModel
+from .modeling import HybridCache, HybridForCausalLM, HybridModel, StaticHybridCache
 
 AutoConfig.register(HybridConfig.model_type, HybridConfig, exist_ok=True)
 AutoModelForCausalLM.register(HybridConfig, HybridForCausalLM, exist_ok=True)
 
-__all__ = ["MIXER_TYPES", "HybridCache", "HybridConfig", "HybridForCausalLM", "HybridModel"]
+__all__ = ["MIXER_TYPES", "HybridCache", "HybridConfig", "HybridForCausalLM", "HybridModel", "StaticHybridCache"]

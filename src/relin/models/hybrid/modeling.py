@@ -21,9 +21,9 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers.utils import ModelOutput
 
 from ...artifacts import IGNORE_INDEX, next_token_pairs
-from ...layers.attention import Attention
+from ...layers.attention import Attention, AttentionState, StaticAttentionState, static_attention_mask
 from ...layers.attention import attention_mask as build_attention_mask
-from ...layers.gated_deltanet import GatedDeltaNet
+from ...layers.gated_deltanet import GatedDeltaNet, StaticDeltaNetState
 from ...layers.hedgehog import HedgehogAttention, HedgehogFeatureMap
 from ...layers.hedgemamba import HedgeMamba
 from ...layers.mlp import DenseMLP, GatedMLP
@@ -42,10 +42,71 @@ class HybridCache:
 
     def nbytes(self) -> dict[str, int]:
         """Bytes held by attention KV and by recurrent (conv + linear-attention) states."""
-        from ...layers.attention import AttentionState
-
         kv = sum(s.nbytes() for s in self.states if isinstance(s, AttentionState))
         return {"kv": kv, "recurrent": sum(s.nbytes() for s in self.states if s is not None) - kv}
+
+
+# Mixer types a static cache can hold (the others raise in ``StaticHybridCache.allocate``).
+STATIC_MIXERS = ("attention", "swa", "gdn")
+
+
+@dataclass
+class StaticHybridCache:
+    """A fixed-address cache for decoding with fixed shapes (CUDA-graph capture and replay): per
+    attention/SWA layer a :class:`StaticAttentionState` with keys and values ``[B, H_kv, T_max, D]``
+    preallocated, per Gated DeltaNet layer a :class:`StaticDeltaNetState` (conv inputs ``[B, H·K,
+    conv-1]``, recurrent ``S [B, H, K, V]`` in float32), all written in place, and ``length``, the
+    tokens seen, as a 0-d int64 device tensor that the model advances after each forward.
+
+    Every row holds the same number of tokens (no padding: the model refuses an ``attention_mask``
+    with this cache). Build one with :meth:`allocate`, prefill it with any number of forwards of
+    ``[B, T]`` tokens, then decode ``[B, 1]``; :meth:`reset` empties it for reuse.
+    """
+
+    states: list = field(default_factory=list)
+    length: torch.Tensor | None = None
+    max_length: int = 0
+
+    @classmethod
+    def allocate(cls, model: nn.Module, batch: int, max_length: int, device: torch.device | str | None = None,
+                 dtype: torch.dtype | None = None) -> StaticHybridCache:
+        """Zeroed buffers for ``batch`` rows of up to ``max_length`` tokens, on the model's device and in
+        its dtype unless given. ``model``: a :class:`HybridForCausalLM` or :class:`HybridModel`."""
+        config = model.config
+        unsupported = sorted(set(config.mixer_types) - set(STATIC_MIXERS))
+        if unsupported:
+            raise NotImplementedError(f"StaticHybridCache: mixer types {unsupported} have no static decode path "
+                                      f"(supported: {', '.join(STATIC_MIXERS)})")
+        weight = model.get_input_embeddings().weight
+        device = weight.device if device is None else torch.device(device)
+        dtype = weight.dtype if dtype is None else dtype
+        length = torch.zeros((), dtype=torch.long, device=device)
+        states = []
+        for kind in config.mixer_types:
+            if kind in SOFTMAX_MIXERS:
+                shape = (batch, config.num_key_value_heads, max_length, config.head_dim)
+                states.append(StaticAttentionState(torch.zeros(shape, dtype=dtype, device=device),
+                                                   torch.zeros(shape, dtype=dtype, device=device), length))
+            else:
+                inner = config.num_attention_heads * config.head_dim
+                conv = [torch.zeros(batch, inner, config.gdn_conv_size - 1, dtype=dtype, device=device)
+                        for _ in range(3)]
+                recurrent = torch.zeros(batch, config.num_attention_heads, config.head_dim, config.head_dim,
+                                        dtype=torch.float32, device=device)
+                states.append(StaticDeltaNetState(*conv, recurrent))
+        return cls(states, length, max_length)
+
+    def reset(self) -> None:
+        """Zero every buffer and the length, in place (addresses kept, so captured graphs stay valid)."""
+        self.length.zero_()
+        for state in self.states:
+            for tensor in vars(state).values():
+                if isinstance(tensor, torch.Tensor) and tensor is not self.length:
+                    tensor.zero_()
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes allocated for attention KV (at ``max_length``) and for recurrent (conv + S) states."""
+        return HybridCache(self.states).nbytes()
 
 
 @dataclass
@@ -182,8 +243,12 @@ class HybridModel(HybridPreTrainedModel):
                 position_ids: torch.LongTensor | None = None, cache: HybridCache | None = None,
                 use_cache: bool = False, inputs_embeds: torch.Tensor | None = None, **kwargs) -> HybridModelOutput:
         """``attention_mask [B, T_past + T]`` (1 = real token; left or right padding). Positions count
-        real tokens unless ``position_ids [B, T]`` are given."""
+        real tokens unless ``position_ids [B, T]`` are given. With a :class:`StaticHybridCache` the
+        rows are unpadded (no ``attention_mask``), positions run from ``cache.length``, and the cache
+        is updated in place and returned."""
         hidden = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds
+        if isinstance(cache, StaticHybridCache):
+            return self._forward_static(hidden, cache, attention_mask, position_ids)
         batch, steps = hidden.shape[:2]
         past = cache.seen if cache is not None else 0
         if attention_mask is None:
@@ -201,6 +266,24 @@ class HybridModel(HybridPreTrainedModel):
             new_states.append(state)
         new_cache = HybridCache(new_states, past + steps) if use_cache else None
         return HybridModelOutput(last_hidden_state=self.norm(hidden), cache=new_cache)
+
+    def _forward_static(self, hidden: torch.Tensor, cache: StaticHybridCache, attention_mask: torch.Tensor | None,
+                        position_ids: torch.LongTensor | None) -> HybridModelOutput:
+        """``hidden [B, T, C]`` through a static cache: no shape depends on ``cache.length`` and
+        nothing reads it on the host, so a ``T = 1`` step can be captured in a CUDA graph."""
+        if attention_mask is not None or position_ids is not None:
+            raise ValueError("a StaticHybridCache decodes unpadded rows: pass neither attention_mask nor "
+                             "position_ids (positions run from cache.length)")
+        batch, steps = hidden.shape[:2]
+        positions = (cache.length + torch.arange(steps, device=hidden.device))[None].expand(batch, steps)
+        rope = self.rotary(positions, hidden.dtype)
+        windows = {(layer.self_attn.window, layer.self_attn.sinks) for layer in self.layers
+                   if layer.kind in SOFTMAX_MIXERS}
+        masks = {key: static_attention_mask(cache.length, steps, cache.max_length, *key) for key in windows}
+        for layer, state in zip(self.layers, cache.states):
+            hidden, _ = layer(hidden, rope, masks, None, state, use_cache=True)
+        cache.length.add_(steps)
+        return HybridModelOutput(last_hidden_state=self.norm(hidden), cache=cache)
 
 
 class HybridForCausalLM(HybridPreTrainedModel, GenerationMixin):
@@ -222,7 +305,7 @@ class HybridForCausalLM(HybridPreTrainedModel, GenerationMixin):
         self.lm_head = value
 
     def forward(self, input_ids: torch.LongTensor | None = None, attention_mask: torch.Tensor | None = None,
-                position_ids: torch.LongTensor | None = None, cache: HybridCache | None = None,
+                position_ids: torch.LongTensor | None = None, cache: HybridCache | StaticHybridCache | None = None,
                 use_cache: bool = False, labels: torch.LongTensor | None = None, logits_to_keep: int = 0,
                 inputs_embeds: torch.Tensor | None = None, **kwargs) -> HybridCausalLMOutput:
         """Logits ``[B, T, vocab]`` (the last ``logits_to_keep`` positions when > 0); with ``labels``

@@ -1,0 +1,90 @@
+"""The hybrid's static decode path (``StaticHybridCache``): prefilling in chunks and decoding token by
+token through preallocated, in-place buffers gives the logits of the dynamic cache and of one full
+forward (attention, a sliding window with sinks shorter than the sequence, Gated DeltaNet), the
+buffers keep their addresses (what a captured CUDA graph needs), and types without a static path
+are refused."""
+import pytest
+import torch
+
+from relin.config.teacher import TeacherModelConfig
+from relin.layers.attention import attention_mask, static_attention_mask
+from relin.models.convert.opal import convert
+from relin.models.hybrid import StaticHybridCache
+from relin.models.teachers import build_teacher
+
+from ..train.toydata import word_tokenizer
+
+TEACHER = TeacherModelConfig(family="qwen3", hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                             num_key_value_heads=2, head_dim=16, intermediate_size=64)
+MIXED = ["gdn", "swa", "gdn", "attention"]
+
+
+@pytest.fixture(scope="module")
+def hybrid():
+    teacher = build_teacher(TEACHER, word_tokenizer(), seed=0).eval()
+    model = convert(teacher, MIXED, swa_window=5, swa_sinks=2, kernel_backend="torch").eval()
+    with torch.no_grad():  # non-trivial conv filters, so the conv states matter
+        for layer in model.model.layers:
+            if layer.kind == "gdn":
+                for conv in (layer.linear_attn.q_conv, layer.linear_attn.k_conv, layer.linear_attn.v_conv):
+                    conv.weight.normal_(0.0, 0.5, generator=torch.Generator().manual_seed(1))
+    return model
+
+
+def _ids(batch=2, steps=17):
+    return torch.randint(4, 28, (batch, steps), generator=torch.Generator().manual_seed(0))
+
+
+def test_static_mask_equals_the_dynamic_mask_on_unpadded_rows():
+    for window, sinks in ((None, 0), (3, 1)):
+        dynamic = attention_mask(torch.ones(1, 9, dtype=torch.long), 4, window, sinks)   # queries 5..8
+        static = static_attention_mask(torch.tensor(5), 4, 12, window, sinks)
+        assert torch.equal(static[..., :9], dynamic)
+        assert not static[..., 9:].any()        # slots beyond the last query stay hidden
+
+
+@torch.no_grad()
+def test_static_decoding_matches_dynamic_cache_and_full_forward(hybrid):
+    ids = _ids()
+    full = hybrid(ids).logits
+    cache = StaticHybridCache.allocate(hybrid, batch=2, max_length=24)
+    addresses = [t.data_ptr() for s in cache.states for t in vars(s).values() if isinstance(t, torch.Tensor)]
+    dynamic, static = None, []
+    prefill = 9
+    for start, stop in ((0, 4), (4, prefill)):                    # a chunked prefill
+        out = hybrid(ids[:, start:stop], cache=cache, use_cache=True)
+        static.append(out.logits)
+    assert out.cache is cache and int(cache.length) == prefill
+    dyn = hybrid(ids[:, :prefill], use_cache=True)
+    dynamic, dyn_logits = dyn.cache, [dyn.logits]
+    for t in range(prefill, ids.shape[1]):                       # token-by-token decode
+        static.append(hybrid(ids[:, t:t + 1], cache=cache, use_cache=True).logits)
+        step = hybrid(ids[:, t:t + 1], cache=dynamic, use_cache=True)
+        dynamic = step.cache
+        dyn_logits.append(step.logits)
+    static, dyn_logits = torch.cat(static, 1), torch.cat(dyn_logits, 1)
+    torch.testing.assert_close(static, full, rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(static, dyn_logits, rtol=1e-4, atol=1e-4)
+    assert int(cache.length) == ids.shape[1]
+    assert [t.data_ptr() for s in cache.states for t in vars(s).values()
+            if isinstance(t, torch.Tensor)] == addresses
+    held = cache.nbytes()
+    assert held["kv"] == 2 * 2 * (2 * 2 * 24 * 16) * 4          # 2 softmax layers, K and V, fp32
+    assert held["recurrent"] > 0
+
+    cache.reset()                                                 # reuse: same logits from scratch
+    assert int(cache.length) == 0
+    again = hybrid(ids[:, :prefill], cache=cache, use_cache=True).logits
+    torch.testing.assert_close(again, full[:, :prefill], rtol=1e-4, atol=1e-4)
+
+
+def test_static_cache_refuses_padding_and_unsupported_types(hybrid):
+    cache = StaticHybridCache.allocate(hybrid, batch=2, max_length=8)
+    with pytest.raises(ValueError, match="unpadded"):
+        hybrid(_ids(steps=3), attention_mask=torch.ones(2, 3), cache=cache, use_cache=True)
+    hybrid.config.mixer_types[0] = "hedgemamba"
+    try:
+        with pytest.raises(NotImplementedError, match="hedgemamba"):
+            StaticHybridCache.allocate(hybrid, batch=2, max_length=8)
+    finally:
+        hybrid.config.mixer_types[0] = "gdn"
