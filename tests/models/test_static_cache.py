@@ -78,6 +78,20 @@ def test_static_decoding_matches_dynamic_cache_and_full_forward(hybrid):
     torch.testing.assert_close(again, full[:, :prefill], rtol=1e-4, atol=1e-4)
 
 
+@torch.no_grad()
+def test_static_decoding_keeps_a_bf16_model_in_bf16(hybrid):
+    model = hybrid.to(torch.bfloat16)
+    try:
+        ids = _ids(steps=6)
+        cache = StaticHybridCache.allocate(model, batch=2, max_length=8)
+        model(ids[:, :5], cache=cache, use_cache=True)
+        logits = model(ids[:, 5:], cache=cache, use_cache=True).logits
+        assert logits.dtype == torch.bfloat16
+        torch.testing.assert_close(logits, model(ids).logits[:, 5:], rtol=0.05, atol=0.05)
+    finally:
+        hybrid.float()
+
+
 def test_static_cache_refuses_padding_and_unsupported_types(hybrid):
     cache = StaticHybridCache.allocate(hybrid, batch=2, max_length=8)
     with pytest.raises(ValueError, match="unpadded"):

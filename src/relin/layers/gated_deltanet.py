@@ -106,7 +106,7 @@ class GatedDeltaNet(nn.Module):
         from relin.kernels import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 
         batch, steps, _ = hidden_states.shape
-        real = (torch.ones(batch, steps, device=hidden_states.device) if padding is None
+        real = (hidden_states.new_ones(batch, steps) if padding is None
                 else padding[:, -steps:].to(hidden_states.dtype))
         x = hidden_states * real[..., None]
         q, conv_q = self.q_conv(self.q_proj(x), None if state is None else state.conv_q)
