@@ -33,7 +33,11 @@ def _forward(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales: in
 
 def measure_cuda(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales: int, dtype=torch.bfloat16,
                  repeats: int = 5) -> dict:
-    """One point on the GPU: peak bytes above the inputs, median ms of ``repeats`` forwards, or ``oom``."""
+    """One point on the GPU: peak bytes above the inputs, median ms of ``repeats`` forwards, or ``oom``.
+
+    ``peak_bytes`` is ``max_memory_allocated`` minus the inputs' and weights' baseline ``base_bytes``;
+    ``peak_abs_bytes`` the absolute high-water mark of the same forward.
+    """
     try:
         bridge, x = _forward(name, impl, n, d_in, d_out, num_scales, "cuda", dtype)
         with torch.no_grad():
@@ -43,7 +47,7 @@ def measure_cuda(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales
             base = torch.cuda.memory_allocated()
             bridge(x)
             torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated() - base
+            peak_abs = torch.cuda.max_memory_allocated()
             times = []
             for _ in range(repeats):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -52,9 +56,10 @@ def measure_cuda(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales
                 end.record()
                 torch.cuda.synchronize()
                 times.append(start.elapsed_time(end))
-        return {"status": "ok", "peak_bytes": int(peak), "ms": sorted(times)[len(times) // 2]}
+        return {"status": "ok", "peak_bytes": int(peak_abs - base), "peak_abs_bytes": int(peak_abs),
+                "base_bytes": int(base), "ms": sorted(times)[len(times) // 2]}
     except torch.cuda.OutOfMemoryError:
-        return {"status": "oom", "peak_bytes": None, "ms": None}
+        return {"status": "oom", "peak_bytes": None, "peak_abs_bytes": None, "base_bytes": None, "ms": None}
     finally:
         torch.cuda.empty_cache()
 

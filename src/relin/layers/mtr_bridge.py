@@ -102,6 +102,9 @@ class MTRBridge(nn.Module):
         gate, mix = self.gates(x)
         if self.state == "diagonal":
             o, _ = multiscale_diag_retention(q, k, v, gate, mix, self.log_decays)
+            # Without autograd nothing else holds q, k, v: freed here, the output projection's [B, N, d_out]
+            # does not stack on them (the no-grad peak is then the kernel's inputs + o, not + y).
+            del q, k, v, gate, mix
             return self.o_proj(o)
         B, N, C = q.shape
         heads = (B, N, self.num_heads, C // self.num_heads)
