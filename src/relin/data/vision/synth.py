@@ -118,12 +118,19 @@ def open_question(s: Scene, rng: np.random.Generator) -> tuple[str, str]:
 
 
 def conversation(s: Scene, rng: np.random.Generator, max_objects: int) -> list[dict[str, str]]:
-    """Phase 2: an open question, then one of an MME-category yes/no pair (either answer)."""
+    """Phase 2: an open question and one of an MME-category yes/no pair (either answer), in either order.
+
+    The order is drawn because MME asks its yes/no question as the first turn, right after the image: a
+    set whose yes/no questions all come second leaves that prompt out of the training distribution.
+    """
     question, answer = open_question(s, rng)
     category = str(rng.choice(CATEGORIES))
     yn_question, yn_answer = yes_no_pair(s, category, rng, max_objects)[int(rng.integers(0, 2))]
-    return [{"role": "user", "content": question}, {"role": "assistant", "content": answer},
-            {"role": "user", "content": yn_question}, {"role": "assistant", "content": yn_answer}]
+    turns = [(question, answer), (yn_question, yn_answer)]
+    if rng.integers(0, 2):
+        turns.reverse()
+    return [message for q, a in turns for message in ({"role": "user", "content": q},
+                                                      {"role": "assistant", "content": a})]
 
 
 def vocabulary() -> list[str]:
