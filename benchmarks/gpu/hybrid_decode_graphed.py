@@ -288,13 +288,11 @@ def main() -> None:
         print(f"check {c['model']:8} T={c['context']}: static vs dynamic {c['static_vs_dynamic_max_abs']:.3g}, "
               f"graph vs eager {c.get('graph_vs_eager_max_abs', float('nan')):.3g} "
               f"(|logit| ≤ {c['logit_scale_max_abs']:.3g})")
-    print(f"{'model':8} {'context':>8} {'cache GiB':>10} {'peak GiB':>9} {'eager ms':>9} {'graph ms':>9} {'tok/s':>9}")
+    columns = ("cache_gib", "peak_above_weights_gib", "eager_ms_per_step", "ms_per_step", "tokens_per_s")
+    print("| model | context | cache GiB | peak above weights GiB | eager ms/step | graphed ms/step | tok/s |")
     for r in rows:
-        if "error" in r:
-            print(f"{r['model']:8} {r['context']:>8} {r['error']}")
-            continue
-        print(f"{r['model']:8} {r['context']:>8} {r['cache_gib']:>10.3f} {r['peak_above_weights_gib']:>9.2f} "
-              f"{r['eager_ms_per_step']:>9.2f} {r['ms_per_step']:>9.2f} {r['tokens_per_s']:>9.1f}")
+        cells = [r.get("error", "")] if "error" in r else [f"{r[key]:.2f}" for key in columns]
+        print("| " + " | ".join([r["model"], str(r["context"]), *cells]) + " |")
     for c in compared:
         print(f"context {c['context']}: hybrid/teacher cache {c['cache_ratio']:.3f} (≤ {MAX_CACHE_RATIO}: "
               f"{c['cache_ok']}), graphed speedup {c['speedup']:.2f}× (≥ {MIN_SPEEDUP}: {c['speed_ok']}), "
