@@ -101,6 +101,58 @@ def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
     assert (smoke_run / "results/report/figures/hedgemamba_matching.png").is_file()
 
 
+LIA_MTR_BRIDGES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn")
+LIA_MTR_NIAH = ("lia_mtr", "linear_attn", "mha")
+MME_CATEGORIES = {"existence", "count", "position", "color", "scene"}
+
+
+def test_lia_mtr_stages_run_and_reach_the_report(smoke_run):
+    import csv
+    import json
+
+    root = smoke_run / "results/lia_mtr"
+    assert json.loads((root / "data/stats.json").read_text())["train_images"] == 64
+    for stage in ("synth_vision", "vision_tower", "clip_features", "chat_lm", "bridge_memory", "bridge_probe",
+                  *(f"{s}/{b}" for s in ("bridge_align", "bridge_instruct", "eval_mme") for b in LIA_MTR_BRIDGES),
+                  *(f"bridge_niah/{b}" for b in LIA_MTR_NIAH)):
+        assert (smoke_run / f"results/benchmarks/lia_mtr/{stage}.tsv").is_file(), stage
+    for bridge in LIA_MTR_BRIDGES:
+        for phase in ("align", "instruct"):
+            assert json.loads((root / phase / bridge / "model/bridge.json").read_text())["name"] == bridge
+            history = list(csv.DictReader(open(root / phase / bridge / "history.csv")))
+            assert {"step", "loss", "accuracy"} <= set(history[0]) and int(history[-1]["step"]) == 3
+        metrics = json.loads((root / "mme" / bridge / "metrics.json").read_text())
+        assert metrics["bridge"] == bridge
+        for phase in ("align", "instruct"):
+            assert set(metrics[phase]["tasks"]) == MME_CATEGORIES, (bridge, phase)
+            assert {"accuracy", "perception"} <= set(metrics[phase])
+            for task in MME_CATEGORIES:      # the official layout: image, question, truth, answer
+                lines = (root / "mme" / bridge / "answers" / phase / f"{task}.txt").read_text().splitlines()
+                assert lines and all(line.count("\t") == 3 for line in lines), (bridge, phase, task)
+    for bridge in LIA_MTR_NIAH:
+        rows = list(csv.DictReader(open(root / "niah" / bridge / "niah.csv")))
+        assert list(rows[0]) == ["length", "depth", "accuracy"]
+        assert {(int(r["length"]), float(r["depth"])) for r in rows} == {(n, d) for n in (16, 32) for d in (0.0, 1.0)}
+        assert json.loads((root / "niah" / bridge / "metrics.json").read_text())["bridge"] == bridge
+    memory = list(csv.DictReader(open(root / "memory/memory.csv")))
+    assert list(memory[0]) == ["bridge", "impl", "n", "status", "peak_bytes"]
+    assert {(r["bridge"], r["impl"]) for r in memory} == {("lia_mtr", "-"), ("mha", "naive"), ("mha", "sdpa"),
+                                                          ("linear_attn", "-"), ("mlp2x_gelu", "-")}
+    assert {int(r["n"]) for r in memory} == {64, 128}
+    probe = json.loads((root / "probe/probe.json").read_text())
+    assert {"gate_mean", "gate_std", "half_lives", "mixer_mean"} <= set(probe)
+    assert len(probe["half_lives"]) == len(probe["mixer_mean"]) == 2           # the smoke bridge's S
+    report = (smoke_run / "results/report/summary.md").read_text()
+    for heading in ("LIA-MTR: the paper's claims at our scale", "LIA-MTR Table I analogue"):
+        assert heading in report
+    for figure in ("lia_mtr_niah.png", "lia_mtr_memory.png"):
+        assert (smoke_run / "results/report/figures" / figure).is_file()
+
+
+LIA_MTR_INSTRUCT_JOBS = {*(f"{rule}[bridge={b}]" for rule in ("bridge_instruct", "eval_mme") for b in LIA_MTR_BRIDGES),
+                         "bridge_probe"}
+
+
 @pytest.mark.parametrize("change, expected", [
     ({"teacher": {"train": {"lr": 0.003}}},
      {"teacher_lm[arch=qwen3]", "teacher_lm[arch=gpt_neox]", "eval_lm[name=teacher-qwen3]",
@@ -113,8 +165,9 @@ def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
     ({"hedgemamba": {"finetune": {"freeze": "input_embedding"}}},
      {"hedgemamba_finetune", "mamba_random_finetune", "hedgehog_only", "report",
       *(f"eval_lm[name=hedgemamba-{n}]" for n in ("finetune", "random", "hedgehog_only"))}),
+    ({"lia_mtr": {"instruct": {"train": {"lr": 0.001}}}}, {*LIA_MTR_INSTRUCT_JOBS, "report"}),
 ], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta", "opal.onpolicy.max_horizon",
-        "hedgemamba.finetune.freeze"])
+        "hedgemamba.finetune.freeze", "lia_mtr.instruct.train.lr"])
 def test_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
     out = snakemake(smoke_run, "-n", overlays=(overlay(tmp_path / "change.yaml", change),)).stdout
     assert planned_jobs(out) == expected, out
