@@ -13,7 +13,7 @@ from snakemake.utils import validate
 from relin import tracking
 from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides
 from relin.errors import ConfigError, UserError
-from relin.pipeline import Pipeline
+from relin.pipeline import Pipeline, dvc_stage_name
 from relin.preflight import check as preflight
 
 # relin's strict check first: a missing or bad params.yaml, overlay or --config value ends here with
@@ -64,7 +64,7 @@ onstart:
 
 
 onsuccess:
-    PIPELINE.end("FINISHED")
+    PIPELINE.end("FINISHED", [dvc_stage_name(job.rule.name, job.wildcards_dict) for job in workflow.dag.jobs])
 
 
 onerror:

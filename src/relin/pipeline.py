@@ -9,8 +9,9 @@
 - **Tracking** (:mod:`relin.tracking`): the store is checked once, the runs of dead invocations are
   closed, saved outbox writes are logged, and the parent run is created before any job starts.
 - **DVC agrees with Snakemake.** After a successful run whose config is ``params.yaml`` itself (no
-  overlay or ``--config`` changed a value), the DVC stages whose outputs exist are committed to
-  ``dvc.lock``, so ``dvc status`` is clean and ``dvc repro`` has nothing to redo.
+  overlay or ``--config`` changed a value), the DVC stages of the jobs in its DAG (all up to date
+  now) are committed to ``dvc.lock``, so ``dvc status`` is clean and ``dvc repro`` has nothing to
+  redo. Stages outside the DAG are left as they are: their outputs may predate a changed parameter.
 """
 from __future__ import annotations
 
@@ -99,22 +100,29 @@ class Pipeline:
         os.environ[tracking.PARENT_ENV] = self.parent_run
         print(f"relin: MLflow parent run {self.parent_run}", file=sys.stderr)
 
-    def end(self, status: str) -> None:
+    def end(self, status: str, dag_stages: list[str] = ()) -> None:
+        """``dag_stages``: the DVC stage names (:func:`dvc_stage_name`) of the jobs in this run's DAG."""
         from . import tracking
 
         if self.parent_run:
             tracking.end_pipeline(tracking.tracking_config(), self.parent_run, status)
         if status == "FINISHED" and self.commits_dvc:
-            commit_dvc_stages()
+            commit_dvc_stages(dag_stages)
 
 
-def dvc_stages_with_outputs(root: Path = Path(".")) -> list[str]:
-    """The ``dvc.yaml`` stages all of whose outputs exist."""
+def dvc_stage_name(rule: str, wildcards: dict) -> str:
+    """The ``dvc.yaml`` stage of one Snakemake job: its rule and wildcard values joined by "-" (DVC
+    stage names allow only letters, digits, "_" and "-")."""
+    return "-".join([rule, *(str(v) for v in wildcards.values())])
+
+
+def dvc_stages_with_outputs(root: Path = Path(".")) -> tuple[list[str], list[str]]:
+    """The ``dvc.yaml`` stages all of whose outputs exist, and all its stages."""
     import yaml
 
     path = root / "dvc.yaml"
     if not path.is_file():
-        return []
+        return [], []
     stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
     ready = []
     for name, stage in stages.items():
@@ -122,17 +130,22 @@ def dvc_stages_with_outputs(root: Path = Path(".")) -> list[str]:
                 for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
         if outs and all((root / o).exists() for o in outs):
             ready.append(name)
-    return ready
+    return ready, list(stages)
 
 
-def commit_dvc_stages(root: Path = Path(".")) -> None:
-    """Record the finished stages in ``dvc.lock`` (``dvc commit``); a warning, never a failure."""
+def commit_dvc_stages(dag_stages: list[str], root: Path = Path(".")) -> None:
+    """Record the stages of a finished DAG in ``dvc.lock`` (``dvc commit``); a warning, never a failure.
+
+    With every stage of ``dvc.yaml`` to record, one ``dvc commit`` without targets reads and writes
+    ``dvc.lock`` once; with targets DVC rereads and rewrites it per stage (seconds each)."""
     if not (root / ".dvc").is_dir():
         return
-    stages = dvc_stages_with_outputs(root)
+    ready, every = dvc_stages_with_outputs(root)
+    stages = [name for name in ready if name in set(dag_stages)]
     if not stages:
         return
-    proc = subprocess.run(["dvc", "commit", "--force", "--quiet", *stages], cwd=root, capture_output=True,
+    targets = [] if set(stages) == set(every) else stages
+    proc = subprocess.run(["dvc", "commit", "--force", "--quiet", *targets], cwd=root, capture_output=True,
                           text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
     if proc.returncode:
         reason = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[0]

@@ -76,8 +76,7 @@ def test_locked_tracking_store_mid_training_delays_metrics_but_loses_none(tmp_pa
     from mlflow.tracking import MlflowClient
 
     repo = copy_repository(tmp_path / "repo")
-    long = overlay(tmp_path / "long.yaml", {"teacher": {"archs": ["qwen3"],
-                                                        "train": {"steps": 300, "log_every": 5}}})
+    long = overlay(tmp_path / "long.yaml", {"teacher": {"train": {"steps": 300, "log_every": 5}}})
     target = f"{QWEN3}/history.csv"
     dag = subprocess.Popen(["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(long)], cwd=repo,
                            env=workflow_env(), stdout=(tmp_path / "out").open("w"), stderr=subprocess.STDOUT)

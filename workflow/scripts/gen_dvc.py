@@ -48,8 +48,9 @@ def snakemake_jobs(root: Path) -> list:
 
 
 def _stage_name(job) -> str:
-    # DVC stage names allow only letters, digits, "_" and "-".
-    return "-".join([job.rule.name, *(str(v) for v in job.wildcards_dict.values())])
+    from relin.pipeline import dvc_stage_name
+
+    return dvc_stage_name(job.rule.name, job.wildcards_dict)
 
 
 def relin_stage(job) -> str:

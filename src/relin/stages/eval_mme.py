@@ -84,24 +84,26 @@ def run(args: argparse.Namespace, sections) -> None:
     features = load_features(args.features)["mme"]
     metrics = {"bridge": args.bridge}
     with stage_run("eval-mme", sections.raw, inputs=[*models.values(), args.features, args.data],
-                   outputs=[args.out, args.metrics]) as tracker, atomic_dir(args.out) as tmp:
-        for phase, path in models.items():
-            with torch.no_grad():
-                preds = answer(BridgeVLM.from_pretrained(path), load_tokenizer(path), questions, features,
-                               cfg.batch_size, min(cfg.max_new_tokens, 4))
-            (tmp / phase).mkdir()
-            by_task: dict[str, list[MMEAnswer]] = {}
-            for q, pred in zip(questions, preds):
-                by_task.setdefault(q["task"], []).append(MMEAnswer(q["image"], q["question"], q["answer"], pred))
-            for task, answers in by_task.items():
-                write_results_file(tmp / phase / f"{task}.txt", answers)
-            metrics[phase] = phase_metrics(score_results_dir(tmp / phase))
-            tracker.log_metrics({f"{phase}_accuracy": metrics[phase]["accuracy"],
-                                 f"{phase}_perception": metrics[phase]["perception"]})
-            print(f"eval-mme {args.bridge} {phase}: accuracy {metrics[phase]['accuracy']}%, "
-                  f"perception {metrics[phase]['perception']}")
-    atomic_write_json(args.metrics, metrics)
-    save_figure(mme_figure(metrics, [p for p in models]), args.figure)
+                   outputs=[args.out, args.metrics, args.figure]) as tracker:
+        with atomic_dir(args.out) as tmp:
+            for phase, path in models.items():
+                with torch.no_grad():
+                    preds = answer(BridgeVLM.from_pretrained(path), load_tokenizer(path), questions, features,
+                                   cfg.batch_size, min(cfg.max_new_tokens, 4))
+                (tmp / phase).mkdir()
+                by_task: dict[str, list[MMEAnswer]] = {}
+                for q, pred in zip(questions, preds):
+                    by_task.setdefault(q["task"], []).append(MMEAnswer(q["image"], q["question"], q["answer"], pred))
+                for task, answers in by_task.items():
+                    write_results_file(tmp / phase / f"{task}.txt", answers)
+                metrics[phase] = phase_metrics(score_results_dir(tmp / phase))
+                tracker.log_metrics({f"{phase}_accuracy": metrics[phase]["accuracy"],
+                                     f"{phase}_perception": metrics[phase]["perception"]})
+                print(f"eval-mme {args.bridge} {phase}: accuracy {metrics[phase]['accuracy']}%, "
+                      f"perception {metrics[phase]['perception']}")
+        # Inside the run: every output gets its manifest (the report records this run as their producer).
+        atomic_write_json(args.metrics, metrics)
+        save_figure(mme_figure(metrics, [p for p in models]), args.figure)
 
 
 def mme_figure(metrics: dict, phases: list[str]):
