@@ -75,7 +75,7 @@ def torch_op(*args, **kwargs):
     return multiscale_diag_retention(*args, backend="torch", **kwargs)
 
 
-CASES = pytest.mark.parametrize("T", [1, 63, 75, 200])
+CASES = pytest.mark.parametrize("T", [1, 63, 75, 150])
 GATES = pytest.mark.parametrize("gate_per_channel", [True, False], ids=["gate_channel", "gate_token"])
 STATES = pytest.mark.parametrize("with_initial_state", [True, False], ids=["h0", "no_h0"])
 
@@ -116,7 +116,7 @@ def test_too_many_scales_fail_at_the_call():
         triton_op(*inputs.values(), log_decays)
 
 
-@pytest.mark.parametrize("T", [63, 130])
+@pytest.mark.parametrize("T", [63, 100])
 def test_blocked_equals_single_pass(T):
     inputs, log_decays, h0 = make_inputs(2, T, 40, 5, True, torch.float32, True)
     do, dht = torch.randn(2, T, 40, device=DEVICE), torch.randn(2, 5, 40, device=DEVICE)
