@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, Iterable
 
 from .errors import UserError
 
@@ -100,7 +100,7 @@ class Pipeline:
         os.environ[tracking.PARENT_ENV] = self.parent_run
         print(f"relin: MLflow parent run {self.parent_run}", file=sys.stderr)
 
-    def end(self, status: str, dag_stages: list[str] = ()) -> None:
+    def end(self, status: str, dag_stages: Iterable[str] = ()) -> None:
         """``dag_stages``: the DVC stage names (:func:`dvc_stage_name`) of the jobs in this run's DAG."""
         from . import tracking
 
@@ -116,35 +116,41 @@ def dvc_stage_name(rule: str, wildcards: dict) -> str:
     return "-".join([rule, *(str(v) for v in wildcards.values())])
 
 
-def dvc_stages_with_outputs(root: Path = Path(".")) -> tuple[list[str], list[str]]:
-    """The ``dvc.yaml`` stages all of whose outputs exist, and all its stages."""
+def dvc_stage_outputs(root: Path = Path(".")) -> dict[str, list[str]]:
+    """Every ``dvc.yaml`` stage and the paths it declares as outputs (outs, metrics, plots)."""
     import yaml
 
     path = root / "dvc.yaml"
     if not path.is_file():
-        return [], []
+        return {}
     stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
-    ready = []
-    for name, stage in stages.items():
-        outs = [next(iter(o)) if isinstance(o, dict) else o
-                for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
-        if outs and all((root / o).exists() for o in outs):
-            ready.append(name)
-    return ready, list(stages)
+    return {name: [next(iter(o)) if isinstance(o, dict) else o
+                   for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
+            for name, stage in stages.items()}
 
 
-def commit_dvc_stages(dag_stages: list[str], root: Path = Path(".")) -> None:
+def _finished(outs: list[str], root: Path) -> bool:
+    return bool(outs) and all((root / o).exists() for o in outs)
+
+
+def dvc_stages_with_outputs(root: Path = Path(".")) -> list[str]:
+    """The ``dvc.yaml`` stages all of whose outputs exist."""
+    return [name for name, outs in dvc_stage_outputs(root).items() if _finished(outs, root)]
+
+
+def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None:
     """Record the stages of a finished DAG in ``dvc.lock`` (``dvc commit``); a warning, never a failure.
 
     With every stage of ``dvc.yaml`` to record, one ``dvc commit`` without targets reads and writes
     ``dvc.lock`` once; with targets DVC rereads and rewrites it per stage (seconds each)."""
     if not (root / ".dvc").is_dir():
         return
-    ready, every = dvc_stages_with_outputs(root)
-    stages = [name for name in ready if name in set(dag_stages)]
+    every = dvc_stage_outputs(root)
+    in_dag = set(dag_stages)
+    stages = [name for name, outs in every.items() if name in in_dag and _finished(outs, root)]
     if not stages:
         return
-    targets = [] if set(stages) == set(every) else stages
+    targets = [] if len(stages) == len(every) else stages
     proc = subprocess.run(["dvc", "commit", "--force", "--quiet", *targets], cwd=root, capture_output=True,
                           text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
     if proc.returncode:
