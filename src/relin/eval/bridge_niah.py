@@ -43,13 +43,15 @@ class NIAHProbe(nn.Module):
 
 
 def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list[dict]:
-    """AdamW on random depths, cycling through ``train_lengths``; returns the logged history."""
+    """AdamW on random depths, cycling through ``train_lengths``, on the model's device; returns the logged
+    history."""
     import math
     import sys
 
     from tqdm import tqdm
 
     train = cfg.train
+    device = next(model.parameters()).device
     rng = np.random.default_rng([seed, 1])
     opt = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay,
                             betas=tuple(train.betas))
@@ -60,6 +62,7 @@ def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list
         for group in opt.param_groups:
             group["lr"] = train.lr * warm * (train.min_lr_ratio + (1 - train.min_lr_ratio) * cosine)
         tokens, targets = niah_batch(rng, cfg, train.batch_size, cfg.train_lengths[step % len(cfg.train_lengths)])
+        tokens, targets = tokens.to(device), targets.to(device)
         logits = model(tokens)
         loss = nn.functional.cross_entropy(logits, targets)
         opt.zero_grad()
@@ -79,11 +82,12 @@ def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list
 def evaluate_grid(model: NIAHProbe, cfg, seed: int) -> list[dict]:
     """Accuracy per (length, depth) over ``test_examples`` sequences each."""
     model.eval()
+    device = next(model.parameters()).device
     rows = []
     for length in cfg.lengths:
         for depth in cfg.depths:
             rng = np.random.default_rng([seed, 2, length, int(depth * 1000)])
             tokens, targets = niah_batch(rng, cfg, cfg.test_examples, length, depth)
-            accuracy = (model(tokens).argmax(-1) == targets).float().mean().item()
+            accuracy = (model(tokens.to(device)).argmax(-1).cpu() == targets).float().mean().item()
             rows.append({"length": length, "depth": depth, "accuracy": round(accuracy, 4)})
     return rows

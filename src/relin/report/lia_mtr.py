@@ -107,7 +107,7 @@ def verdicts(data: dict) -> Table:
         if mtr is not None and naive is not None:
             rows.append(["Forward memory: LIA-MTR linear in N, softmax MHA quadratic",
                          "11.2 GB at N = 262,144; MHA OOM at 16,384 on 32 GB",
-                         f"peak ∝ N^{mtr:.2f} vs N^{naive:.2f} (CPU, N ≤ {max(r['n'] for r in data['memory'])})",
+                         f"peak ∝ N^{mtr:.2f} vs N^{naive:.2f} (N ≤ {max(r['n'] for r in data['memory'])})",
                          _verdict(mtr <= 1.2 and naive >= 1.6, naive > mtr)])
     if data["probe"]:
         p = data["probe"]
@@ -167,6 +167,7 @@ def lia_mtr_section(paths: list[str | Path], figure_dir: Path, figures_prefix: s
                                 "sequence length per bridge (paper Fig. 2: LIA-MTR 1.0 everywhere)."))
     if data["memory"]:
         fig = memory_figure(data["memory"], figure_dir / "lia_mtr_memory.png")
-        blocks.append(FigureRef(f"{figures_prefix}/{fig.name}", "Peak forward memory against N on the CPU "
-                                "(benchmarks/bridge_memory.py measures the H200 sizes)."))
+        blocks.append(FigureRef(f"{figures_prefix}/{fig.name}", "Peak forward memory against N on the machine that ran "
+                                "the DAG (GPU: bf16, max_memory_allocated; CPU: fp32, RSS); "
+                                "benchmarks/bridge_memory.py measures the H200 sizes."))
     return Section("LIA-MTR: the multi-timescale retention bridge (seed 000)", blocks)

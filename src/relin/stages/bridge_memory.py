@@ -1,6 +1,8 @@
-"""``relin bridge-memory``: each bridge's forward over N visual patches, N doubling (CPU: small N; the
-H200 sizes run in ``benchmarks/bridge_memory.py`` on the same code). ``memory.csv`` one row per point,
-``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p), ``memory.png`` peak against N."""
+"""``relin bridge-memory``: each bridge's forward over N visual patches, N doubling: on the GPU when there
+is one (bf16, ``max_memory_allocated`` above the inputs, an out-of-memory recorded as ``oom``), else on the
+CPU (fp32, a forked child's RSS; small N). ``benchmarks/bridge_memory.py`` runs the paper's sizes alone.
+``memory.csv`` one row per point, ``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p),
+``memory.png`` peak against N."""
 from __future__ import annotations
 
 import argparse
@@ -26,7 +28,8 @@ def run(args: argparse.Namespace, sections) -> None:
     from matplotlib.figure import Figure
     from tqdm import tqdm
 
-    from ..eval.bridge_memory import growth_exponent, measure_cpu, variants
+    from ..devices import compute_device, device_name
+    from ..eval.bridge_memory import growth_exponent, measure_cpu, measure_cuda, variants
     from ..eval.plots import save_figure
     from ..io import atomic_write_csv, atomic_write_json
     from ..tracking import stage_run
@@ -34,9 +37,13 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("lia_mtr.memory")
     points = [(b, impl, n) for b, impl in variants(cfg.bridges, cfg.mha_impls) for n in cfg.lengths]
     rows = []
+    device = compute_device()
     with stage_run("bridge-memory", sections.raw, outputs=[args.table, args.metrics]) as tracker:
         for bridge, impl, n in tqdm(points, desc="memory", file=sys.stderr):
-            result = measure_cpu(bridge, impl, n, cfg.d_vision, cfg.d_llm, cfg.num_scales, cfg.max_bytes)
+            if device.type == "cuda":
+                result = measure_cuda(bridge, impl, n, cfg.d_vision, cfg.d_llm, cfg.num_scales)
+            else:
+                result = measure_cpu(bridge, impl, n, cfg.d_vision, cfg.d_llm, cfg.num_scales, cfg.max_bytes)
             rows.append({"bridge": bridge, "impl": impl, "n": n, **result})
         # Times measure the machine: they go to MLflow, the tracked table keeps the deterministic columns.
         tracker.record({f"ms_{r['bridge']}_{r['impl']}_{r['n']}": r["ms"] for r in rows if r["ms"] is not None})
@@ -44,7 +51,7 @@ def run(args: argparse.Namespace, sections) -> None:
         metrics = {f"{b}{'' if impl == '-' else '_' + impl}": growth_exponent(
             [r for r in rows if r["bridge"] == b and r["impl"] == impl]) for b, impl in variants(cfg.bridges,
                                                                                                    cfg.mha_impls)}
-        atomic_write_json(args.metrics, {"growth_exponent": metrics, "device": "cpu"})
+        atomic_write_json(args.metrics, {"growth_exponent": metrics, "device": device_name(device)})
     fig = Figure(figsize=(5, 3.5))
     ax = fig.add_subplot()
     for b, impl in variants(cfg.bridges, cfg.mha_impls):
@@ -53,7 +60,7 @@ def run(args: argparse.Namespace, sections) -> None:
         if pts:
             ax.plot(*zip(*pts), marker="o", label=b if impl == "-" else f"{b} ({impl})")
     ax.set(xscale="log", yscale="log", xlabel="visual patches N", ylabel="peak forward memory (MiB)",
-           title="Bridge forward memory against N (CPU)")
+           title=f"Bridge forward memory against N ({'GPU, bf16' if device.type == 'cuda' else 'CPU, fp32'})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

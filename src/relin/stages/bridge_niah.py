@@ -45,6 +45,7 @@ def run(args: argparse.Namespace, sections) -> None:
     import torch
 
     from ..config.loader import as_dict
+    from ..devices import compute_device
     from ..eval.bridge_niah import NIAHProbe, evaluate_grid, train_probe
     from ..eval.plots import save_figure
     from ..io import atomic_write_csv, atomic_write_json
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("bridge-niah", sections.raw, outputs=[args.table, args.metrics]) as tracker:
         tracker.set_tags({"bridge": args.bridge})
         torch.manual_seed(cfg.train.seed)
-        model = NIAHProbe(args.bridge, cfg, as_dict(bridge_cfg))
+        model = NIAHProbe(args.bridge, cfg, as_dict(bridge_cfg)).to(compute_device())
         history = train_probe(model, cfg, cfg.train.seed)
         rows = evaluate_grid(model, cfg, cfg.train.seed)
         atomic_write_csv(args.table, rows, ["length", "depth", "accuracy"])

@@ -21,6 +21,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from safetensors.torch import save_file
 
     from ..data.vision.artifact import VisionData
+    from ..devices import compute_device
     from ..io import atomic_dir, atomic_write_json
     from ..models.vlm.tower import load_vision_tower, patch_features
     from ..stages._training import use_thread_budget
@@ -29,7 +30,7 @@ def run(args: argparse.Namespace, sections) -> None:
     use_thread_budget()
     cfg = sections.get("lia_mtr.tower")
     with stage_run("clip-features", sections.raw, inputs=[args.tower, args.data], outputs=[args.out]) as tracker:
-        vision, images = load_vision_tower(args.tower), VisionData.load(args.data).images()
+        vision, images = load_vision_tower(args.tower).to(compute_device()), VisionData.load(args.data).images()
         features = {split: patch_features(vision, images[split], cfg.select_layer).contiguous()
                     for split in ("train", "mme")}
         shapes = {split: list(f.shape) for split, f in features.items()}

@@ -37,6 +37,7 @@ def answer(model, tokenizer, questions, features, batch_size: int, max_new_token
     from ..train.sources import pad_rows
 
     image_id = tokenizer.convert_tokens_to_ids(IMAGE)
+    device = next(model.parameters()).device
     preds = []
     model.eval()
     for lo in tqdm(range(0, len(questions), batch_size), desc="mme", file=sys.stderr):
@@ -45,8 +46,8 @@ def answer(model, tokenizer, questions, features, batch_size: int, max_new_token
                 (encode_prompt(tokenizer, [{"role": "user", "content": f"{IMAGE} {q['question']}"}]) for q in chunk)]
         batch = pad_rows(rows, rows, tokenizer.pad_token_id, left=True)
         index = torch.tensor([q["index"] for q in chunk])
-        out = model.generate(batch["input_ids"], batch["attention_mask"], features[index], max_new_tokens,
-                             tokenizer.eos_token_id)
+        out = model.generate(batch["input_ids"].to(device), batch["attention_mask"].to(device),
+                             features[index].to(device), max_new_tokens, tokenizer.eos_token_id)
         preds += [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in out]
     return preds
 
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace, sections) -> None:
     import torch
 
     from ..data.vision.artifact import VisionData, load_features
+    from ..devices import compute_device
     from ..errors import InputError
     from ..eval.mme import MMEAnswer, score_results_dir, write_results_file
     from ..eval.plots import save_figure
@@ -88,8 +90,9 @@ def run(args: argparse.Namespace, sections) -> None:
         with atomic_dir(args.out) as tmp:
             for phase, path in models.items():
                 with torch.no_grad():
-                    preds = answer(BridgeVLM.from_pretrained(path), load_tokenizer(path), questions, features,
-                                   cfg.batch_size, min(cfg.max_new_tokens, 4))
+                    vlm = BridgeVLM.from_pretrained(path).to(compute_device())
+                    preds = answer(vlm, load_tokenizer(path), questions, features, cfg.batch_size,
+                                   min(cfg.max_new_tokens, 4))
                 (tmp / phase).mkdir()
                 by_task: dict[str, list[MMEAnswer]] = {}
                 for q, pred in zip(questions, preds):

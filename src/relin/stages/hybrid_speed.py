@@ -39,16 +39,21 @@ def measure(model, context: int, cfg: SpeedConfig, vocab: int) -> dict:
 
     import torch
 
+    from ..devices import synchronize
+
+    device = next(model.parameters()).device
     g = torch.Generator().manual_seed(context)
-    ids = torch.randint(4, vocab, (cfg.batch_size, context), generator=g)
+    ids = torch.randint(4, vocab, (cfg.batch_size, context), generator=g).to(device)
     with torch.no_grad():
         out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
         kv, state = cache_bytes(out.cache)
+        synchronize(device)
         token, cache, began = out.logits[:, -1].argmax(-1), out.cache, time.perf_counter()
         for step in range(cfg.decode_steps):
-            mask = torch.ones(cfg.batch_size, context + step + 1, dtype=torch.long)
+            mask = torch.ones(cfg.batch_size, context + step + 1, dtype=torch.long, device=device)
             out = model(input_ids=token[:, None], attention_mask=mask, cache=cache, use_cache=True)
             token, cache = out.logits[:, -1].argmax(-1), out.cache
+        synchronize(device)
         seconds = time.perf_counter() - began
     return {"context": context, "kv_bytes": kv, "state_bytes": state, "cache_bytes": kv + state,
             "ms_per_step": round(1000 * seconds / cfg.decode_steps, 3),
@@ -56,10 +61,9 @@ def measure(model, context: int, cfg: SpeedConfig, vocab: int) -> dict:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    import platform
-
     import torch
 
+    from ..devices import compute_device, device_name
     from ..io import atomic_write_csv, atomic_write_json
     from ..models.teachers import load_pretrained
     from ..tracking import stage_run
@@ -67,11 +71,14 @@ def run(args: argparse.Namespace, sections) -> None:
 
     cfg = sections.get("opal.speed")
     use_thread_budget()
+    # On the GPU, bf16 weights as a served model holds them (fp32 on the CPU).
+    device = compute_device()
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     with stage_run("hybrid-speed", sections.raw, inputs=[args.teacher, args.hybrid],
                    outputs=[args.out, args.table]) as tracker:
         rows = []
         for name, path in (("teacher", args.teacher), ("hybrid", args.hybrid)):
-            model = load_pretrained(path).eval()
+            model = load_pretrained(path).eval().to(device, dtype)
             too_long = [c for c in cfg.contexts if c + cfg.decode_steps > model.config.max_position_embeddings]
             if too_long:
                 from ..errors import ConfigError
@@ -83,6 +90,6 @@ def run(args: argparse.Namespace, sections) -> None:
                 tracker.log_metrics({f"{name}/tokens_per_s": rows[-1]["tokens_per_s"],
                                      f"{name}/cache_mib": rows[-1]["cache_bytes"] / 2**20}, step=context)
         atomic_write_csv(args.table, rows, list(SPEED_COLUMNS))
-        atomic_write_json(args.out, {"device": platform.processor() or platform.machine(),
+        atomic_write_json(args.out, {"device": device_name(device), "dtype": str(dtype).removeprefix("torch."),
                                      "threads": torch.get_num_threads(), "batch_size": cfg.batch_size,
                                      "decode_steps": cfg.decode_steps, "rows": rows})
