@@ -8,6 +8,7 @@
 # RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git).
 source benchmarks/gpu/env.sh
 set -uo pipefail
+cores=$(nproc)  # before OMP_NUM_THREADS is set: nproc reports that instead of the cores
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
 OUT=${OUT:-benchmarks/results/local}
 mkdir -p "$OUT"
@@ -16,7 +17,7 @@ mkdir -p "$OUT"
 'transformers', transformers.__version__)"
   echo "commit ${RELIN_GIT_COMMIT:-unknown}"; } | tee "$OUT/machine.txt"
 began=$(date +%s)
-timeout "${DAG_LIMIT:-530}" snakemake --cores "$(nproc)" --resources gpu="${GPU_JOBS:-6}" --keep-going \
+timeout "${DAG_LIMIT:-530}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going \
     --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
 rc=$?
 echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"

@@ -2,11 +2,14 @@
 
 Any causal LM that follows the transformers 5 calling convention works: ``model(input_ids,
 attention_mask, position_ids, cache=..., use_cache=True, logits_to_keep=...)`` returning ``.logits``
-and ``.cache`` (a key/value cache for attention, a recurrent state for linear layers).
+and its cache (a key/value cache for attention, a recurrent state for linear layers), under the name
+the installed transformers gives it (:mod:`relin.models.cache_api`).
 """
 from __future__ import annotations
 
 import torch
+
+from .cache_api import cache_kwargs, output_cache
 
 
 @torch.no_grad()
@@ -47,7 +50,7 @@ def sample(model, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mas
     position_ids = (attention_mask.cumsum(-1) - 1).clamp(min=0)
     out = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
                 use_cache=True, logits_to_keep=1)
-    cache, logits = out.cache, out.logits[:, -1]
+    cache, logits = output_cache(out), out.logits[:, -1]
     finished = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
     generated = []
     for _ in range(max_new_tokens):
@@ -61,8 +64,8 @@ def sample(model, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mas
         attention_mask = torch.cat([attention_mask, attention_mask.new_ones(attention_mask.shape[0], 1)], -1)
         position_ids = position_ids[:, -1:] + 1
         out = model(input_ids=token[:, None], attention_mask=attention_mask, position_ids=position_ids,
-                    cache=cache, use_cache=True)
-        cache, logits = out.cache, out.logits[:, -1]
+                    use_cache=True, **cache_kwargs(model, cache))
+        cache, logits = output_cache(out), out.logits[:, -1]
     tokens = torch.stack(generated, dim=1)
     if tokens.shape[1] < max_new_tokens:
         tokens = torch.cat([tokens, tokens.new_full((tokens.shape[0], max_new_tokens - tokens.shape[1]), pad)], 1)

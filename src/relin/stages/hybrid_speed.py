@@ -40,19 +40,20 @@ def measure(model, context: int, cfg: SpeedConfig, vocab: int) -> dict:
     import torch
 
     from ..devices import synchronize
+    from ..models.cache_api import cache_kwargs, output_cache
 
     device = next(model.parameters()).device
     g = torch.Generator().manual_seed(context)
     ids = torch.randint(4, vocab, (cfg.batch_size, context), generator=g).to(device)
     with torch.no_grad():
         out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
-        kv, state = cache_bytes(out.cache)
+        kv, state = cache_bytes(output_cache(out))
         synchronize(device)
-        token, cache, began = out.logits[:, -1].argmax(-1), out.cache, time.perf_counter()
+        token, cache, began = out.logits[:, -1].argmax(-1), output_cache(out), time.perf_counter()
         for step in range(cfg.decode_steps):
             mask = torch.ones(cfg.batch_size, context + step + 1, dtype=torch.long, device=device)
-            out = model(input_ids=token[:, None], attention_mask=mask, cache=cache, use_cache=True)
-            token, cache = out.logits[:, -1].argmax(-1), out.cache
+            out = model(input_ids=token[:, None], attention_mask=mask, use_cache=True, **cache_kwargs(model, cache))
+            token, cache = out.logits[:, -1].argmax(-1), output_cache(out)
         synchronize(device)
         seconds = time.perf_counter() - began
     return {"context": context, "kv_bytes": kv, "state_bytes": state, "cache_bytes": kv + state,
