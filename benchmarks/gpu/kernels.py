@@ -209,12 +209,6 @@ def bench_decayed_linear_attn(run, shape, check_shape):
         "chunk_decayed_linear_attn normalize", lambda **x: chunk_decayed_linear_attn(**x, normalize=True, **TRITON)[0],
         lambda **x: naive_recurrent_decayed_linear_attn(**x, normalize=True)[0],
         hedgehog_inputs(dla_inputs(*check_shape)))
-    for normalize in (False, True):
-        run.checks[f"{'hedgehog' if normalize else 'dla'}_chunk128"] = check_op(
-            f"chunk_decayed_linear_attn chunk_size=128{' normalize' if normalize else ''}",
-            lambda **x: chunk_decayed_linear_attn(**x, normalize=normalize, chunk_size=128, **TRITON)[0],
-            lambda **x: naive_recurrent_decayed_linear_attn(**x, normalize=normalize)[0],
-            (hedgehog_inputs if normalize else dict)(dla_inputs(*check_shape)))
     B, T, H, K, V = shape
     label, inputs = f"B={B} T={T} H={H} K={K} V={V}", dla_inputs(*shape)
     hedgehog = hedgehog_inputs(inputs)
@@ -229,18 +223,10 @@ def bench_decayed_linear_attn(run, shape, check_shape):
         if theirs["ms"] is not None:
             run.compare(ours, "fla chunk_simple_gla", theirs["ms"], 1.0, "dla")
         run.compare(ours, "torch sdpa causal", sdpa["ms"], DLA_SDPA_GOAL if backward else 1.0, "dla")
-        wide = run.time("relin", "chunk_decayed_linear_attn chunk_size=128", mode, label,
-                        op_factory(chunk_decayed_linear_attn, inputs, backward, chunk_size=128, **TRITON))
-        run.compare(wide, "torch sdpa causal", sdpa["ms"], DLA_SDPA_GOAL if backward else 1.0, "dla_chunk128")
         # Hedgehog's form (positive features, no decay, normalized), beside the same SDPA run
         normalized = run.time("relin", "chunk_decayed_linear_attn normalize", mode, label,
                               op_factory(chunk_decayed_linear_attn, hedgehog, backward, normalize=True, **TRITON))
         run.compare(normalized, "torch sdpa causal", sdpa["ms"], None, "hedgehog", goal_ms=HEDGEHOG_GOAL_MS[mode])
-        normalized_wide = run.time("relin", "chunk_decayed_linear_attn normalize chunk_size=128", mode, label,
-                                   op_factory(chunk_decayed_linear_attn, hedgehog, backward, normalize=True,
-                                              chunk_size=128, **TRITON))
-        run.compare(normalized_wide, "torch sdpa causal", sdpa["ms"], None, "hedgehog_chunk128",
-                    goal_ms=HEDGEHOG_GOAL_MS[mode])
 
 
 def msr_inputs(B, T, C, S):

@@ -3,8 +3,7 @@
 A fixed-length batch [B, T] is the packed sequence [1, B·T] with cu_seqlens = (0, T, 2T, ...), so one set of
 kernels serves both layouts. Per call, ``ChunkTables`` holds ``cu_seqlens`` [N+1] int64 (token offsets),
 ``chunk_indices`` [NT, 2] int32 ((sequence, chunk within it) for every chunk in packing order) and
-``chunk_offsets`` [N+1] int64 (the index of each sequence's first chunk), all on the device, with NT, N and the
-chunk size.
+``chunk_offsets`` [N+1] int64 (the index of each sequence's first chunk), all on the device, with NT and N.
 """
 from __future__ import annotations
 
@@ -15,7 +14,7 @@ import torch
 import triton
 import triton.language as tl
 
-# Tokens per chunk of every chunked kernel and of the PyTorch chunked paths, unless an op is given another.
+# Tokens per chunk of every chunked kernel and of the PyTorch chunked paths.
 CHUNK_SIZE = 64
 
 
@@ -25,23 +24,22 @@ class ChunkTables(NamedTuple):
     chunk_offsets: torch.Tensor
     num_chunks: int
     num_seqs: int
-    chunk_size: int
 
 
 @functools.lru_cache(maxsize=64)
-def _equal_length(batch: int, seq_len: int, device: torch.device, chunk_size: int) -> ChunkTables:
-    count = -(-seq_len // chunk_size)
+def _equal_length(batch: int, seq_len: int, device: torch.device) -> ChunkTables:
+    count = -(-seq_len // CHUNK_SIZE)
     # Normal tensors even when first built under inference_mode: the ops save them for backward.
     with torch.inference_mode(False), torch.no_grad():
         sequences = torch.arange(batch + 1, dtype=torch.int64, device=device)
         chunk_indices = torch.stack((
             sequences[:-1].to(torch.int32).repeat_interleave(count),
             torch.arange(count, dtype=torch.int32, device=device).repeat(batch)), 1)
-        return ChunkTables(sequences * seq_len, chunk_indices, sequences * count, batch * count, batch, chunk_size)
+        return ChunkTables(sequences * seq_len, chunk_indices, sequences * count, batch * count, batch)
 
 
-def _varlen(bounds: list[int], device: torch.device, chunk_size: int) -> ChunkTables:
-    counts = [-(-(end - start) // chunk_size) for start, end in zip(bounds[:-1], bounds[1:])]
+def _varlen(bounds: list[int], device: torch.device) -> ChunkTables:
+    counts = [-(-(end - start) // CHUNK_SIZE) for start, end in zip(bounds[:-1], bounds[1:])]
     indices = [(n, c) for n, count in enumerate(counts) for c in range(count)]
     offsets = [0]
     for count in counts:
@@ -54,17 +52,15 @@ def _varlen(bounds: list[int], device: torch.device, chunk_size: int) -> ChunkTa
 
     chunk_indices = upload(indices, torch.int32).reshape(-1, 2)
     return ChunkTables(upload(bounds, torch.int64), chunk_indices, upload(offsets, torch.int64),
-                       len(indices), len(bounds) - 1, chunk_size)
+                       len(indices), len(bounds) - 1)
 
 
-def chunk_tables(batch: int, seq_len: int, bounds: list[int] | None, device: torch.device,
-                 chunk_size: int = CHUNK_SIZE) -> ChunkTables:
+def chunk_tables(batch: int, seq_len: int, bounds: list[int] | None, device: torch.device) -> ChunkTables:
     """Tables for ``batch`` sequences of ``seq_len`` tokens (``bounds`` None; built on the device by arange and
-    cached, so no host-device traffic), or for packed sequences with offsets ``bounds`` (cu_seqlens as a list),
-    in chunks of ``chunk_size`` tokens."""
+    cached, so no host-device traffic), or for packed sequences with offsets ``bounds`` (cu_seqlens as a list)."""
     if bounds is None:
-        return _equal_length(batch, seq_len, torch.device(device), chunk_size)
-    return _varlen(bounds, torch.device(device), chunk_size)
+        return _equal_length(batch, seq_len, torch.device(device))
+    return _varlen(bounds, torch.device(device))
 
 
 def sequence_bounds(cu_seqlens: torch.Tensor | None, T: int, B: int) -> list[int] | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from ..common.backend import use_triton
-from ..common.chunk_tables import CHUNK_SIZE, chunk_tables
+from ..common.chunk_tables import chunk_tables
 from .ref import check_inputs, default_scale, pack_normalizer, per_sequence, unpack_normalizer
 from .torch_chunk import chunk_decayed_linear_attn_torch
 from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv, normalizer_grad
@@ -44,9 +44,9 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         return dq, dk, dv, dg, None, dh0, dz0, None, None, None
 
 
-def _triton_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize, chunk_size):
+def _triton_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize):
     B, T, H, _ = q.shape
-    tables = chunk_tables(B, T, bounds, q.device, chunk_size)
+    tables = chunk_tables(B, T, bounds, q.device)
     q, k, v = (x.reshape(1, B * T, H, x.shape[-1]).contiguous() for x in (q, k, v))
     g = g.float().reshape(1, B * T, H).contiguous() if g is not None else None
     h0 = z0 = None
@@ -60,24 +60,20 @@ def _triton_core(q, k, v, g, scale, initial_state, output_final_state, bounds, n
     return o.reshape(B, T, H, -1), final_state
 
 
-def _torch_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize, chunk_size):
+def _torch_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize):
     # fp32 throughout, so the normalizer packed as an extra value column costs no accuracy here
     if normalize:
         v, initial_state = pack_normalizer(v, initial_state)
-    o, final_state = per_sequence(
-        lambda q, k, v, g, s: chunk_decayed_linear_attn_torch(q, k, v, g, scale, s, chunk_size), q, k, v, g,
-        initial_state, bounds)
+    o, final_state = per_sequence(lambda q, k, v, g, s: chunk_decayed_linear_attn_torch(q, k, v, g, scale, s),
+                                  q, k, v, g, initial_state, bounds)
     final_state = final_state if output_final_state else None
     if normalize:
         return unpack_normalizer(o, final_state, q.dtype)
     return o.to(q.dtype), final_state
 
 
-CHUNK_SIZES = (64, 128)
-
-
 def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, initial_state=None,
-                              output_final_state=False, cu_seqlens=None, backend=None, chunk_size=CHUNK_SIZE):
+                              output_final_state=False, cu_seqlens=None, backend=None):
     """Decayed linear attention over whole sequences.
 
     Args:
@@ -91,15 +87,10 @@ def chunk_decayed_linear_attn(q, k, v, g=None, scale=None, normalize=False, init
             the CPU it costs no device synchronization.
         backend: "auto" (Triton on CUDA tensors, PyTorch on CPU), "triton" or "torch". Default: the environment
             variable RELIN_KERNEL_BACKEND, else "auto".
-        chunk_size: tokens per chunk, 64 or 128: fewer, larger chunks store half the per-chunk states and halve the
-            serial passes' steps, for four times the score tile. The result is the same up to rounding.
     Returns:
         o [B, T, H, V] in q's dtype, and the final state or None.
     """
-    if chunk_size not in CHUNK_SIZES:
-        raise ValueError(f"chunk_size={chunk_size!r}: expected one of {', '.join(map(str, CHUNK_SIZES))}")
     bounds = check_inputs(q, k, v, g, initial_state, normalize, cu_seqlens)
     k, v = k.to(q.dtype), v.to(q.dtype)
     core = _triton_core if use_triton(q, backend) else _torch_core
-    return core(q, k, v, g, default_scale(q, scale, normalize), initial_state, output_final_state, bounds, normalize,
-                chunk_size)
+    return core(q, k, v, g, default_scale(q, scale, normalize), initial_state, output_final_state, bounds, normalize)

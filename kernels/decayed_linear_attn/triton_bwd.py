@@ -272,7 +272,7 @@ def chunk_bwd_dh(q, do, gc, rden, dd, dht, dzt, want_dh0, scale, normalize, tabl
     dz0 = torch.empty(N, H, K, dtype=torch.float32, device=q.device) if want_dh0 and normalize else None
     dla_bwd_kernel_dh[(N * H, triton.cdiv(K, BK), triton.cdiv(V, BV))](
         q, do, gc, rden, dd, dh, dz, dht, dzt, dh0, dz0, tables.cu_seqlens, tables.chunk_offsets, scale,
-        H=H, K=K, V=V, BT=tables.chunk_size, BK=BK, BV=BV, USE_G=gc is not None, USE_DHT=dht is not None,
+        H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, USE_DHT=dht is not None,
         STORE_DH0=want_dh0, NORMALIZE=normalize, **dot_args(q.dtype, K))
     return dh, dz, dh0, dz0
 
@@ -284,7 +284,7 @@ def chunk_bwd_dv(q, k, do, gc, rden, dh, scale, tables):
     dv = torch.empty_like(do)
     dla_bwd_kernel_dv[(tables.num_chunks, triton.cdiv(V, BV), H)](
         q, k, do, gc, rden, dh, dv, tables.cu_seqlens, tables.chunk_indices, scale,
-        H=H, K=K, V=V, BT=tables.chunk_size, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=rden is not None,
+        H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=rden is not None,
         **dot_args(q.dtype, K))
     return dv
 
@@ -299,11 +299,11 @@ def chunk_bwd_dqk(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables):
     db_partial = torch.empty(NK, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None
     dla_bwd_kernel_dqk[(tables.num_chunks, NK, H)](
         q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, db_partial, tables.cu_seqlens, tables.chunk_indices, scale,
-        TOTAL, H=H, K=K, V=V, BT=tables.chunk_size, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=rden is not None,
+        TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=rden is not None,
         **dot_args(q.dtype, K))
     if gc is None:
         return dq, dk, None
     dg = torch.empty(1, TOTAL, H, dtype=torch.float32, device=q.device)
     dla_bwd_kernel_reverse_cumsum[(tables.num_chunks, H)](db_partial, dg, tables.cu_seqlens, tables.chunk_indices,
-                                                          TOTAL, H=H, BT=tables.chunk_size, NK=NK)
+                                                          TOTAL, H=H, BT=CHUNK_SIZE, NK=NK)
     return dq, dk, dg

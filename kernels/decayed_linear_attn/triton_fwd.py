@@ -22,7 +22,7 @@ import triton
 import triton.language as tl
 
 from ..common.backend import interpreting
-from ..common.chunk_tables import locate_chunk, locate_sequence
+from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
 from ..common.dot import dot, dot_mode
 from ..common.triton_utils import autotune, tile
 from .ref import NORMALIZER_EPS
@@ -202,8 +202,8 @@ def chunk_cumsum(g, tables):
     """In-chunk cumulative sums [1, T, H] fp32 of the log decay g [1, T, H]."""
     H = g.shape[-1]
     gc = torch.empty(g.shape, dtype=torch.float32, device=g.device)
-    dla_fwd_kernel_cumsum[(tables.num_chunks,)](g, gc, tables.cu_seqlens, tables.chunk_indices, H=H,
-                                                BT=tables.chunk_size, BH=triton.next_power_of_2(H))
+    dla_fwd_kernel_cumsum[(tables.num_chunks,)](g, gc, tables.cu_seqlens, tables.chunk_indices, H=H, BT=CHUNK_SIZE,
+                                                BH=triton.next_power_of_2(H))
     return gc
 
 
@@ -219,7 +219,7 @@ def chunk_fwd_h(k, v, gc, h0, z0, output_final_state, normalize, tables):
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if output_final_state else None
     zt = torch.empty(N, H, K, dtype=torch.float32, device=k.device) if output_final_state and normalize else None
     dla_fwd_kernel_h[(N * H, triton.cdiv(K, BK), triton.cdiv(V, BV))](
-        k, v, gc, h, z, h0, z0, ht, zt, tables.cu_seqlens, tables.chunk_offsets, H=H, K=K, V=V, BT=tables.chunk_size,
+        k, v, gc, h, z, h0, z0, ht, zt, tables.cu_seqlens, tables.chunk_offsets, H=H, K=K, V=V, BT=CHUNK_SIZE,
         BK=BK, BV=BV, USE_G=gc is not None, USE_H0=h0 is not None, STORE_HT=output_final_state, NORMALIZE=normalize,
         **dot_args(k.dtype, K))
     return h, z, ht, zt
@@ -236,7 +236,7 @@ def chunk_fwd_o(q, k, v, gc, h, z, scale, normalize, store_o32, tables):
     rden = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device) if normalize else None
     dla_fwd_kernel_o[(tables.num_chunks, triton.cdiv(V, BV), H)](
         q, k, v, gc, h, z, o, o32, rden, tables.cu_seqlens, tables.chunk_indices, scale,
-        H=H, K=K, V=V, BT=tables.chunk_size, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=normalize,
+        H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=normalize,
         STORE_O32=o32 is not None, SPLIT_SCORES=q.dtype != torch.float32, EPS=NORMALIZER_EPS,
         **dot_args(q.dtype, K))
     return o, o32, rden

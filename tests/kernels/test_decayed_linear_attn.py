@@ -7,7 +7,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from relin.kernels.common.chunk_tables import CHUNK_SIZE
 from relin.kernels.common.triton_utils import tile
 from relin.kernels.decayed_linear_attn import (
     chunk_decayed_linear_attn,
@@ -130,12 +129,11 @@ def reference_per_sequence(inputs, normalize, cotangents, bounds):
     return run(op, inputs, "cpu", torch.float32, normalize, cotangents)
 
 
-def check_against_reference(inputs, kernel_backend, normalize=False, dg_atol=ATOL, chunk_size=CHUNK_SIZE, **kwargs):
+def check_against_reference(inputs, kernel_backend, normalize=False, dg_atol=ATOL, **kwargs):
     """One shared loss through the fp32 reference on the CPU and through ``kernel_backend`` on DEVICE."""
     cot = Cotangents()
     ref = reference(inputs, normalize, cot, **kwargs)
-    out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, backend=kernel_backend,
-              chunk_size=chunk_size, **kwargs)
+    out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, backend=kernel_backend, **kwargs)
     compare(ref, out, dg_atol=dg_atol)
 
 
@@ -153,26 +151,6 @@ def test_chunk_matches_reference(kernel_backend, T, gate, normalize, initial_sta
     batch = 1 if T > 100 else 2  # the long case once: the interpreter and the reference loop are slow on CPU
     inputs = low_precision_inputs(make_inputs(batch, T, gate=gate, normalize=normalize, initial_state=initial_state))
     check_against_reference(inputs, kernel_backend, normalize)
-
-
-@pytest.mark.parametrize("kernel_backend", BACKENDS)
-@pytest.mark.parametrize("T", [75, 300])
-@pytest.mark.parametrize("gate", [None, "logsigmoid"])
-@pytest.mark.parametrize("normalize", [False, True])
-def test_chunk_size_128_matches_reference(kernel_backend, T, gate, normalize):
-    """128-token chunks: one partial chunk (T = 75), then two full and a partial one (T = 300), from an initial
-    state; then packed sequences whose chunks straddle the 64-token boundaries."""
-    inputs = low_precision_inputs(make_inputs(2 if T < 100 else 1, T, gate=gate, normalize=normalize,
-                                              initial_state=True))
-    check_against_reference(inputs, kernel_backend, normalize, chunk_size=128)
-    lengths = [130, 0, 64, 200]
-    cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
-    inputs = low_precision_inputs(make_inputs(1, sum(lengths), gate=gate, normalize=normalize, initial_state=True,
-                                              num_states=len(lengths)))
-    cot = Cotangents()
-    out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, cu_seqlens=cu_seqlens.to(DEVICE),
-              backend=kernel_backend, chunk_size=128)
-    compare(reference_per_sequence(inputs, normalize, cot, cu_seqlens.tolist()), out)
 
 
 @pytest.mark.parametrize("kernel_backend", BACKENDS)
@@ -228,23 +206,22 @@ def test_feature_tiles_are_powers_of_two_from_64():
 
 
 @gpu
-@pytest.mark.parametrize("chunk_size", [64, 128])
 @pytest.mark.parametrize("k_dim, v_dim", SWEEP_DIMS)
 @pytest.mark.parametrize("normalize", [False, True])
-def test_head_dim_sweep(k_dim, v_dim, normalize, chunk_size):
+def test_head_dim_sweep(k_dim, v_dim, normalize):
     """Every head dim, as K and as V, decayed and not, with a partial last chunk, B > 1 and an initial state; then
     packed sequences of awkward lengths (one empty)."""
     for gate in (None, "logsigmoid"):
-        inputs = low_precision_inputs(make_inputs(2, 75 + chunk_size, heads=2, k_dim=k_dim, v_dim=v_dim, gate=gate,
+        inputs = low_precision_inputs(make_inputs(2, 75, heads=2, k_dim=k_dim, v_dim=v_dim, gate=gate,
                                                   normalize=normalize, initial_state=True))
-        check_against_reference(inputs, "triton", normalize, chunk_size=chunk_size)
+        check_against_reference(inputs, "triton", normalize)
     lengths = [15, 0, 85, 64]
     cu_seqlens = torch.tensor([0] + lengths).cumsum(0)
     inputs = low_precision_inputs(make_inputs(1, sum(lengths), heads=2, k_dim=k_dim, v_dim=v_dim, normalize=normalize,
                                               initial_state=True, num_states=len(lengths)))
     cot = Cotangents()
     out = run(chunk_decayed_linear_attn, inputs, DEVICE, DTYPE, normalize, cot, cu_seqlens=cu_seqlens.to(DEVICE),
-              backend="triton", chunk_size=chunk_size)
+              backend="triton")
     ref = reference_per_sequence(inputs, normalize, cot, cu_seqlens.tolist())
     compare(ref, out)
 
@@ -361,7 +338,6 @@ def test_mamba2_ssd_identity(kernel_backend):
     (dict(initial_state=torch.zeros(2, 2, 8, 4)), "initial state S must be"),
     (dict(normalize=True, initial_state=torch.zeros(2, 2, 8, 8)), "must be the pair"),
     (dict(cu_seqlens=torch.tensor([0, 4, 10])), "B = 1"),
-    (dict(chunk_size=32), "chunk_size=32: expected one of 64, 128"),
 ])
 def test_bad_input_names_the_argument(kwargs, message):
     q = torch.randn(2, 10, 2, 8)
