@@ -80,3 +80,17 @@ def test_report_is_a_function_of_its_inputs(tmp_path, results):
     assert main(_report(results["paths"], second)) == 0
     for name in ("index.html", "summary.md", "figures/accuracy_vs_length.png", "figures/training_curves.png"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
+
+
+def test_lm_eval_results_become_a_table_with_recovery(tmp_path, results):
+    scores = {"teacher": {"gsm8k": {"exact_match": 0.5}, "piqa": {"acc": 0.8, "acc_stderr": 0.01}},
+              "onpolicy": {"gsm8k": {"exact_match": 0.25}, "piqa": {"acc": 0.6}}}
+    files = []
+    for name, table in scores.items():
+        files.append(tmp_path / f"{name}.json")
+        files[-1].write_text(json.dumps({"name": name, "results": table, "n_samples": {}, "num_fewshot": {}}))
+    out = tmp_path / "report"
+    assert main(_report(results["paths"], out, ["--lm-eval", *map(str, files)])) == 0
+    summary = (out / "summary.md").read_text()
+    assert "| gsm8k | exact_match | 0.500 | 0.250 | 50% |" in summary
+    assert "| piqa | acc | 0.800 | 0.600 | 75% |" in summary and "acc_stderr" not in summary

@@ -2,6 +2,7 @@
 import json
 import re
 
+from relin.config.opal import LM_EVAL_MODELS
 from relin.config.params import lookup
 
 
@@ -48,6 +49,16 @@ def opal_previous(wildcards):
     """Stage 2A starts from stage 1, 2B from 2A, the matched control from 2B."""
     return {"short": "results/opal/align/model", "long": "results/opal/offpolicy_short/model",
             "matched": "results/opal/offpolicy_long/model"}[wildcards.phase]
+
+
+# lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.
+OPAL_LM_EVAL = (expand("results/opal/lm_eval/{name}.json", name=config["opal"]["lm_eval"]["models"])
+                if config["opal"]["lm_eval"]["tasks"] else [])
+
+
+def opal_model(wildcards):
+    """An OPAL model's directory by name (LM_EVAL_MODELS)."""
+    return OPAL_TEACHER if wildcards.name == "teacher" else f"results/opal/{wildcards.name}/model"
 
 
 def opal_budget(wildcards):

@@ -135,3 +135,29 @@ rule hybrid_speed:
     shell:
         "relin hybrid-speed --config {params.cfg:q} --teacher {input.teacher} --hybrid {input.hybrid}"
         " --out {output.json} --table {output.table} > {log} 2>&1"
+
+
+rule opal_lm_eval:
+    """The paper's benchmarks (GSM8K, MATH-500, commonsense) through lm-evaluation-harness on one OPAL model; in
+    the DAG only when opal.lm_eval.tasks names tasks (the paper config)."""
+    input:
+        model=opal_model,
+    output:
+        "results/opal/lm_eval/{name}.json",
+    params:
+        cfg=sections("opal.lm_eval"),
+    log:
+        "logs/opal_lm_eval/{name}.log",
+    benchmark:
+        "results/benchmarks/opal_lm_eval/{name}.tsv"
+    wildcard_constraints:
+        name="|".join(LM_EVAL_MODELS),
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=8000,
+        gpu=1,
+    shell:
+        "relin lm-eval --config {params.cfg:q} --model {input.model} --name {wildcards.name} --out {output}"
+        " > {log} 2>&1"

@@ -11,6 +11,7 @@ rule report:
         hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv",
                                     stage=["hedgehog", "finetune", "random", "hedgehog_only"]),
         hedgemamba_init="results/hedgemamba/init/check.json",
+        lm_eval=OPAL_LM_EVAL,
     output:
         directory("results/report"),
     params:
@@ -29,4 +30,4 @@ rule report:
         "relin report --config {params.cfg:q} --eval {input.metrics}"
         " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories}"
         " --by-length {input.by_length} --speed {input.speed} --hedgemamba-init {input.hedgemamba_init}"
-        " --lia-mtr {input.lia_mtr} --out {output} > {log} 2>&1"
+        " --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval} --out {output} > {log} 2>&1"

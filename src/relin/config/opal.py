@@ -84,6 +84,33 @@ class SpeedConfig:
             raise ConfigError(f"{prefix}.contexts: expected a non-empty list of positive lengths")
 
 
+# OPAL models by name: the teacher, the SWA baseline, and each recovery stage's student.
+LM_EVAL_MODELS = ("teacher", "swa", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched")
+
+
+@dataclass(kw_only=True)
+class LMEvalConfig:
+    """The paper's benchmarks (GSM8K, MATH-500, commonsense) through lm-evaluation-harness's Hugging Face model
+    class on the teacher and the hybrid; no tasks (the default: the synthetic data has none of them) adds no stage."""
+
+    tasks: list[str] = option([], "lm-evaluation-harness task names (e.g. gsm8k, minerva_math500, hellaswag, piqa, "
+                                  "arc_easy, winogrande), or tasks defined under include_path")
+    models: list[str] = option(["teacher", "onpolicy"], "OPAL models evaluated: teacher, swa, or a stage's model "
+                                                        "(align, offpolicy_short, offpolicy_long, onpolicy, "
+                                                        "offpolicy_matched)")
+    include_path: str = option("", "folder of extra task YAML files (local datasets); '' for none")
+    num_fewshot: int = option(-1, "few-shot examples per prompt; -1: each task's own default", minimum=-1)
+    limit: int = option(0, "examples per task; 0: all", minimum=0)
+    batch_size: int = option(8, "sequences per forward", minimum=1)
+    max_length: int = option(0, "longest context fed to the model; 0: its max_position_embeddings", minimum=0)
+
+    def validate(self, prefix: str) -> None:
+        if unknown := [m for m in self.models if m not in LM_EVAL_MODELS]:
+            raise ConfigError(f"{prefix}.models: unknown {unknown}; expected names from {list(LM_EVAL_MODELS)}")
+        if self.tasks and not self.models:
+            raise ConfigError(f"{prefix}.models: expected at least one model when tasks are given")
+
+
 @dataclass(kw_only=True)
 class OpalConfig:
     """OPAL: which teacher converts, which layers stay attention, and every stage's training."""
@@ -104,3 +131,4 @@ class OpalConfig:
                                                 help="control: off-policy from stage 2B for stage 3's token budget "
                                                      "(its steps follow from that budget)")
     speed: SpeedConfig = option(default_factory=SpeedConfig, help="the hybrid_speed benchmark")
+    lm_eval: LMEvalConfig = option(default_factory=LMEvalConfig, help="lm-evaluation-harness benchmarks")

@@ -190,3 +190,26 @@ def opal_section(evals: list[EvalResult], histories: list[NamedRows], speed: Nam
         fig = speed_figure(speed, figure_dir / "opal_speed.png")
         blocks.append(FigureRef(f"{figures_prefix}/{fig.name}", "Decode memory and throughput by context length."))
     return Section("OPAL: attention -> Gated DeltaNet hybrid (seed 002)", blocks)
+
+
+def lm_eval_section(results: list[dict]) -> Section | None:
+    """lm-evaluation-harness scores (``relin lm-eval`` JSONs) of the teacher and the OPAL models: one row per task
+    and metric, a column per model and each student's score as % of the teacher's."""
+    if not results:
+        return None
+    names = [r["name"] for r in results]
+    by_name = {r["name"]: r["results"] for r in results}
+    rows = []
+    for task in sorted({task for r in results for task in r["results"]}):
+        for metric in sorted({m for r in results for m in r["results"].get(task, {}) if not m.endswith("_stderr")}):
+            scores = [by_name[n].get(task, {}).get(metric) for n in names]
+            teacher = by_name.get("teacher", {}).get(task, {}).get(metric)
+            recovery = [f"{100 * s / teacher:.0f}%" if teacher and s is not None and n != "teacher" else ""
+                        for n, s in zip(names, scores)]
+            rows.append([task, metric, *scores, *[r for n, r in zip(names, recovery) if n != "teacher"]])
+    students = [n for n in names if n != "teacher"]
+    table = Table(title="lm-evaluation-harness on the teacher and the hybrids (paper: GSM8K, MATH-500, commonsense)",
+                  columns=["task", "metric", *names, *[f"{n} % of teacher" for n in students]], rows=rows,
+                  note="Scored by lm-evaluation-harness's Hugging Face model class on the saved models "
+                       "(opal.lm_eval: tasks, few-shot count, limit).")
+    return Section("OPAL: lm-evaluation-harness benchmarks", [table])

@@ -21,6 +21,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "opal-offpolicy": ("relin.stages.opal_offpolicy", "OPAL stage 2A/2B (and the matched control): logit KD"),
     "opal-onpolicy": ("relin.stages.opal_onpolicy", "OPAL stage 3: on-policy reverse-KL distillation"),
     "hybrid-speed": ("relin.stages.hybrid_speed", "decode memory and throughput of a hybrid vs its teacher"),
+    "lm-eval": ("relin.stages.lm_eval", "OPAL: lm-evaluation-harness tasks (GSM8K, MATH-500, ...) on one model"),
     "hedgehog-match": ("relin.stages.hedgehog_match", "HedgeMamba stage 1: Hedgehog attention matching"),
     "hedgemamba-init": ("relin.stages.hedgemamba_init", "HedgeMamba: Hedgehog layers -> HedgeMamba blocks (exact)"),
     "hedgemamba-finetune": ("relin.stages.hedgemamba_finetune", "HedgeMamba stage 2 and its controls: CE fine-tune"),

@@ -26,6 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hedgemamba-init", help="check.json of relin hedgemamba-init (the init's logit gap)")
     parser.add_argument("--lia-mtr", nargs="+", default=[], metavar="FILE", help="LIA-MTR stage outputs (mme, niah, "
                         "memory and probe files under results/lia_mtr/)")
+    parser.add_argument("--lm-eval", nargs="*", default=[], metavar="JSON",
+                        help="results JSONs of relin lm-eval (OPAL's lm-evaluation-harness benchmarks)")
     parser.add_argument("--out", required=True, help="report directory to write (index.html, summary.md, figures/)")
 
 
@@ -50,9 +52,9 @@ def run(args: argparse.Namespace, sections) -> None:
     init = read_json(args.hedgemamba_init, "a check.json of relin hedgemamba-init") if args.hedgemamba_init else None
     inputs = [x.path for x in (*evals, *histories, *by_length, *([speed] if speed else []))]
     inputs += [args.hedgemamba_init] if args.hedgemamba_init else []
-    inputs += args.lia_mtr
+    inputs += args.lia_mtr + args.lm_eval
     with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=inputs, outputs=[args.out]) as tracker:
         out = build_report(cfg.title, evals, histories, by_length, args.out, speed, init,
-                           lia_mtr=args.lia_mtr)
+                           lia_mtr=args.lia_mtr, lm_eval=args.lm_eval)
         tracker.log_artifact(out, "report")
     print(f"report: {out / 'index.html'} ({len(evals)} evaluations, {len(histories)} histories)", file=sys.stderr)
