@@ -12,6 +12,8 @@ rule opal_convert:
         "results/benchmarks/opal_convert/{mixer}.tsv"
     wildcard_constraints:
         mixer="gdn|swa",
+    # OPAL's chain after the teacher is the default DAG's critical path: its rules start first when a core is free
+    priority: 10
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -39,6 +41,7 @@ rule opal_align:
         "logs/opal_align.log",
     benchmark:
         "results/benchmarks/opal_align.tsv"
+    priority: 10
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -71,6 +74,7 @@ rule opal_offpolicy:
         "results/benchmarks/opal_offpolicy/{phase}.tsv"
     wildcard_constraints:
         phase="short|long|matched",
+    priority: 10
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -100,6 +104,7 @@ rule opal_onpolicy:
         "logs/opal_onpolicy.log",
     benchmark:
         "results/benchmarks/opal_onpolicy.tsv"
+    priority: 10
     threads: 1
     conda:
         "../envs/relin.yaml"
