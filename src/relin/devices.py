@@ -9,6 +9,11 @@ def compute_device() -> torch.device:
     return torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
 
 
+def model_device(model) -> torch.device:
+    """Where the model's parameters live (CPU for a parameter-free model)."""
+    return next((p.device for p in model.parameters()), torch.device("cpu"))
+
+
 def device_name(device: torch.device) -> str:
     """The GPU's name, or the CPU's as ``platform`` reports it."""
     import platform

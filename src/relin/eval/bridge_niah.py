@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..devices import model_device
 from ..layers.bridges import Bridge
 
 
@@ -51,7 +52,7 @@ def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list
     from tqdm import tqdm
 
     train = cfg.train
-    device = next(model.parameters()).device
+    device = model_device(model)
     rng = np.random.default_rng([seed, 1])
     opt = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay,
                             betas=tuple(train.betas))
@@ -82,7 +83,7 @@ def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list
 def evaluate_grid(model: NIAHProbe, cfg, seed: int) -> list[dict]:
     """Accuracy per (length, depth) over ``test_examples`` sequences each."""
     model.eval()
-    device = next(model.parameters()).device
+    device = model_device(model)
     rows = []
     for length in cfg.lengths:
         for depth in cfg.depths:

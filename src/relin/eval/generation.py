@@ -5,8 +5,8 @@ from typing import Callable
 
 import torch
 
+from ..devices import model_device
 from .batches import equal_length_batches
-from .teacher_forced import model_device
 
 # ``(prompts [B, T], max_new_tokens) -> generated tokens [B, max_new_tokens]``
 Generator = Callable[[torch.Tensor, int], torch.Tensor]

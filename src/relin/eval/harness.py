@@ -14,7 +14,9 @@ def harness_lm(model, tokenizer, batch_size: int, max_length: int):
     """``HFLM`` around a loaded model (on its device) and tokenizer; ``max_length`` 0: the model's positions."""
     from lm_eval.models.huggingface import HFLM
 
-    device = next(model.parameters()).device
+    from ..devices import model_device
+
+    device = model_device(model)
     length = max_length or getattr(model.config, "max_position_embeddings", 2048)
     return HFLM(pretrained=model, tokenizer=tokenizer, batch_size=batch_size, max_length=length, device=str(device))
 

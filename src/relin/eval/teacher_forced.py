@@ -11,12 +11,8 @@ from dataclasses import dataclass
 import torch
 
 from ..artifacts import IGNORE_INDEX, next_token_pairs
+from ..devices import model_device
 from .batches import equal_length_batches
-
-
-def model_device(model) -> torch.device:
-    """Where the model's parameters live (CPU for a parameter-free model)."""
-    return next((p.device for p in model.parameters()), torch.device("cpu"))
 
 
 @dataclass(frozen=True)

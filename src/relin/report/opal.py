@@ -198,16 +198,16 @@ def lm_eval_section(results: list[dict]) -> Section | None:
     if not results:
         return None
     names = [r["name"] for r in results]
+    students = [n for n in names if n != "teacher"]
     by_name = {r["name"]: r["results"] for r in results}
     rows = []
     for task in sorted({task for r in results for task in r["results"]}):
         for metric in sorted({m for r in results for m in r["results"].get(task, {}) if not m.endswith("_stderr")}):
-            scores = [by_name[n].get(task, {}).get(metric) for n in names]
-            teacher = by_name.get("teacher", {}).get(task, {}).get(metric)
-            recovery = [f"{100 * s / teacher:.0f}%" if teacher and s is not None and n != "teacher" else ""
-                        for n, s in zip(names, scores)]
-            rows.append([task, metric, *scores, *[r for n, r in zip(names, recovery) if n != "teacher"]])
-    students = [n for n in names if n != "teacher"]
+            score = {n: by_name[n].get(task, {}).get(metric) for n in names}
+            teacher = score.get("teacher")
+            recovery = [f"{100 * score[n] / teacher:.0f}%" if teacher and score[n] is not None else ""
+                        for n in students]
+            rows.append([task, metric, *score.values(), *recovery])
     table = Table(title="lm-evaluation-harness on the teacher and the hybrids (paper: GSM8K, MATH-500, commonsense)",
                   columns=["task", "metric", *names, *[f"{n} % of teacher" for n in students]], rows=rows,
                   note="Scored by lm-evaluation-harness's Hugging Face model class on the saved models "

@@ -34,11 +34,10 @@ def _flat_metrics(metrics: dict) -> dict[str, float]:
 def run(args: argparse.Namespace, sections) -> None:
     import sys
 
-    import torch
-
     from .. import tracking
     from ..artifacts import BY_LENGTH_COLUMNS
     from ..config.loader import as_dict
+    from ..devices import compute_device
     from ..errors import InputError
     from ..eval.data import load_eval_split, tokenizer_dir
     from ..eval.lm import evaluate_lm
@@ -48,7 +47,7 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("eval")
     rows = load_eval_split(args.data)
     tokenizer = load_tokenizer(tokenizer_dir(args.data))
-    model = load_pretrained(args.model).eval().to("cuda" if torch.cuda.is_available() else "cpu")
+    model = load_pretrained(args.model).eval().to(compute_device())
     if model.config.vocab_size < len(tokenizer):
         raise InputError(f"model {args.model}: vocabulary of {model.config.vocab_size} tokens is smaller than "
                          f"the data tokenizer's {len(tokenizer)} (expected a model trained on {args.data})")

@@ -33,11 +33,12 @@ def answer(model, tokenizer, questions, features, batch_size: int, max_new_token
     import torch
     from tqdm import tqdm
 
+    from ..devices import model_device
     from ..models.vlm.chat import IMAGE, encode_prompt, expand_image_tokens
     from ..train.sources import pad_rows
 
     image_id = tokenizer.convert_tokens_to_ids(IMAGE)
-    device = next(model.parameters()).device
+    device = model_device(model)
     preds = []
     model.eval()
     for lo in tqdm(range(0, len(questions), batch_size), desc="mme", file=sys.stderr):

@@ -39,10 +39,10 @@ def measure(model, context: int, cfg: SpeedConfig, vocab: int) -> dict:
 
     import torch
 
-    from ..devices import synchronize
+    from ..devices import model_device, synchronize
     from ..models.cache_api import cache_kwargs, output_cache
 
-    device = next(model.parameters()).device
+    device = model_device(model)
     g = torch.Generator().manual_seed(context)
     ids = torch.randint(4, vocab, (cfg.batch_size, context), generator=g).to(device)
     with torch.no_grad():

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from ..artifacts import IGNORE_INDEX
+from ..devices import model_device
 from ..errors import ConfigError
 from .curriculum import HorizonCurriculum
 
@@ -60,7 +61,7 @@ class OnPolicyRollouts:
     def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
         from ..models.generation import sample
 
-        device = next(self.model.parameters()).device
+        device = model_device(self.model)
         was_training = self.model.training
         self.model.eval()
         batches = []

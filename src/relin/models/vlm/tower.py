@@ -75,8 +75,10 @@ def patch_features(vision, images: "torch.Tensor", select_layer: int = -2, batch
     import torch
     from tqdm import tqdm
 
+    from ...devices import model_device
+
     vision.eval()
-    device = next(vision.parameters()).device
+    device = model_device(vision)
     size = vision.config.image_size
     out = []
     with torch.no_grad():
