@@ -5,7 +5,8 @@
 # Jobs share the one GPU (at most GPU_JOBS of the gpu=1 rules at a time) and 16 cores; a failed job leaves the
 # independent ones running (--keep-going). Into $OUT: the report, every metrics/speed JSON and table, the
 # per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times.
-# RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git).
+# RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git). DAG_TARGETS (files, space-separated)
+# runs a part of the DAG instead of the report, e.g. one paper's stages when a call cannot hold all three.
 source benchmarks/gpu/env.sh
 set -uo pipefail
 cores=$(nproc)  # before OMP_NUM_THREADS is set: nproc reports that instead of the cores
@@ -18,7 +19,7 @@ mkdir -p "$OUT"
   echo "commit ${RELIN_GIT_COMMIT:-unknown}"; } | tee "$OUT/machine.txt"
 began=$(date +%s)
 timeout "${DAG_LIMIT:-530}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going \
-    --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
+    ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
 rc=$?
 echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"
 grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.log" | tail -5

@@ -17,9 +17,15 @@ MIN_TILE = 64
 
 
 def autotune(configs, key, **kwargs):
-    """``triton.autotune`` on a GPU; the first config alone under the interpreter."""
+    """``triton.autotune`` on a GPU; the first config alone under the interpreter.
+
+    On a GPU the chosen configs are cached on disk (Triton's cache, keyed by kernel source, key values and
+    device): every DAG stage is its own process, and without the cache each one benchmarks every config of
+    every kernel again before its first step.
+    """
     if interpreting():
         return triton.autotune(configs=configs[:1], key=key, **kwargs)
+    kwargs.setdefault("cache_results", True)
     return triton.autotune(configs=configs, key=key, **kwargs)
 
 
