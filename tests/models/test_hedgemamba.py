@@ -86,8 +86,31 @@ def test_hedgehog_layer_is_normalised_linear_attention_with_its_feature_maps(hed
         expected = layer.o_proj(torch.einsum("bhij,bjhd->bihd", rows, v).reshape(2, 9, -1))
     torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
     y = torch.randn(1, 1, 4, 12)
-    assert torch.equal(layer.feature_map_q(y)[..., :12], (torch.einsum("bthd,hed->bthe", y, layer.feature_map_q.weight)
-                                                           + layer.feature_map_q.bias).exp())
+    z = torch.einsum("bthd,hed->bthe", y, layer.feature_map_q.weight) + layer.feature_map_q.bias
+    assert torch.equal(layer.feature_map_k(y)[..., :12], (torch.einsum("bthd,hed->bthe", y, layer.feature_map_k.weight)
+                                                           + layer.feature_map_k.bias).exp())
+    # the query map is shifted by its largest |y| per token and head: a factor the normalisation divides out
+    torch.testing.assert_close(layer.feature_map_q(y)[..., :12], (z - z.abs().amax(-1, keepdim=True)).exp())
+
+
+def test_hedgehog_rows_stay_finite_where_exp_overflows(hedgehog):
+    """Queries of magnitude 100 (exp(100) overflows fp32): the layer's output equals the unshifted map's in fp64."""
+    layer = hedgehog.model.layers[1].linear_attn
+    x = torch.randn(1, 7, 48, generator=torch.Generator().manual_seed(2))
+    rope = hedgehog.model.rotary(torch.arange(7)[None], x.dtype)
+    with torch.no_grad():
+        layer.feature_map_q.weight.mul_(100.0 / layer.projections(x, rope)[0].abs().max())
+        out, _ = layer(x, rope)
+        q, k, v, _, _ = (t.double() for t in layer.projections(x, rope))
+        fmap = layer.feature_map_q
+        y = torch.einsum("bthd,hed->bthe", q, fmap.weight.double()) + fmap.bias.double()
+        fq, fk = torch.cat([y.exp(), (-y).exp()], -1), layer.feature_map_k(k.float()).double()
+        scores = torch.einsum("bihf,bjhf->bhij", fq, fk).tril()
+        expected = torch.einsum("bhij,bjhd->bihd", scores / scores.sum(-1, keepdim=True), v)
+        expected = layer.o_proj(expected.float().reshape(1, 7, -1))
+    assert y.abs().max() > 90  # past fp32's exp range
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_feature_maps_start_at_the_identity(teacher):

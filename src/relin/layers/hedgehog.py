@@ -41,13 +41,16 @@ class HedgehogFeatureMap(nn.Module):
     ``[softmax(y), softmax(−y)]`` over the head's features (LoLCATs' ``softmax_dim``).
 
     ``x [B, T, H, D]`` -> ``[B, T, H, 2D]``. Initialised to W = I, b = 0 (Hedgehog's listing).
+    With ``shift`` (the query side), the exp map is ``[exp(y − m), exp(−y − m)]`` with ``m = max |y|`` per token
+    and head: a per-query factor, which the normalised attention (eq. 9) divides out exactly, and which keeps
+    every feature ≤ 1 (``exp`` overflows fp32 past 88; a trained map reaches that: NaN rows).
     """
 
-    def __init__(self, num_heads: int, head_dim: int, kind: str = "exp"):
+    def __init__(self, num_heads: int, head_dim: int, kind: str = "exp", shift: bool = False):
         super().__init__()
         if kind not in FEATURE_MAPS:
             raise ValueError(f"feature map {kind!r}: expected one of {', '.join(FEATURE_MAPS)}")
-        self.kind = kind
+        self.kind, self.shift = kind, shift
         self.weight = nn.Parameter(torch.empty(num_heads, head_dim, head_dim))
         self.bias = nn.Parameter(torch.empty(num_heads, head_dim))
         self.reset_parameters()
@@ -59,9 +62,13 @@ class HedgehogFeatureMap(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.einsum("bthd,hed->bthe", x, self.weight.to(x.dtype)) + self.bias.to(x.dtype)
-        if self.kind == "exp":
-            return torch.cat([y.exp(), (-y).exp()], dim=-1)
-        return torch.cat([y.softmax(-1), (-y).softmax(-1)], dim=-1)
+        if self.kind == "softmax":
+            return torch.cat([y.softmax(-1), (-y).softmax(-1)], dim=-1)
+        if self.shift:
+            # the factor's gradient cancels in the normalised output too, so it is taken as a constant
+            m = y.detach().abs().amax(-1, keepdim=True)
+            return torch.cat([(y - m).exp(), (-y - m).exp()], dim=-1)
+        return torch.cat([y.exp(), (-y).exp()], dim=-1)
 
 
 class HedgehogAttention(nn.Module):
@@ -89,7 +96,7 @@ class HedgehogAttention(nn.Module):
         self.k_proj = nn.Linear(width, inner, bias=bias)
         self.v_proj = nn.Linear(width, inner, bias=bias)
         self.o_proj = nn.Linear(inner, width, bias=bias)
-        self.feature_map_q = HedgehogFeatureMap(num_heads, head_dim, feature_map)
+        self.feature_map_q = HedgehogFeatureMap(num_heads, head_dim, feature_map, shift=True)
         self.feature_map_k = HedgehogFeatureMap(num_heads, head_dim, feature_map)
 
     def projections(self, hidden_states: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor]

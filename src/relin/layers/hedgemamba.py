@@ -85,7 +85,7 @@ class HedgeMamba(nn.Module):
         self.out_proj = nn.Linear(inner, width, bias=bias)
         self.conv = ShortConvolution(3 * inner, conv_size, "silu" if conv_activation == "silu" else "none")
         self.feature_map_B = HedgehogFeatureMap(num_heads, head_dim, feature_map)
-        self.feature_map_C = HedgehogFeatureMap(num_heads, head_dim, feature_map)
+        self.feature_map_C = HedgehogFeatureMap(num_heads, head_dim, feature_map, shift=True)
         self.A_log = nn.Parameter(torch.empty(num_heads))
         self.dt_bias = nn.Parameter(torch.empty(num_heads))
         self.D = nn.Parameter(torch.empty(num_heads))
