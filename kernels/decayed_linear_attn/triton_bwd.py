@@ -149,105 +149,107 @@ def dla_bwd_kernel_dv(q, k, do, gc, rden, dh, dv, cu_seqlens, chunk_indices, sca
 
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "NORMALIZE"])
-@triton.jit(do_not_specialize=["TOTAL"])
-def dla_bwd_kernel_dqk(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, db_partial, cu_seqlens, chunk_indices,
-                       scale, TOTAL, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr,
-                       BK: tl.constexpr, BV: tl.constexpr, USE_G: tl.constexpr, NORMALIZE: tl.constexpr,
-                       OP: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr):
+@triton.jit
+def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_seqlens, chunk_indices, scale,
+                        H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
+                        BV: tl.constexpr, USE_G: tl.constexpr, NORMALIZE: tl.constexpr, OP: tl.constexpr,
+                        PRECISION: tl.constexpr, WIDEN: tl.constexpr):
+    """dq, dk and dg of one chunk and head. All of K is one program's loop, so the score gradient (a product over
+    V) is formed once per chunk rather than once per K tile, and the decay gradient's sum over K and its reverse
+    cumulative sum over the chunk happen here rather than in a kernel of their own."""
     IN = q.dtype.element_ty
     SDT = h.dtype.element_ty
-    i_c, i_k, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
+    i_c, i_h = tl.program_id(0), tl.program_id(1)
     i_c = tl.cast(i_c, tl.int64)
     i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_c)
     o_i = tl.arange(0, BT)
     r_t = bos + i_t * BT + o_i
     m_t = r_t < eos
-    o_k = i_k * BK + tl.arange(0, BK)
-    m_k = o_k < K
-    m_tk = m_t[:, None] & m_k[None, :]
     o_state = (i_c * H + i_h) * K * V
 
-    b_dq = tl.zeros([BT, BK], dtype=tl.float32)  # dO hᵀ
-    b_dk = tl.zeros([BT, BK], dtype=tl.float32)  # V dhᵀ
     b_ds = tl.zeros([BT, BT], dtype=tl.float32)  # ds[i, j] = do_i · v_j
     b_dst = tl.zeros([BT, BT], dtype=tl.float32)  # dsᵀ, its own product: see the note at dk_intra
-    b_hdh = tl.zeros([BK], dtype=tl.float32)  # Σ_v h ⊙ dh, for <h, dh>
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = i_v * BV + tl.arange(0, BV)
-        m_v = o_v < V
-        m_tv = m_t[:, None] & m_v[None, :]
+        m_tv = m_t[:, None] & (o_v < V)[None, :]
         b_v = tl.load(v + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0.)
         b_do = tl.load(do + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0.)
-        # states loaded transposed, [BV, BK]
-        o_vk = o_v[:, None] + o_k[None, :] * V
-        m_vk = m_v[:, None] & m_k[None, :]
-        b_h_vk = tl.load(h + o_state + o_vk, mask=m_vk, other=0.)
-        b_dh_vk = tl.load(dh + o_state + o_vk, mask=m_vk, other=0.)
         b_ds += dot(b_do, tl.trans(b_v), IN, PRECISION, WIDEN)
         b_dst += dot(b_v, tl.trans(b_do), IN, PRECISION, WIDEN)
-        b_dq += dot(b_do, b_h_vk, SDT, PRECISION, WIDEN)
-        b_dk += dot(b_v, b_dh_vk, SDT, PRECISION, WIDEN)
-        if USE_G:
-            b_hdh += tl.sum(b_h_vk.to(tl.float32) * b_dh_vk.to(tl.float32), axis=0)
 
-    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
-    b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     m_At = (o_i[:, None] <= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     if NORMALIZE:
         b_s = tl.load(rden + r_t * H + i_h, mask=m_t, other=0.)
     else:
         b_s = tl.where(m_t, scale, 0.)
-    b_dq *= b_s[:, None]
     b_ds *= b_s[:, None]
     b_dst *= b_s[None, :]
     if NORMALIZE:
         b_dd = tl.load(dd + r_t * H + i_h, mask=m_t, other=0.)
-        b_zc = tl.load(z + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
-        b_dzc = tl.load(dz + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
-        b_dq += b_dd[:, None] * b_zc[None, :]
-        b_dk += b_dzc[None, :]
         b_ds += b_dd[:, None]
         b_dst += b_dd[None, :]
-        b_hdh += b_zc * b_dzc
     if USE_G:
         i_last = bos + tl.minimum(i_t * BT + BT, eos - bos) - 1
         b_g_last = tl.load(gc + i_last * H + i_h)
         b_g = tl.load(gc + r_t * H + i_h, mask=m_t, other=0.)
-        b_dq *= tl.where(m_t, tl.exp(b_g), 0.)[:, None]
-        b_dk *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
         b_ds = tl.where(m_A, b_ds * tl.exp(tl.where(m_A, b_g[:, None] - b_g[None, :], 0.)), 0.)
         b_dst = tl.where(m_At, b_dst * tl.exp(tl.where(m_At, b_g[None, :] - b_g[:, None], 0.)), 0.)
     else:
         b_ds = tl.where(m_A, b_ds, 0.)
         b_dst = tl.where(m_At, b_dst, 0.)
-    b_dq += dot(b_ds, b_k, OP, PRECISION, WIDEN)
-    # dsᵀ is a product of its own rather than tl.trans(ds): Triton 3.4-3.7.0 miscompiles on Hopper the transpose
-    # of a dot output used as a 16-bit dot operand (fla issue #640).
-    b_dk_intra = dot(b_dst, b_q, OP, PRECISION, WIDEN)
-    p_out = (r_t[:, None] * H + i_h) * K + o_k[None, :]
-    tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
-    tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)
+
+    b_db = tl.zeros([BT], dtype=tl.float32)  # dL/db per token, summed over K
+    b_db_end = 0.  # what the chunk's last token gains through the state it hands on
+    for i_k in range(0, tl.cdiv(K, BK)):
+        o_k = i_k * BK + tl.arange(0, BK)
+        m_k = o_k < K
+        m_tk = m_t[:, None] & m_k[None, :]
+        b_dq = tl.zeros([BT, BK], dtype=tl.float32)  # dO hᵀ
+        b_dk = tl.zeros([BT, BK], dtype=tl.float32)  # V dhᵀ
+        b_hdh = tl.zeros([BK], dtype=tl.float32)  # Σ_v h ⊙ dh, for <h, dh>
+        for i_v in range(0, tl.cdiv(V, BV)):
+            o_v = i_v * BV + tl.arange(0, BV)
+            m_v = o_v < V
+            m_tv = m_t[:, None] & m_v[None, :]
+            b_v = tl.load(v + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0.)
+            b_do = tl.load(do + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_tv, other=0.)
+            # states loaded transposed, [BV, BK]
+            o_vk = o_v[:, None] + o_k[None, :] * V
+            m_vk = m_v[:, None] & m_k[None, :]
+            b_h_vk = tl.load(h + o_state + o_vk, mask=m_vk, other=0.)
+            b_dh_vk = tl.load(dh + o_state + o_vk, mask=m_vk, other=0.)
+            b_dq += dot(b_do, b_h_vk, SDT, PRECISION, WIDEN)
+            b_dk += dot(b_v, b_dh_vk, SDT, PRECISION, WIDEN)
+            if USE_G:
+                b_hdh += tl.sum(b_h_vk.to(tl.float32) * b_dh_vk.to(tl.float32), axis=0)
+
+        b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+        b_dq *= b_s[:, None]
+        if NORMALIZE:
+            b_zc = tl.load(z + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
+            b_dzc = tl.load(dz + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
+            b_dq += b_dd[:, None] * b_zc[None, :]
+            b_dk += b_dzc[None, :]
+            b_hdh += b_zc * b_dzc
+        if USE_G:
+            b_dq *= tl.where(m_t, tl.exp(b_g), 0.)[:, None]
+            b_dk *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
+        b_dq += dot(b_ds, b_k, OP, PRECISION, WIDEN)
+        # dsᵀ is a product of its own rather than tl.trans(ds): Triton 3.4-3.7.0 miscompiles on Hopper the
+        # transpose of a dot output used as a 16-bit dot operand (fla issue #640).
+        b_dk_intra = dot(b_dst, b_q, OP, PRECISION, WIDEN)
+        p_out = (r_t[:, None] * H + i_h) * K + o_k[None, :]
+        tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
+        tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)
+        if USE_G:
+            b_kdk_inter = tl.sum(b_k * b_dk, axis=1)
+            b_db += tl.sum(b_q * b_dq, axis=1) - tl.sum(b_k * b_dk_intra, axis=1) - b_kdk_inter
+            b_db_end += tl.exp(b_g_last) * tl.sum(b_hdh, axis=0) + tl.sum(b_kdk_inter, axis=0)
     if USE_G:
-        b_kdk_inter = tl.sum(b_k * b_dk, axis=1)
-        b_db = tl.sum(b_q * b_dq, axis=1) - tl.sum(b_k * b_dk_intra, axis=1) - b_kdk_inter
-        b_db_end = tl.exp(b_g_last) * tl.sum(b_hdh, axis=0) + tl.sum(b_kdk_inter, axis=0)
         b_db = tl.where(r_t == i_last, b_db + b_db_end, b_db)
-        tl.store(db_partial + (i_k * TOTAL + r_t) * H + i_h, b_db, mask=m_t)
-
-
-@triton.jit(do_not_specialize=["TOTAL"])
-def dla_bwd_kernel_reverse_cumsum(db_partial, dg, cu_seqlens, chunk_indices, TOTAL, H: tl.constexpr,
-                                  BT: tl.constexpr, NK: tl.constexpr):
-    """dg_t = Σ over the NK partials and over u ≥ t in t's chunk of dL/db_u."""
-    i_c, i_h = tl.program_id(0), tl.program_id(1)
-    i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, tl.cast(i_c, tl.int64))
-    r_t = bos + i_t * BT + tl.arange(0, BT)
-    m_t = r_t < eos
-    b_db = tl.zeros([BT], dtype=tl.float32)
-    for i_k in range(0, NK):
-        b_db += tl.load(db_partial + (i_k * TOTAL + r_t) * H + i_h, mask=m_t, other=0.)
-    tl.store(dg + r_t * H + i_h, tl.cumsum(b_db, axis=0, reverse=True), mask=m_t)
+        tl.store(dg + r_t * H + i_h, tl.cumsum(b_db, axis=0, reverse=True), mask=m_t)
 
 
 def normalizer_grad(do, o32, rden):
@@ -293,17 +295,10 @@ def chunk_bwd_dqk(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables):
     """dq, dk [1, T, H, K] and dg [1, T, H] fp32 (None without decay)."""
     _, TOTAL, H, K = q.shape
     V = v.shape[-1]
-    BK, BV = tile(K, KEY_TILE), tile(V, 64)
-    NK = triton.cdiv(K, BK)
     dq, dk = torch.empty_like(q), torch.empty_like(k)
-    db_partial = torch.empty(NK, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None
-    dla_bwd_kernel_dqk[(tables.num_chunks, NK, H)](
-        q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, db_partial, tables.cu_seqlens, tables.chunk_indices, scale,
-        TOTAL, H=H, K=K, V=V, BT=CHUNK_SIZE, BK=BK, BV=BV, USE_G=gc is not None, NORMALIZE=rden is not None,
-        **dot_args(q.dtype, K))
-    if gc is None:
-        return dq, dk, None
-    dg = torch.empty(1, TOTAL, H, dtype=torch.float32, device=q.device)
-    dla_bwd_kernel_reverse_cumsum[(tables.num_chunks, H)](db_partial, dg, tables.cu_seqlens, tables.chunk_indices,
-                                                          TOTAL, H=H, BT=CHUNK_SIZE, NK=NK)
+    dg = torch.empty(1, TOTAL, H, dtype=torch.float32, device=q.device) if gc is not None else None
+    dla_bwd_kernel_dqkg[(tables.num_chunks, H)](
+        q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, tables.cu_seqlens, tables.chunk_indices, scale,
+        H=H, K=K, V=V, BT=CHUNK_SIZE, BK=tile(K, KEY_TILE), BV=tile(V, 64), USE_G=gc is not None,
+        NORMALIZE=rden is not None, **dot_args(q.dtype, K))
     return dq, dk, dg
