@@ -1,4 +1,5 @@
-"""Triton backward of decayed linear attention, in fla's chunk_bwd_dh / chunk_bwd_dv / chunk_bwd_dqk split.
+"""Triton backward of decayed linear attention: fla's chunk_bwd_dh / chunk_bwd_dv / chunk_bwd_dqk split, with dg
+formed inside the dq/dk kernel.
 
 Per chunk, with h = state entering the chunk, dh = gradient of the state leaving it, b the in-chunk cumulative
 log decay and R_ij = e^{b_i - b_j} on the causal triangle (notes/chunked-algorithms.md §1), the gradient of o_i
