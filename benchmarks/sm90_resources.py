@@ -88,14 +88,14 @@ def dla_rows(dtype, K, V):
                   **dots)
     chunk = dict(serial, BK=tile(K, 64), BV=tile(V, dla_fwd.VALUE_TILE))
     states = dict(gc=f32, z=f32, h0=f32, z0=f32, ht=f32, zt=f32, rden=f32, dd=f32, dz=f32, dht=f32, dzt=f32, dh0=f32,
-                  dz0=f32, o32=f32, db_partial=f32)
+                  dz0=f32, o32=f32, dg=f32)
     for normalize in (False, True):
         kernels = [
             (dla_fwd.dla_fwd_kernel_h, serial, dict(USE_H0=True, STORE_HT=True)),
             (dla_fwd.dla_fwd_kernel_o, chunk, dict(STORE_O32=normalize, SPLIT_SCORES=dtype != "fp32", EPS=1e-6)),
             (dla_bwd.dla_bwd_kernel_dh, serial, dict(USE_DHT=True, STORE_DH0=True)),
             (dla_bwd.dla_bwd_kernel_dv, chunk, {}),
-            (dla_bwd.dla_bwd_kernel_dqk, dict(chunk, BK=tile(K, dla_fwd.KEY_TILE), BV=tile(V, 64)), {}),
+            (dla_bwd.dla_bwd_kernel_dqkg, dict(chunk, BK=tile(K, dla_fwd.KEY_TILE), BV=tile(V, 64)), {}),
         ]
         for kernel, base, extra in kernels:
             for kwargs, warps, stages in configs(kernel):
@@ -107,8 +107,6 @@ def dla_rows(dtype, K, V):
     yield "dla bwd_kernel_normalizer", resources(dla_bwd.dla_bwd_kernel_normalizer, dtype,
                                                  dict(o32=f32, rden=f32, dd=f32),
                                                  dict(H=H, V=V, BT=BT, BV=tile(V, 128)), 4, 2)
-    yield "dla bwd_kernel_reverse_cumsum", resources(dla_bwd.dla_bwd_kernel_reverse_cumsum, "fp32", INDEX,
-                                                     dict(H=H, BT=BT, NK=4), 4, 2)
 
 
 def main():
