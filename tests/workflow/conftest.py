@@ -102,10 +102,3 @@ def smoke_run(tmp_path_factory) -> Path:
     snakemake(repo)
     return repo
 
-
-def pytest_collection_modifyitems(config, items):
-    """Under xdist (``-n 2 --dist loadgroup``, pyproject's addopts) every test of the shared smoke run goes to one
-    worker: each worker builds its own session fixtures, and the smoke run is the suite's longest."""
-    for item in items:
-        if "smoke_run" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("smoke_run"))
