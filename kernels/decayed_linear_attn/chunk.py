@@ -12,7 +12,7 @@ from ..common.backend import use_triton
 from ..common.chunk_tables import chunk_tables
 from .ref import check_inputs, default_scale, pack_normalizer, per_sequence, unpack_normalizer
 from .torch_chunk import chunk_decayed_linear_attn_torch
-from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqk, chunk_bwd_dv, normalizer_grad
+from .triton_bwd import chunk_bwd_dh, chunk_bwd_dqkg, chunk_bwd_dv, normalizer_grad
 from .triton_fwd import chunk_cumsum, chunk_fwd_h, chunk_fwd_o
 
 
@@ -40,7 +40,7 @@ class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
         dd = normalizer_grad(do, o32, rden) if ctx.normalize else None
         dh, dz, dh0, dz0 = chunk_bwd_dh(q, do, gc, rden, dd, dht, dzt, ctx.has_h0, scale, ctx.normalize, tables)
         dv = chunk_bwd_dv(q, k, do, gc, rden, dh, scale, tables)
-        dq, dk, dg = chunk_bwd_dqk(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables)
+        dq, dk, dg = chunk_bwd_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables)
         return dq, dk, dv, dg, None, dh0, dz0, None, None, None
 
 

@@ -292,7 +292,7 @@ def chunk_bwd_dv(q, k, do, gc, rden, dh, scale, tables):
     return dv
 
 
-def chunk_bwd_dqk(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables):
+def chunk_bwd_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables):
     """dq, dk [1, T, H, K] and dg [1, T, H] fp32 (None without decay)."""
     _, TOTAL, H, K = q.shape
     V = v.shape[-1]

@@ -101,4 +101,3 @@ def smoke_run(tmp_path_factory) -> Path:
     repo = copy_repository(tmp_path_factory.mktemp("smoke"))
     snakemake(repo)
     return repo
-

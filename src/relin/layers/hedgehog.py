@@ -64,11 +64,9 @@ class HedgehogFeatureMap(nn.Module):
         y = torch.einsum("bthd,hed->bthe", x, self.weight.to(x.dtype)) + self.bias.to(x.dtype)
         if self.kind == "softmax":
             return torch.cat([y.softmax(-1), (-y).softmax(-1)], dim=-1)
-        if self.shift:
-            # the factor's gradient cancels in the normalised output too, so it is taken as a constant
-            m = y.detach().abs().amax(-1, keepdim=True)
-            return torch.cat([(y - m).exp(), (-y - m).exp()], dim=-1)
-        return torch.cat([y.exp(), (-y).exp()], dim=-1)
+        # the factor's gradient cancels in the normalised output too, so it is taken as a constant
+        m = y.detach().abs().amax(-1, keepdim=True) if self.shift else 0.0
+        return torch.cat([(y - m).exp(), (-y - m).exp()], dim=-1)
 
 
 class HedgehogAttention(nn.Module):
