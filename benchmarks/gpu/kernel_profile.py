@@ -14,6 +14,8 @@ Writes nothing; prints one block per case as it is measured and a summary table 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import sys
 import time
 
@@ -66,6 +68,34 @@ def host_ms_per_call(fn, calls=20):
     host = (time.perf_counter() - start) / calls * 1e3
     torch.cuda.synchronize()
     return host
+
+
+def graphed_ms(fn):
+    """Median ms of ``fn`` captured once in a CUDA graph and replayed: the kernels with no host in between."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    ms = do_bench(graph.replay, warmup=10, rep=50, return_mode="median")
+    del graph
+    return ms
+
+
+def python_profile(fn, calls=20, rows=30):
+    """cProfile of ``calls`` calls (GPU left to run behind): Python functions by own time."""
+    torch.cuda.synchronize()
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(calls):
+        fn()
+    profiler.disable()
+    torch.cuda.synchronize()
+    print(f"cProfile, {calls} calls, by own time:")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(rows)
 
 
 def kernel_times(fn):
@@ -129,6 +159,10 @@ def main():
                         help="first check the selected ops against their fp32 references (kernels.py's checks)")
     parser.add_argument("--host", action="store_true",
                         help="also split one call's host time by Triton launch and torch op (torch.profiler, CPU)")
+    parser.add_argument("--graph", action="store_true",
+                        help="also time each case captured in a CUDA graph (kernel time with no host gaps)")
+    parser.add_argument("--cprofile", action="store_true",
+                        help="also print a cProfile of the host side by Python function")
     parser.add_argument("--retune", action="store_true",
                         help="forget autotuning before each case (the keys hold no length or batch)")
     args = parser.parse_args()
@@ -157,18 +191,22 @@ def main():
         host = host_ms_per_call(fn)
         rows = kernel_times(fn)
         total = sum(ms for _, ms in rows)
-        print(f"\n{name}: wall {wall:.3f} ms, host {host:.3f} ms, kernels {total:.3f} ms", flush=True)
+        graph = graphed_ms(fn) if args.graph else float("nan")
+        print(f"\n{name}: wall {wall:.3f} ms, host {host:.3f} ms, kernels {total:.3f} ms, graphed {graph:.3f} ms",
+              flush=True)
         for kernel, ms in rows[:12]:
             print(f"  {ms:8.3f} ms  {kernel[:100]}")
         print_tuning(autotuners())
         if args.host:
             host_breakdown(fn)
-        summary.append((name, wall, host, total))
+        if args.cprofile:
+            python_profile(fn)
+        summary.append((name, wall, host, total, graph))
         del fn
         torch.cuda.empty_cache()
-    print(f"\n{'case':48s} {'wall ms':>9s} {'host ms':>9s} {'kernels ms':>11s}")
-    for name, wall, host, total in summary:
-        print(f"{name:48s} {wall:9.3f} {host:9.3f} {total:11.3f}")
+    print(f"\n{'case':48s} {'wall ms':>9s} {'host ms':>9s} {'kernels ms':>11s} {'graphed ms':>11s}")
+    for name, wall, host, total, graph in summary:
+        print(f"{name:48s} {wall:9.3f} {host:9.3f} {total:11.3f} {graph:11.3f}")
 
 
 if __name__ == "__main__":

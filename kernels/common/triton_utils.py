@@ -5,6 +5,9 @@ driver), cast loop variables with ``tl.cast`` rather than ``.to()``.
 """
 from __future__ import annotations
 
+import types
+
+import torch
 import triton
 
 from .backend import interpreting
@@ -21,12 +24,39 @@ def autotune(configs, key, **kwargs):
 
     On a GPU the chosen configs are cached on disk (Triton's cache, keyed by kernel source, key values and
     device): every DAG stage is its own process, and without the cache each one benchmarks every config of
-    every kernel again before its first step.
+    every kernel again before its first step. Repeat launches look their config up through ``_cached_run``.
     """
     if interpreting():
         return triton.autotune(configs=configs[:1], key=key, **kwargs)
     kwargs.setdefault("cache_results", True)
-    return triton.autotune(configs=configs, key=key, **kwargs)
+
+    def decorator(fn):
+        tuner = triton.autotune(configs=configs, key=key, **kwargs)(fn)
+        tuner.run = types.MethodType(_cached_run, tuner)
+        tuner.chosen = {}
+        return tuner
+    return decorator
+
+
+def _cached_run(tuner, *args, **kwargs):
+    """``Autotuner.run`` with its choice remembered per (key values, tensor dtypes) for the next launch.
+
+    Triton's own lookup rebuilds a dict of every argument and scans it on each launch, which costs tens of
+    microseconds per kernel: comparable to a whole chunk kernel at short lengths. Every key our kernels tune on
+    is a keyword (constexpr) argument; a launch that passes one positionally takes Triton's path.
+    """
+    try:
+        key = (tuple(kwargs[name] for name in tuner.keys),
+               tuple(arg.dtype for arg in args if isinstance(arg, torch.Tensor)))
+    except KeyError:
+        return type(tuner).run(tuner, *args, **kwargs)
+    options = tuner.chosen.get(key)
+    if options is None:
+        result = type(tuner).run(tuner, *args, **kwargs)
+        if tuner.best_config.pre_hook is None:
+            tuner.chosen[key] = tuner.best_config.all_kwargs()
+        return result
+    return tuner.fn.run(*args, **kwargs, **options)
 
 
 def tile(dim: int, cap: int) -> int:

@@ -17,38 +17,46 @@ from .triton_fwd import chunk_cumsum, chunk_fwd_h, chunk_fwd_o
 
 
 class ChunkDecayedLinearAttnFunction(torch.autograd.Function):
-    """Packed inputs: q, k [1, T, H, K], v [1, T, H, V] (one dtype), g [1, T, H] fp32 or None, initial state
-    S_0 [N, H, K, V] and (normalized) z_0 [N, H, K] fp32 or None, the call's ``ChunkTables``.
-    Returns o [1, T, H, V] in q's dtype and the final S and z in fp32 (or None)."""
+    """q, k [B, T, H, K], v [B, T, H, V] (one dtype), g [B, T, H] fp32 or None, initial state S_0 [N, H, K, V] and
+    (normalized) z_0 [N, H, K] fp32 or None, the call's ``ChunkTables``. Returns o [B, T, H, V] in q's dtype and
+    the final S and z in fp32 (or None).
+
+    The kernels see the batch packed as one sequence [1, B·T, H, D]; packing here rather than around the call
+    keeps view nodes out of the autograd graph (each costs host time in every backward)."""
 
     @staticmethod
     def forward(ctx, q, k, v, g, scale, h0, z0, output_final_state, normalize, tables):
+        B, T, H, _ = q.shape
+        q, k, v = (x.reshape(1, B * T, H, x.shape[-1]).contiguous() for x in (q, k, v))
+        g = g.reshape(1, B * T, H).contiguous() if g is not None else None
         gc = chunk_cumsum(g, tables) if g is not None else None
         h, z, ht, zt = chunk_fwd_h(k, v, gc, h0, z0, output_final_state, normalize, tables)
         o, o32, rden = chunk_fwd_o(q, k, v, gc, h, z, scale, normalize, any(ctx.needs_input_grad), tables)
         ctx.save_for_backward(q, k, v, gc, h, z, o32, rden)
-        ctx.scale, ctx.normalize, ctx.tables, ctx.has_h0 = scale, normalize, tables, h0 is not None
-        return o, ht, zt
+        ctx.scale, ctx.normalize, ctx.tables, ctx.has_h0, ctx.batch = scale, normalize, tables, h0 is not None, B
+        return o.reshape(B, T, H, -1), ht, zt
 
     @staticmethod
     def backward(ctx, do, dht, dzt):
         q, k, v, gc, h, z, o32, rden = ctx.saved_tensors
         scale, tables = ctx.scale, ctx.tables
-        do = do.contiguous()
+        do = do.reshape(v.shape).contiguous()
         dht = dht.contiguous() if dht is not None else None
         dzt = dzt.contiguous() if dzt is not None and ctx.normalize else None
         dd = normalizer_grad(do, o32, rden) if ctx.normalize else None
         dh, dz, dh0, dz0 = chunk_bwd_dh(q, do, gc, rden, dd, dht, dzt, ctx.has_h0, scale, ctx.normalize, tables)
         dv = chunk_bwd_dv(q, k, do, gc, rden, dh, scale, tables)
         dq, dk, dg = chunk_bwd_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, scale, tables)
+        B, T = ctx.batch, q.shape[1] // ctx.batch
+        dq, dk, dv = (x.reshape(B, T, *x.shape[2:]) for x in (dq, dk, dv))
+        dg = dg.reshape(B, T, -1) if dg is not None else None
         return dq, dk, dv, dg, None, dh0, dz0, None, None, None
 
 
 def _triton_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize):
-    B, T, H, _ = q.shape
+    B, T, _, _ = q.shape
     tables = chunk_tables(B, T, bounds, q.device)
-    q, k, v = (x.reshape(1, B * T, H, x.shape[-1]).contiguous() for x in (q, k, v))
-    g = g.float().reshape(1, B * T, H).contiguous() if g is not None else None
+    g = g.float() if g is not None else None
     h0 = z0 = None
     if initial_state is not None:
         h0, z0 = initial_state if normalize else (initial_state, None)
@@ -57,7 +65,7 @@ def _triton_core(q, k, v, g, scale, initial_state, output_final_state, bounds, n
     o, ht, zt = ChunkDecayedLinearAttnFunction.apply(q, k, v, g, scale, h0, z0, output_final_state, normalize,
                                                      tables)
     final_state = ((ht, zt) if normalize else ht) if output_final_state else None
-    return o.reshape(B, T, H, -1), final_state
+    return o, final_state
 
 
 def _torch_core(q, k, v, g, scale, initial_state, output_final_state, bounds, normalize):

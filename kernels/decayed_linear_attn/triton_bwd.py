@@ -27,7 +27,7 @@ import triton.language as tl
 from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
 from ..common.dot import dot
 from ..common.triton_utils import autotune, tile
-from .triton_fwd import _CONFIGS, KEY_TILE, STATE_TILE, VALUE_TILE, dot_args, state_dtype
+from .triton_fwd import _CONFIGS, KEY_TILE, STATE_K_TILE, STATE_V_TILE, VALUE_TILE, dot_args, state_dtype
 
 
 @triton.jit(do_not_specialize=["TOTAL"])
@@ -200,6 +200,10 @@ def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_
         b_ds = tl.where(m_A, b_ds, 0.)
         b_dst = tl.where(m_At, b_dst, 0.)
 
+    # cast once to the operand dtype of the K loop's products (16-bit ones take half the registers)
+    b_ds = b_ds.to(OP)
+    b_dst = b_dst.to(OP)
+
     b_db = tl.zeros([BT], dtype=tl.float32)  # dL/db per token, summed over K
     b_db_end = 0.  # what the chunk's last token gains through the state it hands on
     for i_k in range(0, tl.cdiv(K, BK)):
@@ -225,8 +229,8 @@ def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_
             if USE_G:
                 b_hdh += tl.sum(b_h_vk.to(tl.float32) * b_dh_vk.to(tl.float32), axis=0)
 
-        b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
-        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.).to(tl.float32)
+        b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
+        b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
         b_dq *= b_s[:, None]
         if NORMALIZE:
             b_zc = tl.load(z + (i_c * H + i_h) * K + o_k, mask=m_k, other=0.)
@@ -238,15 +242,16 @@ def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_
             b_dq *= tl.where(m_t, tl.exp(b_g), 0.)[:, None]
             b_dk *= tl.where(m_t, tl.exp(b_g_last - b_g), 0.)[:, None]
         b_dq += dot(b_ds, b_k, OP, PRECISION, WIDEN)
+        if USE_G:
+            b_kdk_inter = tl.sum(b_k.to(tl.float32) * b_dk, axis=1)
         # dsᵀ is a product of its own rather than tl.trans(ds): Triton 3.4-3.7.0 miscompiles on Hopper the
         # transpose of a dot output used as a 16-bit dot operand (fla issue #640).
-        b_dk_intra = dot(b_dst, b_q, OP, PRECISION, WIDEN)
+        b_dk += dot(b_dst, b_q, OP, PRECISION, WIDEN)
         p_out = (r_t[:, None] * H + i_h) * K + o_k[None, :]
         tl.store(dq + p_out, b_dq.to(dq.dtype.element_ty), mask=m_tk)
-        tl.store(dk + p_out, (b_dk + b_dk_intra).to(dk.dtype.element_ty), mask=m_tk)
+        tl.store(dk + p_out, b_dk.to(dk.dtype.element_ty), mask=m_tk)
         if USE_G:
-            b_kdk_inter = tl.sum(b_k * b_dk, axis=1)
-            b_db += tl.sum(b_q * b_dq, axis=1) - tl.sum(b_k * b_dk_intra, axis=1) - b_kdk_inter
+            b_db += tl.sum(b_q.to(tl.float32) * b_dq - b_k.to(tl.float32) * b_dk, axis=1)
             b_db_end += tl.exp(b_g_last) * tl.sum(b_hdh, axis=0) + tl.sum(b_kdk_inter, axis=0)
     if USE_G:
         b_db = tl.where(r_t == i_last, b_db + b_db_end, b_db)
@@ -267,7 +272,7 @@ def chunk_bwd_dh(q, do, gc, rden, dd, dht, dzt, want_dh0, scale, normalize, tabl
     chunk; dS_0 [N, H, K, V] and dz_0 [N, H, K] fp32 (or None)."""
     _, _, H, K = q.shape
     V = do.shape[-1]
-    BK, BV = tile(K, STATE_TILE), tile(V, STATE_TILE)
+    BK, BV = tile(K, STATE_K_TILE), tile(V, STATE_V_TILE)
     NT, N = tables.num_chunks, tables.num_seqs
     dh = torch.empty(NT, H, K, V, dtype=state_dtype(q.dtype), device=q.device)
     dz = torch.empty(NT, H, K, dtype=torch.float32, device=q.device) if normalize else None
