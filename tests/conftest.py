@@ -11,3 +11,29 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
 os.environ.setdefault("DVC_NO_ANALYTICS", "1")
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two workers share the machine's cores with the workflow tests' Snakemake jobs: one thread each avoids
+    # oversubscribed OpenMP pools, where tiny ops wait on spinning threads.
+    torch.set_num_threads(1)
+
+WORKFLOW = "tests/workflow/"
+
+
+def pytest_collection_modifyitems(items):
+    # The workflow tests first: under xdist they are one unit of work (below), the longest, so they start at once.
+    items.sort(key=lambda item: not item.nodeid.startswith(WORKFLOW))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` with every workflow test in one scope: they share one session-scoped smoke DAG run,
+    which a second worker would build again (xdist's ``loadgroup`` marks do not group under pytest 9)."""
+    if config.getoption("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkflowScope(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return WORKFLOW if nodeid.startswith(WORKFLOW) else super()._split_scope(nodeid)
+
+    return WorkflowScope(config, log)
