@@ -13,7 +13,7 @@ workers=$(( $(nproc) - 1 ))
 pytest_run() {  # log name, time limit, pytest arguments
     local log=$1 limit=$2
     shift 2
-    (cd tests/kernels && timeout "$limit" python3 -m pytest . -n "$workers" -p no:cacheprovider -p no:benchmark \
+    (cd tests/kernels && timeout "$limit" python3 -m pytest . -n "$workers" --dist load -p no:cacheprovider -p no:benchmark \
         -q --tb=short -rfs --durations=10 "$@") 2>&1 | tee "$OUT/$log" | tail -25
 }
 for stage in "$@"; do
