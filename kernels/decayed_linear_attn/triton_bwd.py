@@ -16,7 +16,8 @@ chunk's last token also gains dL/db_C through the state it hands on, <dh, S_end>
 + Σ_j k_j·dk_j^inter; dg is the reverse cumulative sum of dL/db inside the chunk. Summing globally instead
 (adding <S_T, dS_T> at the end of the sequence) cancels terms of size |S_T|·|dS_T| that were rounded differently:
 with no initial state, dg at the first token is 0 exactly but came out ~0.3 at T = 1 with K = 256. Here
-−k_j·dk_j^inter and the +Σ_j at the chunk's end are the same fp32 numbers.
+−k_j·dk_j^inter (inside each token's −k_j·dk_j) and the +Σ_j at the chunk's end come from the same fp32 tile of
+one chunk, so what cancels is of one chunk's size, never of the whole sequence's.
 """
 from __future__ import annotations
 
