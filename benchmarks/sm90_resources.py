@@ -84,7 +84,7 @@ def dla_rows(dtype, K, V):
     f32 = "*fp32"
     low = dtype != "fp32" and K >= dla_fwd.LOW_OPERANDS_MIN_K
     dots = dict(OP=(tl.bfloat16 if low else tl.float32), PRECISION="ieee" if dtype == "fp32" else "tf32", WIDEN=False)
-    serial = dict(H=H, K=K, V=V, BT=BT, BK=tile(K, dla_fwd.STATE_K_TILE), BV=tile(V, dla_fwd.STATE_V_TILE), USE_G=True,
+    serial = dict(H=H, K=K, V=V, BT=BT, BK=tile(K, dla_fwd.STATE_TILE), BV=tile(V, dla_fwd.STATE_TILE), USE_G=True,
                   **dots)
     chunk = dict(serial, BK=tile(K, 64), BV=tile(V, dla_fwd.VALUE_TILE))
     states = dict(gc=f32, z=f32, h0=f32, z0=f32, ht=f32, zt=f32, rden=f32, dd=f32, dz=f32, dht=f32, dzt=f32, dh0=f32,

@@ -28,7 +28,7 @@ import triton.language as tl
 from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
 from ..common.dot import dot
 from ..common.triton_utils import autotune, tile
-from .triton_fwd import _CONFIGS, KEY_TILE, STATE_K_TILE, STATE_V_TILE, VALUE_TILE, dot_args, state_dtype
+from .triton_fwd import _CONFIGS, KEY_TILE, STATE_TILE, VALUE_TILE, dot_args, state_dtype
 
 
 @triton.jit(do_not_specialize=["TOTAL"])
@@ -201,7 +201,7 @@ def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_
         b_ds = tl.where(m_A, b_ds, 0.)
         b_dst = tl.where(m_At, b_dst, 0.)
 
-    # cast once to the operand dtype of the K loop's products (16-bit ones take half the registers)
+    # in the K loop's operand dtype once, rather than cast by the dot helper in every K iteration
     b_ds = b_ds.to(OP)
     b_dst = b_dst.to(OP)
 
@@ -273,7 +273,7 @@ def chunk_bwd_dh(q, do, gc, rden, dd, dht, dzt, want_dh0, scale, normalize, tabl
     chunk; dS_0 [N, H, K, V] and dz_0 [N, H, K] fp32 (or None)."""
     _, _, H, K = q.shape
     V = do.shape[-1]
-    BK, BV = tile(K, STATE_K_TILE), tile(V, STATE_V_TILE)
+    BK, BV = tile(K, STATE_TILE), tile(V, STATE_TILE)
     NT, N = tables.num_chunks, tables.num_seqs
     dh = torch.empty(NT, H, K, V, dtype=state_dtype(q.dtype), device=q.device)
     dz = torch.empty(NT, H, K, dtype=torch.float32, device=q.device) if normalize else None

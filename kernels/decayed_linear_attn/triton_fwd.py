@@ -33,7 +33,7 @@ TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float
 LOW_OPERANDS_MIN_K = 64
 # K and V tiles of the serial state passes and K tile of the dq/dk kernel; V tile of the output and dv kernels,
 # where one tile holding all of V builds each chunk's score tile once instead of once per V tile.
-STATE_K_TILE = STATE_V_TILE = 64
+STATE_TILE = 64
 KEY_TILE = 64
 VALUE_TILE = 128
 
@@ -212,7 +212,7 @@ def chunk_fwd_h(k, v, gc, h0, z0, output_final_state, normalize, tables):
     S [N, H, K, V] and z [N, H, K] fp32 (or None)."""
     _, _, H, K = k.shape
     V = v.shape[-1]
-    BK, BV = tile(K, STATE_K_TILE), tile(V, STATE_V_TILE)
+    BK, BV = tile(K, STATE_TILE), tile(V, STATE_TILE)
     NT, N = tables.num_chunks, tables.num_seqs
     h = torch.empty(NT, H, K, V, dtype=state_dtype(k.dtype), device=k.device)
     z = torch.empty(NT, H, K, dtype=torch.float32, device=k.device) if normalize else None
