@@ -119,6 +119,40 @@ def test_head_dim_sweep(dk, dv):
                             dv=dv)
 
 
+INFERENCE_CASES = [(2, T, init, l2, None, DK, DV) for T, init, l2 in CASES] + [
+    (1, 164, True, True, [0, 15, 15, 100, 164], DK, DV), (2, 75, True, False, None, 16, 7),
+    (1, 130, False, False, [0, 64, 130], 24, 33)]
+
+
+@pytest.mark.parametrize("B,T,with_initial_state,l2norm_in_kernel,cu_seqlens,dk,dv", INFERENCE_CASES)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_forward_without_gradients_matches_reference(dtype, B, T, with_initial_state, l2norm_in_kernel, cu_seqlens,
+                                                     dk, dv):
+    """The fused two-kernel forward (no input requires a gradient, and under ``torch.no_grad``) against the token
+    loop, and equal to the training forward."""
+    cu = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.long, device=DEVICE)
+    N = B if cu is None else cu.numel() - 1
+    inputs, h0 = make_inputs(B, T, N, dtype, with_initial_state, l2norm_in_kernel, dk=dk, dv=dv)
+    kwargs = dict(initial_state=h0, output_final_state=True, use_qk_l2norm_in_kernel=l2norm_in_kernel,
+                  cu_seqlens=cu)
+    ref = naive_recurrent_gated_delta_rule(**{n: x.cpu().float() for n, x in inputs.items()},
+                                           **dict(kwargs, initial_state=None if h0 is None else h0.cpu(),
+                                                  cu_seqlens=None if cu is None else cu.cpu()))
+    o, ht = chunk_gated_delta_rule(**inputs, backend="triton", **kwargs)
+    with torch.no_grad():
+        o_off, ht_off = chunk_gated_delta_rule(**{n: x.requires_grad_() for n, x in inputs.items()},
+                                               backend="triton", **kwargs)
+    o_train, ht_train = chunk_gated_delta_rule(**inputs, backend="triton", **kwargs)
+    assert o_train.requires_grad and not o.requires_grad
+    ratios = RATIOS[dtype]
+    for name, out, state in (("no input requires grad", o, ht), ("no_grad", o_off, ht_off)):
+        assert out.dtype == dtype and state.dtype == torch.float32
+        assert_close(f"o ({name})", ref[0].to(DEVICE), out, ratios["o"])
+        assert_close(f"ht ({name})", ref[1].to(DEVICE), state, ratios["ht"])
+        assert_close(f"o ({name}) vs training forward", o_train.detach(), out, ratios["o"])
+        assert_close(f"ht ({name}) vs training forward", ht_train.detach(), state, ratios["ht"])
+
+
 def test_head_dims_beyond_the_kernels_fail_at_the_call():
     inputs, _ = make_inputs(1, 8, 1, torch.float32, False, False, dk=16, dv=16)
     for name, x in (("K", dict(q=inputs["q"].repeat(1, 1, 1, 17), k=inputs["k"].repeat(1, 1, 1, 17))),
