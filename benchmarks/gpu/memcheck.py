@@ -1,7 +1,7 @@
 """Run every relin kernel, in every autotuning config, at small shapes of every head dim: the sweep to run under
 ``compute-sanitizer --tool memcheck`` (which reports out-of-bounds and misaligned accesses the tests cannot see).
 
-    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py
+    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr]
 
 The autotuner times each config once instead of benchmarking it (memcheck slows every launch), so each config
 still runs. Shapes match tests/kernels' head-dim sweeps (two heads), so a machine that ran those has the
@@ -49,6 +49,15 @@ def fwd_bwd(op, inputs, states=()):
     return all(torch.isfinite(t).all() for t in (out, *finals, *grads))
 
 
+def forward_only(op, inputs):
+    """The forward without autograd (the ops' inference paths); every output must be finite."""
+    with torch.no_grad():
+        out, final = op(**inputs)
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    return bool(torch.isfinite(out).all() and torch.isfinite(final).all())
+
+
 def gdn_cases():
     for K, V in DIMS:
         for B, T, cu in ((2, 75, None), (1, 164, torch.tensor([0, 15, 15, 100, 164], device=DEVICE))):
@@ -58,6 +67,8 @@ def gdn_cases():
             x = {n: t.to(torch.bfloat16) for n, t in x.items()}
             x["initial_state"] = r(N, H, K, V)
             yield f"gdn K={K} V={V} B={B} T={T} varlen={cu is not None}", lambda x=x, cu=cu: fwd_bwd(
+                lambda **a: chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton"), x)
+            yield f"gdn K={K} V={V} B={B} T={T} varlen={cu is not None} no grad", lambda x=x, cu=cu: forward_only(
                 lambda **a: chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton"), x)
 
 
@@ -94,10 +105,15 @@ def msr_cases():
                                                   backend="triton"), x)
 
 
-def main():
+def main(argv=None):
+    """Every case, or those of the ops named on the command line (gdn, dla, msr)."""
+    ops = set((sys.argv[1:] if argv is None else argv) or ("gdn", "dla", "msr"))
+    if not ops <= {"gdn", "dla", "msr"}:
+        raise SystemExit(f"memcheck.py takes gdn, dla, msr; got {' '.join(sorted(ops))}")
     torch.manual_seed(0)
     failures, count = [], 0
-    for cases in (gdn_cases(), dla_cases(), msr_cases()):
+    sweeps = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases}
+    for cases in (sweeps[op]() for op in ("gdn", "dla", "msr") if op in ops):
         for name, case in cases:
             finite = case()
             count += 1

@@ -10,6 +10,8 @@ Per chunk and head, with b the in-chunk cumulative log decay, gamma = exp(b), R_
 3. ``state`` (sequential over the chunks of each sequence): delta = U - W S_0 and
    S_C = gamma_C S_0 + (diag(gamma_C / gamma) K)^T delta, the [K, BV] state in fp32 registers.
 4. ``output`` (parallel): O = scale (diag(gamma) Q S_0 + tril(R * Q K^T) delta).
+When no gradient is wanted, ``wu`` also stores tril(R * Q K^T) and steps 3 and 4 run as one sequential pass
+(``state_output``): the per-chunk states and deltas never leave registers.
 
 Precision, as in fla: with 16-bit inputs the intermediates (W, U, per-chunk states, deltas) are stored in that
 dtype and products take 16-bit operands with fp32 accumulation; the running state, decays and the final state
@@ -50,8 +52,6 @@ def _substitute_row(b_A, b_X, i: tl.constexpr):
 # Configs kept from the H200 sweeps of benchmarks/notes/gdn-h200.md.
 _KKT_CONFIGS = [triton.Config({"BK": 64}, num_warps=w) for w in (2, 1, 4)]
 _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in ((4, 3), (8, 2))]
-# One program per chunk and head, ten (twenty with Q K^T) 16 x 16 accumulators: few warps.
-_PREPARE_CONFIGS = [triton.Config({"BK": 64, "BV": 64}, num_warps=w) for w in (2, 1, 4)]
 # Narrow V blocks multiply the programs of the serial pass when sequences x heads is small, which is all the
 # parallelism it has. 8 warps split a product's N over two warpgroups, so their V blocks are 64 wide (16 per
 # warpgroup faulted on the H200 with Triton 3.6). fp32 inputs overflow shared memory at 3 stages, hence the
@@ -186,239 +186,15 @@ def gdn_fwd_kernel_kkt_inverse(
     tl.store(p + 48 * BT + 48, x33.to(DT))
 
 
-@triton.jit
-def _causal_block(b_qk, b_bi, b_bj, m_i, m_j, DIAGONAL: tl.constexpr):
-    """exp(b_i - b_j) q_i . k_j for one 16 x 16 block (b_qk) of tril(R * Q K^T) (diagonal included), zero
-    elsewhere."""
-    o = tl.arange(0, 16)
-    keep = m_i[:, None] & m_j[None, :]
-    if DIAGONAL:
-        keep = keep & (o[:, None] >= o[None, :])
-    return tl.where(keep, tl.exp(tl.where(keep, b_bi[:, None] - b_bj[None, :], 0.)) * b_qk, 0.)
-
-
-@triton.jit
-def _store_lower(p, x00, x10, x11, x20, x21, x22, x30, x31, x32, x33, BT: tl.constexpr):
-    """Store the ten lower 16 x 16 blocks of a [BT = 64, 64] matrix at ``p`` (row-major) and zeros above them."""
-    DT = p.dtype.element_ty
-    o = tl.arange(0, 16)
-    p = p + o[:, None] * BT + o[None, :]
-    zero = tl.zeros([16, 16], dtype=DT)
-    tl.store(p, x00.to(DT))
-    tl.store(p + 16, zero)
-    tl.store(p + 32, zero)
-    tl.store(p + 48, zero)
-    tl.store(p + 16 * BT, x10.to(DT))
-    tl.store(p + 16 * BT + 16, x11.to(DT))
-    tl.store(p + 16 * BT + 32, zero)
-    tl.store(p + 16 * BT + 48, zero)
-    tl.store(p + 32 * BT, x20.to(DT))
-    tl.store(p + 32 * BT + 16, x21.to(DT))
-    tl.store(p + 32 * BT + 32, x22.to(DT))
-    tl.store(p + 32 * BT + 48, zero)
-    tl.store(p + 48 * BT, x30.to(DT))
-    tl.store(p + 48 * BT + 16, x31.to(DT))
-    tl.store(p + 48 * BT + 32, x32.to(DT))
-    tl.store(p + 48 * BT + 48, x33.to(DT))
-
-
-@triton.jit
-def _lower_times(x00, x10, x11, x20, x21, x22, x30, x31, x32, x33, y0, y1, y2, y3, DT: tl.constexpr,
-                 PRECISION: tl.constexpr, WIDEN: tl.constexpr):
-    """The four 16-row blocks of X Y for a block lower-triangular X (ten 16 x 16 blocks) and Y in 16-row
-    blocks."""
-    z0 = dot(x00, y0, DT, PRECISION, WIDEN)
-    z1 = dot(x10, y0, DT, PRECISION, WIDEN) + dot(x11, y1, DT, PRECISION, WIDEN)
-    z2 = dot(x20, y0, DT, PRECISION, WIDEN) + dot(x21, y1, DT, PRECISION, WIDEN) + dot(x22, y2, DT, PRECISION, WIDEN)
-    z3 = (dot(x30, y0, DT, PRECISION, WIDEN) + dot(x31, y1, DT, PRECISION, WIDEN) + dot(x32, y2, DT, PRECISION, WIDEN)
-          + dot(x33, y3, DT, PRECISION, WIDEN))
-    return z0, z1, z2, z3
-
-
-@autotune(configs=_PREPARE_CONFIGS, key=["H", "K", "V", "BT", "STORE_INVERSE", "STORE_QK"])
-@triton.jit(do_not_specialize=["T"])
-def gdn_fwd_kernel_prepare(
-    q, k, v, g, beta, b_cum, m_inv, w, u, qk, cu_seqlens, chunk_indices, T,
-    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    STORE_INVERSE: tl.constexpr, STORE_QK: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr,
-):
-    """Steps 1 and 2 in one program per chunk and head: b, M^{-1} (kept in registers as ten 16 x 16 blocks;
-    stored for the backward with ``STORE_INVERSE``), W and U; with ``STORE_QK`` also tril(R * Q K^T), which the
-    fused state-and-output pass reads instead of recomputing it for every V block."""
-    DT = w.dtype.element_ty
-    tl.static_assert(BT == 64, "the blockwise inverse is written for 64-token chunks")
-    i_tg, i_h = tl.program_id(0), tl.program_id(1)
-    i_tg = tl.cast(i_tg, tl.int64)
-    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
-
-    o = tl.arange(0, 16)
-    r0 = bos + i_c * BT + o
-    r1, r2, r3 = r0 + 16, r0 + 32, r0 + 48
-    m0, m1, m2, m3 = r0 < eos, r1 < eos, r2 < eos, r3 < eos
-    g0 = tl.load(g + r0 * H + i_h, mask=m0, other=0.).to(tl.float32)
-    g1 = tl.load(g + r1 * H + i_h, mask=m1, other=0.).to(tl.float32)
-    g2 = tl.load(g + r2 * H + i_h, mask=m2, other=0.).to(tl.float32)
-    g3 = tl.load(g + r3 * H + i_h, mask=m3, other=0.).to(tl.float32)
-    b0 = tl.cumsum(g0, 0)
-    b1 = tl.cumsum(g1, 0) + tl.sum(g0, 0)
-    b2 = tl.cumsum(g2, 0) + tl.sum(g1, 0) + tl.sum(g0, 0)
-    b3 = tl.cumsum(g3, 0) + tl.sum(g2, 0) + tl.sum(g1, 0) + tl.sum(g0, 0)
-    tl.store(b_cum + r0 * H + i_h, b0, mask=m0)
-    tl.store(b_cum + r1 * H + i_h, b1, mask=m1)
-    tl.store(b_cum + r2 * H + i_h, b2, mask=m2)
-    tl.store(b_cum + r3 * H + i_h, b3, mask=m3)
-    be0 = tl.load(beta + r0 * H + i_h, mask=m0, other=0.).to(tl.float32)
-    be1 = tl.load(beta + r1 * H + i_h, mask=m1, other=0.).to(tl.float32)
-    be2 = tl.load(beta + r2 * H + i_h, mask=m2, other=0.).to(tl.float32)
-    be3 = tl.load(beta + r3 * H + i_h, mask=m3, other=0.).to(tl.float32)
-
-    # The ten lower blocks of K K^T (and of Q K^T), accumulated over K in BK-wide slices.
-    a00 = tl.zeros([16, 16], dtype=tl.float32)
-    a11 = tl.zeros([16, 16], dtype=tl.float32)
-    a22 = tl.zeros([16, 16], dtype=tl.float32)
-    a33 = tl.zeros([16, 16], dtype=tl.float32)
-    a10 = tl.zeros([16, 16], dtype=tl.float32)
-    a20 = tl.zeros([16, 16], dtype=tl.float32)
-    a21 = tl.zeros([16, 16], dtype=tl.float32)
-    a30 = tl.zeros([16, 16], dtype=tl.float32)
-    a31 = tl.zeros([16, 16], dtype=tl.float32)
-    a32 = tl.zeros([16, 16], dtype=tl.float32)
-    if STORE_QK:
-        p00 = tl.zeros([16, 16], dtype=tl.float32)
-        p11 = tl.zeros([16, 16], dtype=tl.float32)
-        p22 = tl.zeros([16, 16], dtype=tl.float32)
-        p33 = tl.zeros([16, 16], dtype=tl.float32)
-        p10 = tl.zeros([16, 16], dtype=tl.float32)
-        p20 = tl.zeros([16, 16], dtype=tl.float32)
-        p21 = tl.zeros([16, 16], dtype=tl.float32)
-        p30 = tl.zeros([16, 16], dtype=tl.float32)
-        p31 = tl.zeros([16, 16], dtype=tl.float32)
-        p32 = tl.zeros([16, 16], dtype=tl.float32)
-    for i_k in range(0, tl.cdiv(K, BK)):
-        o_k = i_k * BK + tl.arange(0, BK)
-        m_k = o_k < K
-        k0 = tl.load(k + (r0[:, None] * H + i_h) * K + o_k[None, :], mask=m0[:, None] & m_k[None, :], other=0.)
-        k1 = tl.load(k + (r1[:, None] * H + i_h) * K + o_k[None, :], mask=m1[:, None] & m_k[None, :], other=0.)
-        k2 = tl.load(k + (r2[:, None] * H + i_h) * K + o_k[None, :], mask=m2[:, None] & m_k[None, :], other=0.)
-        k3 = tl.load(k + (r3[:, None] * H + i_h) * K + o_k[None, :], mask=m3[:, None] & m_k[None, :], other=0.)
-        k0t, k1t, k2t, k3t = tl.trans(k0), tl.trans(k1), tl.trans(k2), tl.trans(k3)
-        a00 += dot(k0, k0t, DT, PRECISION, WIDEN)
-        a11 += dot(k1, k1t, DT, PRECISION, WIDEN)
-        a22 += dot(k2, k2t, DT, PRECISION, WIDEN)
-        a33 += dot(k3, k3t, DT, PRECISION, WIDEN)
-        a10 += dot(k1, k0t, DT, PRECISION, WIDEN)
-        a20 += dot(k2, k0t, DT, PRECISION, WIDEN)
-        a21 += dot(k2, k1t, DT, PRECISION, WIDEN)
-        a30 += dot(k3, k0t, DT, PRECISION, WIDEN)
-        a31 += dot(k3, k1t, DT, PRECISION, WIDEN)
-        a32 += dot(k3, k2t, DT, PRECISION, WIDEN)
-        if STORE_QK:
-            q0 = tl.load(q + (r0[:, None] * H + i_h) * K + o_k[None, :], mask=m0[:, None] & m_k[None, :], other=0.)
-            q1 = tl.load(q + (r1[:, None] * H + i_h) * K + o_k[None, :], mask=m1[:, None] & m_k[None, :], other=0.)
-            q2 = tl.load(q + (r2[:, None] * H + i_h) * K + o_k[None, :], mask=m2[:, None] & m_k[None, :], other=0.)
-            q3 = tl.load(q + (r3[:, None] * H + i_h) * K + o_k[None, :], mask=m3[:, None] & m_k[None, :], other=0.)
-            p00 += dot(q0, k0t, DT, PRECISION, WIDEN)
-            p11 += dot(q1, k1t, DT, PRECISION, WIDEN)
-            p22 += dot(q2, k2t, DT, PRECISION, WIDEN)
-            p33 += dot(q3, k3t, DT, PRECISION, WIDEN)
-            p10 += dot(q1, k0t, DT, PRECISION, WIDEN)
-            p20 += dot(q2, k0t, DT, PRECISION, WIDEN)
-            p21 += dot(q2, k1t, DT, PRECISION, WIDEN)
-            p30 += dot(q3, k0t, DT, PRECISION, WIDEN)
-            p31 += dot(q3, k1t, DT, PRECISION, WIDEN)
-            p32 += dot(q3, k2t, DT, PRECISION, WIDEN)
-    if STORE_QK:
-        _store_lower(qk + (i_tg * H + i_h) * BT * BT,
-                     _causal_block(p00, b0, b0, m0, m0, True),
-                     _causal_block(p10, b1, b0, m1, m0, False), _causal_block(p11, b1, b1, m1, m1, True),
-                     _causal_block(p20, b2, b0, m2, m0, False), _causal_block(p21, b2, b1, m2, m1, False),
-                     _causal_block(p22, b2, b2, m2, m2, True),
-                     _causal_block(p30, b3, b0, m3, m0, False), _causal_block(p31, b3, b1, m3, m1, False),
-                     _causal_block(p32, b3, b2, m3, m2, False), _causal_block(p33, b3, b3, m3, m3, True), BT)
-    a00 = _gram_block(a00, b0, b0, be0, m0, m0, True)
-    a11 = _gram_block(a11, b1, b1, be1, m1, m1, True)
-    a22 = _gram_block(a22, b2, b2, be2, m2, m2, True)
-    a33 = _gram_block(a33, b3, b3, be3, m3, m3, True)
-    a10 = _gram_block(a10, b1, b0, be1, m1, m0, False)
-    a20 = _gram_block(a20, b2, b0, be2, m2, m0, False)
-    a21 = _gram_block(a21, b2, b1, be2, m2, m1, False)
-    a30 = _gram_block(a30, b3, b0, be3, m3, m0, False)
-    a31 = _gram_block(a31, b3, b1, be3, m3, m1, False)
-    a32 = _gram_block(a32, b3, b2, be3, m3, m2, False)
-
-    # Diagonal blocks by forward substitution, the four chains interleaved (independent, so their
-    # reductions overlap). Row 0 of each strictly lower part is 0 and row 1 is -A_1.
-    x00, x11, x22, x33 = -a00, -a11, -a22, -a33
-    for i in tl.static_range(2, 16):
-        x00 = _substitute_row(a00, x00, i)
-        x11 = _substitute_row(a11, x11, i)
-        x22 = _substitute_row(a22, x22, i)
-        x33 = _substitute_row(a33, x33, i)
-    eye = tl.where(o[:, None] == o[None, :], 1., 0.)
-    x00, x11, x22, x33 = x00 + eye, x11 + eye, x22 + eye, x33 + eye
-    # Off-diagonal blocks from fp32 operands: tf32 products for 16-bit inputs, whose M^{-1} is then rounded to 16
-    # bits (8 mantissa bits against tf32's 10), as in fla's solve_tril; exact products for fp32 inputs.
-    F: tl.constexpr = tl.float32
-    P: tl.constexpr = PRECISION
-    x10 = -dot(x11, dot(a10, x00, F, P, WIDEN), F, P, WIDEN)
-    x21 = -dot(x22, dot(a21, x11, F, P, WIDEN), F, P, WIDEN)
-    x32 = -dot(x33, dot(a32, x22, F, P, WIDEN), F, P, WIDEN)
-    x20 = -dot(x22, dot(a20, x00, F, P, WIDEN) + dot(a21, x10, F, P, WIDEN), F, P, WIDEN)
-    x31 = -dot(x33, dot(a31, x11, F, P, WIDEN) + dot(a32, x21, F, P, WIDEN), F, P, WIDEN)
-    x30 = -dot(x33, dot(a30, x00, F, P, WIDEN) + dot(a31, x10, F, P, WIDEN) + dot(a32, x20, F, P, WIDEN),
-               F, P, WIDEN)
-    if STORE_INVERSE:
-        _store_lower(m_inv + (i_tg * H + i_h) * BT * BT, x00, x10, x11, x20, x21, x22, x30, x31, x32, x33, BT)
-    # The products below round M^{-1} to the compute dtype, as the backward's stored copy is.
-    x00, x10, x11, x20, x21, x22 = x00.to(DT), x10.to(DT), x11.to(DT), x20.to(DT), x21.to(DT), x22.to(DT)
-    x30, x31, x32, x33 = x30.to(DT), x31.to(DT), x32.to(DT), x33.to(DT)
-
-    # W = M^{-1} diag(beta gamma) K and U = M^{-1} diag(beta) V, by 16-row blocks; the keys are read again (the
-    # first pass left them in cache) since W needs the whole inverse.
-    s0, s1, s2, s3 = be0 * tl.exp(b0), be1 * tl.exp(b1), be2 * tl.exp(b2), be3 * tl.exp(b3)
-    for i_k in range(0, tl.cdiv(K, BK)):
-        o_k = i_k * BK + tl.arange(0, BK)
-        m_k = o_k < K
-        p0 = (r0[:, None] * H + i_h) * K + o_k[None, :]
-        p1, p2, p3 = p0 + 16 * H * K, p0 + 32 * H * K, p0 + 48 * H * K
-        mk0, mk1 = m0[:, None] & m_k[None, :], m1[:, None] & m_k[None, :]
-        mk2, mk3 = m2[:, None] & m_k[None, :], m3[:, None] & m_k[None, :]
-        y0 = tl.load(k + p0, mask=mk0, other=0.).to(tl.float32) * s0[:, None]
-        y1 = tl.load(k + p1, mask=mk1, other=0.).to(tl.float32) * s1[:, None]
-        y2 = tl.load(k + p2, mask=mk2, other=0.).to(tl.float32) * s2[:, None]
-        y3 = tl.load(k + p3, mask=mk3, other=0.).to(tl.float32) * s3[:, None]
-        z0, z1, z2, z3 = _lower_times(x00, x10, x11, x20, x21, x22, x30, x31, x32, x33, y0, y1, y2, y3,
-                                      DT, PRECISION, WIDEN)
-        tl.store(w + p0, z0.to(DT), mask=mk0)
-        tl.store(w + p1, z1.to(DT), mask=mk1)
-        tl.store(w + p2, z2.to(DT), mask=mk2)
-        tl.store(w + p3, z3.to(DT), mask=mk3)
-    for i_v in range(0, tl.cdiv(V, BV)):
-        o_v = i_v * BV + tl.arange(0, BV)
-        m_v = o_v < V
-        p0 = (r0[:, None] * H + i_h) * V + o_v[None, :]
-        p1, p2, p3 = p0 + 16 * H * V, p0 + 32 * H * V, p0 + 48 * H * V
-        mv0, mv1 = m0[:, None] & m_v[None, :], m1[:, None] & m_v[None, :]
-        mv2, mv3 = m2[:, None] & m_v[None, :], m3[:, None] & m_v[None, :]
-        y0 = tl.load(v + p0, mask=mv0, other=0.).to(tl.float32) * be0[:, None]
-        y1 = tl.load(v + p1, mask=mv1, other=0.).to(tl.float32) * be1[:, None]
-        y2 = tl.load(v + p2, mask=mv2, other=0.).to(tl.float32) * be2[:, None]
-        y3 = tl.load(v + p3, mask=mv3, other=0.).to(tl.float32) * be3[:, None]
-        z0, z1, z2, z3 = _lower_times(x00, x10, x11, x20, x21, x22, x30, x31, x32, x33, y0, y1, y2, y3,
-                                      DT, PRECISION, WIDEN)
-        tl.store(u + p0, z0.to(DT), mask=mv0)
-        tl.store(u + p1, z1.to(DT), mask=mv1)
-        tl.store(u + p2, z2.to(DT), mask=mv2)
-        tl.store(u + p3, z3.to(DT), mask=mv3)
-
-
-@autotune(configs=_WU_CONFIGS, key=["H", "K", "V", "BT"])
+@autotune(configs=_WU_CONFIGS, key=["H", "K", "V", "BT", "STORE_QK"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_wu(
-    k, v, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
+    q, k, v, beta, b_cum, m_inv, w, u, qk, cu_seqlens, chunk_indices, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
+    STORE_QK: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
+    """W, U; with ``STORE_QK`` also tril(R * Q K^T), which the fused state-and-output pass reads rather than
+    computing it again for every V block."""
     DT = w.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
@@ -437,6 +213,12 @@ def gdn_fwd_kernel_wu(
     b_k = tl.load(k + p_k, mask=m_tk, other=0.).to(tl.float32)
     b_w = dot(b_M, b_k * (b_beta * tl.exp(b_b))[:, None], DT, PRECISION, WIDEN)
     tl.store(w + p_k, b_w.to(DT), mask=m_tk)
+    if STORE_QK:
+        b_q = tl.load(q + p_k, mask=m_tk, other=0.)
+        m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
+        b_P = dot(b_q, tl.trans(b_k), DT, PRECISION, WIDEN)
+        b_P = tl.where(m_lower, b_P * tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
+        tl.store(qk + (i_tg * H + i_h) * BT * BT + o_t[:, None] * BT + o_t[None, :], b_P.to(DT))
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = i_v * BV + tl.arange(0, BV)
         m_tv = m_t[:, None] & (o_v < V)[None, :]
@@ -583,22 +365,24 @@ def compute_dtype(*xs: torch.Tensor) -> torch.dtype:
     return next((x.dtype for x in xs if x.dtype != torch.float32), torch.float32)
 
 
-def prepare(q, k, v, g, beta, tables, dtype, store_inverse, store_qk):
-    """Steps 1-2 on packed inputs: (b_cum [1, T, H] fp32, M^{-1} [NT, H, 64, 64] or None, W [1, T, H, K],
-    U [1, T, H, V], tril(R * Q K^T) [NT, H, 64, 64] or None), the 16-bit ones in ``dtype``."""
+def prepare(q, k, v, g, beta, tables, dtype, store_qk):
+    """Steps 1-2 on packed inputs: (b_cum [1, T, H] fp32, M^{-1} [NT, H, 64, 64], W [1, T, H, K], U [1, T, H, V],
+    tril(R * Q K^T) [NT, H, 64, 64] or None), the 16-bit ones in ``dtype``."""
     _, T, H, K = k.shape
     V = v.shape[-1]
     BT = CHUNK_SIZE
     precision, widen = dot_mode(dtype)
     cu_seqlens, chunk_indices, _, NT, _ = tables
     b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
-    m_inv = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device) if store_inverse else None
+    m_inv = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device)
     qk = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device) if store_qk else None
     w = torch.empty(k.shape, dtype=dtype, device=k.device)
     u = torch.empty(v.shape, dtype=dtype, device=k.device)
-    gdn_fwd_kernel_prepare[(NT, H)](
-        q, k, v, g, beta, b_cum, m_inv, w, u, qk, cu_seqlens, chunk_indices, T, H=H, K=K, V=V, BT=BT,
-        STORE_INVERSE=store_inverse, STORE_QK=store_qk, PRECISION=precision, WIDEN=widen)
+    gdn_fwd_kernel_kkt_inverse[(NT, H)](
+        k, g, beta, b_cum, m_inv, cu_seqlens, chunk_indices, T, H=H, K=K, BT=BT, PRECISION=precision, WIDEN=widen)
+    gdn_fwd_kernel_wu[(NT, H)](
+        q, k, v, beta, b_cum, m_inv, w, u, qk, cu_seqlens, chunk_indices, T,
+        H=H, K=K, V=V, BT=BT, BK=tile(K, 256), STORE_QK=store_qk, PRECISION=precision, WIDEN=widen)
     return b_cum, m_inv, w, u, qk
 
 
@@ -614,7 +398,7 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
     dtype = compute_dtype(v, k, q)
     precision, widen = dot_mode(dtype)
     cu_seqlens, chunk_indices, chunk_offsets, NT, N = tables
-    b_cum, m_inv, w, u, _ = prepare(q, k, v, g, beta, tables, dtype, store_inverse=True, store_qk=False)
+    b_cum, m_inv, w, u, _ = prepare(q, k, v, g, beta, tables, dtype, store_qk=False)
     h = torch.empty(NT, H, K, V, dtype=dtype, device=k.device)
     v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
@@ -630,14 +414,15 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
 
 
 def chunk_gdn_fwd_inference(q, k, v, g, beta, scale, h0, tables, store_final):
-    """The forward when no gradient is wanted: two kernels (``prepare``, ``state_output``) and no per-chunk
-    states or deltas in memory. Same inputs and outputs as ``chunk_gdn_fwd``, without the intermediates."""
+    """The forward when no gradient is wanted: the per-chunk states and deltas never go to memory, and the
+    output comes from the fused ``state_output`` pass. Inputs and outputs as ``chunk_gdn_fwd``, without the
+    intermediates."""
     _, T, H, K = k.shape
     V = v.shape[-1]
     dtype = compute_dtype(v, k, q)
     precision, widen = dot_mode(dtype)
     cu_seqlens, _, chunk_offsets, _, N = tables
-    b_cum, _, w, u, qk = prepare(q, k, v, g, beta, tables, dtype, store_inverse=False, store_qk=True)
+    b_cum, _, w, u, qk = prepare(q, k, v, g, beta, tables, dtype, store_qk=True)
     o = torch.empty_like(v)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
     gdn_fwd_kernel_state_output[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
