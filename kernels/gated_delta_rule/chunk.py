@@ -17,7 +17,7 @@ from ..common.triton_utils import tile
 from .ref import check_inputs, check_triton_head_dims, l2norm
 from .torch_chunk import torch_chunk_gated_delta_rule
 from .triton_bwd import chunk_gdn_bwd
-from .triton_fwd import chunk_gdn_fwd, chunk_gdn_fwd_inference
+from .triton_fwd import chunk_gdn_fwd, chunk_gdn_fwd_inference, compute_dtype
 
 
 class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
@@ -100,7 +100,10 @@ def chunk_gated_delta_rule(
     tables = chunk_tables(B, T, bounds, q.device)
     packed = [x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
     leaves = (q, k, v, g, beta) if initial_state is None else (q, k, v, g, beta, initial_state)
-    if torch.is_grad_enabled() and any(x.requires_grad for x in leaves):
+    wants_grad = torch.is_grad_enabled() and any(x.requires_grad for x in leaves)
+    # The fused inference pass keeps Q, K, W and Q K^T tiles in shared memory: fp32 ones wider than 128 do not fit.
+    fused_fits = Kp <= 128 or compute_dtype(v, k, q) != torch.float32
+    if wants_grad or not fused_fits:
         o, final = ChunkGatedDeltaRuleFunction.apply(*packed, scale, initial_state, output_final_state, tables)
     else:
         h0 = None if initial_state is None else initial_state.contiguous()

@@ -58,8 +58,11 @@ _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in 
 # 8-warp 2-stage config.
 _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
                   for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (64, 8, 2))]
-# The fused pass streams Q and the chunk's tril(R * Q K^T) as well: at 3 stages fp32 inputs overflow shared memory.
-_STATE_OUTPUT_CONFIGS = _STATE_CONFIGS + [triton.Config({"BV": 32}, num_warps=4, num_stages=1)]
+# The fused pass at 4 or 8 warps read shared memory out of bounds on the H200 (Triton 3.6, compute-sanitizer, every
+# head dim), so it runs at 2 warps. It streams Q and the chunk's tril(R * Q K^T) as well as W and K: one stage for
+# fp32 inputs.
+_STATE_OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=2, num_stages=stages)
+                         for bv, stages in ((16, 3), (32, 3), (64, 2), (16, 1))]
 # One program per chunk and head at BV = 128 computes Q K^T once instead of once per V block.
 _OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=3) for bv, w in ((64, 4), (128, 8), (32, 4))]
 
