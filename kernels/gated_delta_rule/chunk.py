@@ -4,7 +4,7 @@ Triton kernels on CUDA tensors (``triton_fwd``, ``triton_bwd``), the chunked PyT
 (``torch_chunk``). The forward keeps its intermediates (cumulative decays, M^{-1}, W, per-chunk states, deltas)
 for the backward rather than recomputing them, trading memory (per-chunk states: T/64 · H · K · V elements) for
 a fifth of the fwd+bwd time at long T. A call that no gradient will reach (no input requires one, or autograd
-is off) runs the two-kernel inference forward instead, which keeps none of them.
+is off) runs the same kernels outside autograd and drops them.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ..common.triton_utils import tile
 from .ref import check_inputs, check_triton_head_dims, l2norm
 from .torch_chunk import torch_chunk_gated_delta_rule
 from .triton_bwd import chunk_gdn_bwd
-from .triton_fwd import chunk_gdn_fwd, chunk_gdn_fwd_inference, compute_dtype
+from .triton_fwd import chunk_gdn_fwd
 
 
 class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
@@ -100,13 +100,10 @@ def chunk_gated_delta_rule(
     tables = chunk_tables(B, T, bounds, q.device)
     packed = [x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
     leaves = (q, k, v, g, beta) if initial_state is None else (q, k, v, g, beta, initial_state)
-    wants_grad = torch.is_grad_enabled() and any(x.requires_grad for x in leaves)
-    # The fused inference pass keeps Q, K, W and Q K^T tiles in shared memory: fp32 ones wider than 128 do not fit.
-    fused_fits = Kp <= 128 or compute_dtype(v, k, q) != torch.float32
-    if wants_grad or not fused_fits:
+    if torch.is_grad_enabled() and any(x.requires_grad for x in leaves):
         o, final = ChunkGatedDeltaRuleFunction.apply(*packed, scale, initial_state, output_final_state, tables)
     else:
         h0 = None if initial_state is None else initial_state.contiguous()
-        o, final = chunk_gdn_fwd_inference(*(x.contiguous() for x in packed), scale, h0, tables, output_final_state)
+        o, final, _ = chunk_gdn_fwd(*(x.contiguous() for x in packed), scale, h0, tables, output_final_state)
     o = o.reshape(B, T, H, Vp)[..., :V]
     return o, (final[:, :, :K, :V] if final is not None and (Kp, Vp) != (K, V) else final)

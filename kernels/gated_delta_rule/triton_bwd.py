@@ -297,7 +297,7 @@ def chunk_gdn_bwd(q, k, v, beta, scale, h0, tables, saved, do, dht):
         H=H, K=K, V=V, BT=BT, BK=BK, BV=tile(V, 64), PRECISION=precision, WIDEN=widen)
     gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
         q, k, w, b_cum, do, dd_intra, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T,
-        parallel_width(N, H), H=H, K=K, V=V, BT=BT, BK=BK, USE_FINAL_STATE_GRADIENT=dht is not None,
+        WIDTH=parallel_width(N, H), H=H, K=K, V=V, BT=BT, BK=BK, USE_FINAL_STATE_GRADIENT=dht is not None,
         STORE_INITIAL_STATE_GRADIENT=h0 is not None, PRECISION=precision, WIDEN=widen)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     dg = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)

@@ -10,8 +10,6 @@ Per chunk and head, with b the in-chunk cumulative log decay, gamma = exp(b), R_
 3. ``state`` (sequential over the chunks of each sequence): delta = U - W S_0 and
    S_C = gamma_C S_0 + (diag(gamma_C / gamma) K)^T delta, the [K, BV] state in fp32 registers.
 4. ``output`` (parallel): O = scale (diag(gamma) Q S_0 + tril(R * Q K^T) delta).
-When no gradient is wanted, ``wu`` also stores tril(R * Q K^T) and steps 3 and 4 run as one sequential pass
-(``state_output``): the per-chunk states and deltas never leave registers.
 
 Precision, as in fla: with 16-bit inputs the intermediates (W, U, per-chunk states, deltas) are stored in that
 dtype and products take 16-bit operands with fp32 accumulation; the running state, decays and the final state
@@ -58,11 +56,6 @@ _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in 
 # 8-warp 2-stage config.
 _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
                   for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (64, 8, 2))]
-# The fused pass at 4 or 8 warps read shared memory out of bounds on the H200 (Triton 3.6, compute-sanitizer, every
-# head dim), so it runs at 2 warps. It streams Q and the chunk's tril(R * Q K^T) as well as W and K: one stage for
-# fp32 inputs.
-_STATE_OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=2, num_stages=stages)
-                         for bv, stages in ((16, 3), (32, 3), (64, 2), (16, 1))]
 # One program per chunk and head at BV = 128 computes Q K^T once instead of once per V block.
 _OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=3) for bv, w in ((64, 4), (128, 8), (32, 4))]
 
@@ -189,15 +182,13 @@ def gdn_fwd_kernel_kkt_inverse(
     tl.store(p + 48 * BT + 48, x33.to(DT))
 
 
-@autotune(configs=_WU_CONFIGS, key=["H", "K", "V", "BT", "STORE_QK"])
+@autotune(configs=_WU_CONFIGS, key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_wu(
-    q, k, v, beta, b_cum, m_inv, w, u, qk, cu_seqlens, chunk_indices, T,
+    k, v, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    STORE_QK: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr,
+    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
-    """W, U; with ``STORE_QK`` also tril(R * Q K^T), which the fused state-and-output pass reads rather than
-    computing it again for every V block."""
     DT = w.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
     i_tg = tl.cast(i_tg, tl.int64)
@@ -216,12 +207,6 @@ def gdn_fwd_kernel_wu(
     b_k = tl.load(k + p_k, mask=m_tk, other=0.).to(tl.float32)
     b_w = dot(b_M, b_k * (b_beta * tl.exp(b_b))[:, None], DT, PRECISION, WIDEN)
     tl.store(w + p_k, b_w.to(DT), mask=m_tk)
-    if STORE_QK:
-        b_q = tl.load(q + p_k, mask=m_tk, other=0.)
-        m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
-        b_P = dot(b_q, tl.trans(b_k), DT, PRECISION, WIDEN)
-        b_P = tl.where(m_lower, b_P * tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
-        tl.store(qk + (i_tg * H + i_h) * BT * BT + o_t[:, None] * BT + o_t[None, :], b_P.to(DT))
     for i_v in range(0, tl.cdiv(V, BV)):
         o_v = i_v * BV + tl.arange(0, BV)
         m_tv = m_t[:, None] & (o_v < V)[None, :]
@@ -277,57 +262,6 @@ def gdn_fwd_kernel_state(
         tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
 
 
-@autotune(configs=_STATE_OUTPUT_CONFIGS, key=["WIDTH", "H", "K", "V", "BT"])
-@triton.jit(do_not_specialize=["T", "WIDTH"])
-def gdn_fwd_kernel_state_output(
-    q, k, w, u, b_cum, qk, o, h0, ht, cu_seqlens, chunk_offsets, scale, T, WIDTH,
-    H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
-    PRECISION: tl.constexpr, WIDEN: tl.constexpr,
-):
-    """Steps 3 and 4 in one sequential pass, for a forward that keeps nothing for a backward: each chunk's output
-    comes from the state in registers, so neither the per-chunk states nor the deltas go to memory.
-    One program per (V block, sequence x head)."""
-    DT = w.dtype.element_ty
-    i_v, i_nh = tl.program_id(0), tl.program_id(1)
-    i_nh = tl.cast(i_nh, tl.int64)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
-    NT = tl.cdiv(eos - bos, BT)
-
-    o_t = tl.arange(0, BT)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    m_kv = m_k[:, None] & m_v[None, :]
-    o_kv = o_k[:, None] * V + o_v[None, :]
-    b_S = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
-    for i_s in range(0, NT):
-        i_c = tl.cast(i_s, tl.int64)
-        r_t = bos + i_c * BT + o_t
-        m_t = r_t < eos
-        m_tk = m_t[:, None] & m_k[None, :]
-        m_tv = m_t[:, None] & m_v[None, :]
-        b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-        b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_tk, other=0.)
-        p_u = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        b_u = tl.load(u + p_u, mask=m_tv, other=0.).to(tl.float32)
-        b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
-        b_P = tl.load(qk + ((boh + i_c) * H + i_h) * BT * BT + o_t[:, None] * BT + o_t[None, :])
-        b_o = dot(b_q, b_S, DT, PRECISION, WIDEN) * tl.exp(b_b)[:, None]
-        b_d = b_u - dot(b_w, b_S, DT, PRECISION, WIDEN)
-        b_o += dot(b_P, b_d, DT, PRECISION, WIDEN)
-        tl.store(o + p_u, (scale * b_o).to(o.dtype.element_ty), mask=m_tv)
-
-        b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
-        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
-        b_S = b_S * tl.exp(b_last) + dot(b_kt, b_d * tl.exp(b_last - b_b)[:, None], DT, PRECISION, WIDEN)
-    if STORE_FINAL_STATE:
-        tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
-
-
 @autotune(configs=_OUTPUT_CONFIGS, key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_output(
@@ -368,27 +302,6 @@ def compute_dtype(*xs: torch.Tensor) -> torch.dtype:
     return next((x.dtype for x in xs if x.dtype != torch.float32), torch.float32)
 
 
-def prepare(q, k, v, g, beta, tables, dtype, store_qk):
-    """Steps 1-2 on packed inputs: (b_cum [1, T, H] fp32, M^{-1} [NT, H, 64, 64], W [1, T, H, K], U [1, T, H, V],
-    tril(R * Q K^T) [NT, H, 64, 64] or None), the 16-bit ones in ``dtype``."""
-    _, T, H, K = k.shape
-    V = v.shape[-1]
-    BT = CHUNK_SIZE
-    precision, widen = dot_mode(dtype)
-    cu_seqlens, chunk_indices, _, NT, _ = tables
-    b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
-    m_inv = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device)
-    qk = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device) if store_qk else None
-    w = torch.empty(k.shape, dtype=dtype, device=k.device)
-    u = torch.empty(v.shape, dtype=dtype, device=k.device)
-    gdn_fwd_kernel_kkt_inverse[(NT, H)](
-        k, g, beta, b_cum, m_inv, cu_seqlens, chunk_indices, T, H=H, K=K, BT=BT, PRECISION=precision, WIDEN=widen)
-    gdn_fwd_kernel_wu[(NT, H)](
-        q, k, v, beta, b_cum, m_inv, w, u, qk, cu_seqlens, chunk_indices, T,
-        H=H, K=K, V=V, BT=BT, BK=tile(K, 256), STORE_QK=store_qk, PRECISION=precision, WIDEN=widen)
-    return b_cum, m_inv, w, u, qk
-
-
 def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
     """Forward on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H] with ``ChunkTables``.
 
@@ -401,12 +314,20 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
     dtype = compute_dtype(v, k, q)
     precision, widen = dot_mode(dtype)
     cu_seqlens, chunk_indices, chunk_offsets, NT, N = tables
-    b_cum, m_inv, w, u, _ = prepare(q, k, v, g, beta, tables, dtype, store_qk=False)
+    b_cum = torch.empty(1, T, H, dtype=torch.float32, device=k.device)
+    m_inv = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device)
+    w = torch.empty(k.shape, dtype=dtype, device=k.device)
+    u = torch.empty(v.shape, dtype=dtype, device=k.device)
+    gdn_fwd_kernel_kkt_inverse[(NT, H)](
+        k, g, beta, b_cum, m_inv, cu_seqlens, chunk_indices, T, H=H, K=K, BT=BT, PRECISION=precision, WIDEN=widen)
+    gdn_fwd_kernel_wu[(NT, H)](
+        k, v, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
+        H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
     h = torch.empty(NT, H, K, V, dtype=dtype, device=k.device)
     v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
     ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
     gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
-        k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, parallel_width(N, H),
+        k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, WIDTH=parallel_width(N, H),
         H=H, K=K, V=V, BT=BT, BK=BK, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=store_final,
         PRECISION=precision, WIDEN=widen)
     o = torch.empty_like(v)
@@ -414,22 +335,3 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
         q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
         H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
     return o, ht, (b_cum, m_inv, w, h, v_new)
-
-
-def chunk_gdn_fwd_inference(q, k, v, g, beta, scale, h0, tables, store_final):
-    """The forward when no gradient is wanted: the per-chunk states and deltas never go to memory, and the
-    output comes from the fused ``state_output`` pass. Inputs and outputs as ``chunk_gdn_fwd``, without the
-    intermediates."""
-    _, T, H, K = k.shape
-    V = v.shape[-1]
-    dtype = compute_dtype(v, k, q)
-    precision, widen = dot_mode(dtype)
-    cu_seqlens, _, chunk_offsets, _, N = tables
-    b_cum, _, w, u, qk = prepare(q, k, v, g, beta, tables, dtype, store_qk=True)
-    o = torch.empty_like(v)
-    ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
-    gdn_fwd_kernel_state_output[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
-        q, k, w, u, b_cum, qk, o, h0, ht, cu_seqlens, chunk_offsets, scale, T, parallel_width(N, H),
-        H=H, K=K, V=V, BT=CHUNK_SIZE, BK=tile(K, 256), USE_INITIAL_STATE=h0 is not None,
-        STORE_FINAL_STATE=store_final, PRECISION=precision, WIDEN=widen)
-    return o, ht

@@ -128,7 +128,7 @@ INFERENCE_CASES = [(2, T, init, l2, None, DK, DV) for T, init, l2 in CASES] + [
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_forward_without_gradients_matches_reference(dtype, B, T, with_initial_state, l2norm_in_kernel, cu_seqlens,
                                                      dk, dv):
-    """The fused two-kernel forward (no input requires a gradient, and under ``torch.no_grad``) against the token
+    """The forward outside autograd (no input requires a gradient, and under ``torch.no_grad``) against the token
     loop, and equal to the training forward."""
     cu = None if cu_seqlens is None else torch.tensor(cu_seqlens, dtype=torch.long, device=DEVICE)
     N = B if cu is None else cu.numel() - 1
