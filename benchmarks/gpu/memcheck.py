@@ -105,15 +105,17 @@ def msr_cases():
                                                   backend="triton"), x)
 
 
+SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases}
+
+
 def main(argv=None):
     """Every case, or those of the ops named on the command line (gdn, dla, msr)."""
-    ops = set((sys.argv[1:] if argv is None else argv) or ("gdn", "dla", "msr"))
-    if not ops <= {"gdn", "dla", "msr"}:
-        raise SystemExit(f"memcheck.py takes gdn, dla, msr; got {' '.join(sorted(ops))}")
+    ops = set((sys.argv[1:] if argv is None else argv) or SWEEPS)
+    if not ops <= SWEEPS.keys():
+        raise SystemExit(f"memcheck.py takes {', '.join(SWEEPS)}; got {' '.join(sorted(ops))}")
     torch.manual_seed(0)
     failures, count = [], 0
-    sweeps = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases}
-    for cases in (sweeps[op]() for op in ("gdn", "dla", "msr") if op in ops):
+    for cases in (sweep() for op, sweep in SWEEPS.items() if op in ops):
         for name, case in cases:
             finite = case()
             count += 1

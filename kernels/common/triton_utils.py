@@ -42,8 +42,8 @@ def _cached_run(tuner, *args, **kwargs):
     """``Autotuner.run`` with its choice remembered per (key values, tensor dtypes) for the next launch.
 
     Triton's own lookup rebuilds a dict of every argument and scans it on each launch, which costs tens of
-    microseconds per kernel: comparable to a whole chunk kernel at short lengths. Every key our kernels tune on
-    is a keyword (constexpr) argument; a launch that passes one positionally takes Triton's path.
+    microseconds per kernel: comparable to a whole chunk kernel at short lengths. Our launches pass every key
+    they tune on as a keyword; a launch that passes one positionally takes Triton's path.
     """
     try:
         key = (tuple(kwargs[name] for name in tuner.keys),

@@ -99,8 +99,8 @@ def chunk_gated_delta_rule(
         initial_state = F.pad(initial_state, (0, Vp - V, 0, Kp - K))
     tables = chunk_tables(B, T, bounds, q.device)
     packed = [x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
-    leaves = (q, k, v, g, beta) if initial_state is None else (q, k, v, g, beta, initial_state)
-    if torch.is_grad_enabled() and any(x.requires_grad for x in leaves):
+    inputs = (q, k, v, g, beta, initial_state)
+    if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in inputs):
         o, final = ChunkGatedDeltaRuleFunction.apply(*packed, scale, initial_state, output_final_state, tables)
     else:
         h0 = None if initial_state is None else initial_state.contiguous()
