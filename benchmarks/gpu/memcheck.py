@@ -1,7 +1,8 @@
 """Run every relin kernel, in every autotuning config, at small shapes of every head dim: the sweep to run under
 ``compute-sanitizer --tool memcheck`` (which reports out-of-bounds and misaligned accesses the tests cannot see).
 
-    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr]
+    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr] \
+        [--dims 128x128,16x16]
 
 The autotuner times each config once instead of benchmarking it (memcheck slows every launch), so each config
 still runs. Shapes match tests/kernels' head-dim sweeps (two heads), so a machine that ran those has the
@@ -9,6 +10,7 @@ kernels compiled already. Prints one line per case and a count last; exits non-z
 """
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 
@@ -58,8 +60,8 @@ def forward_only(op, inputs):
     return bool(torch.isfinite(out).all() and torch.isfinite(final).all())
 
 
-def gdn_cases():
-    for K, V in DIMS:
+def gdn_cases(dims):
+    for K, V in dims:
         for B, T, cu in ((2, 75, None), (1, 164, torch.tensor([0, 15, 15, 100, 164], device=DEVICE))):
             N = B if cu is None else cu.numel() - 1
             x = dict(q=r(B, T, H, K), k=F.normalize(r(B, T, H, K), dim=-1), v=r(B, T, H, V),
@@ -72,8 +74,8 @@ def gdn_cases():
                 lambda **a: chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton"), x)
 
 
-def dla_cases():
-    for K, V in DIMS:
+def dla_cases(dims):
+    for K, V in dims:
         for normalize in (False, True):
             for B, T, cu, gate in ((2, 75, None, True), (1, 164, torch.tensor([0, 15, 15, 100, 164]), False)):
                 N = B if cu is None else cu.numel() - 1
@@ -92,7 +94,7 @@ def dla_cases():
                                                                  backend="triton"), x))
 
 
-def msr_cases():
+def msr_cases(dims):
     for C, S in ((16, 1), (24, 3), (100, 8), (1000, 32)):
         B, T = 2, 150
         x = dict(q=r(B, T, C), k=F.elu(r(B, T, C)) + 1, v=r(B, T, C), gate=r(B, T, C).sigmoid(),
@@ -109,13 +111,16 @@ SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases}
 
 
 def main(argv=None):
-    """Every case, or those of the ops named on the command line (gdn, dla, msr)."""
-    ops = set((sys.argv[1:] if argv is None else argv) or SWEEPS)
-    if not ops <= SWEEPS.keys():
-        raise SystemExit(f"memcheck.py takes {', '.join(SWEEPS)}; got {' '.join(sorted(ops))}")
+    """Every case, or those of the ops named on the command line (gdn, dla, msr), at every head dim or --dims."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("ops", nargs="*", help=f"ops to run, of {', '.join(SWEEPS)} (default: all)")
+    parser.add_argument("--dims", type=_dims, default=DIMS, help="K x V pairs, e.g. 128x128,16x16 (default: all)")
+    args = parser.parse_args(argv)
+    if not set(args.ops) <= SWEEPS.keys():
+        parser.error(f"expected ops of {', '.join(SWEEPS)}; got {' '.join(args.ops)}")
     torch.manual_seed(0)
     failures, count = [], 0
-    for cases in (sweep() for op, sweep in SWEEPS.items() if op in ops):
+    for cases in (sweep(args.dims) for op, sweep in SWEEPS.items() if op in (args.ops or SWEEPS)):
         for name, case in cases:
             finite = case()
             count += 1
@@ -124,6 +129,13 @@ def main(argv=None):
                 failures.append(name)
     print(f"memcheck sweep: {count} cases, {len(failures)} with non-finite outputs", flush=True)
     return 1 if failures else 0
+
+
+def _dims(text: str) -> list[tuple[int, int]]:
+    try:
+        return [tuple(int(d) for d in pair.split("x", 1)) for pair in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected K x V pairs such as 128x128,16x16, got {text!r}") from None
 
 
 if __name__ == "__main__":

@@ -120,9 +120,10 @@ def test_head_dim_sweep(dk, dv):
 
 
 # (B, T, initial state, l2norm in kernel, cu_seqlens, K, V): one token, a partial chunk, packed sequences (one
-# empty), odd head dims.
+# empty), odd head dims, the widest key tile.
 INFERENCE_CASES = [(2, 1, True, False, None, DK, DV), (2, 75, True, True, None, DK, DV),
-                   (1, 164, False, True, [0, 15, 15, 100, 164], DK, DV), (2, 75, True, False, None, 16, 7)]
+                   (1, 164, False, True, [0, 15, 15, 100, 164], DK, DV), (2, 75, True, False, None, 16, 7),
+                   (1, 75, True, False, None, 200, 16)]
 if DEVICE == "cuda":
     INFERENCE_CASES += [(2, T, init, l2, None, DK, DV) for T, init, l2 in CASES]
 
