@@ -65,8 +65,8 @@ def gdn_rows(dtype, K, V):
     kernels = [
         (gdn_fwd.gdn_fwd_kernel_kkt_inverse, dict(g=f32, b_cum=f32), {}),
         (gdn_fwd.gdn_fwd_kernel_wu, dict(b_cum=f32), {}),
-        (gdn_fwd.gdn_fwd_kernel_state, dict(b_cum=f32, h0=f32, ht=f32),
-         dict(USE_INITIAL_STATE=True, STORE_FINAL_STATE=True)),
+        *((gdn_fwd.gdn_fwd_kernel_state, dict(b_cum=f32, h0=f32, ht=f32),
+           dict(USE_INITIAL_STATE=True, STORE_FINAL_STATE=True, TMA=tma)) for tma in (False, True)),
         (gdn_fwd.gdn_fwd_kernel_output, dict(b_cum=f32), {}),
         (gdn_bwd.gdn_bwd_kernel_intra_dv, dict(b_cum=f32, dd_intra=f32), dict(BV=tile(V, 64))),
         (gdn_bwd.gdn_bwd_kernel_state, dict(b_cum=f32, dd_intra=f32, dht=f32, dh0=f32),
@@ -76,7 +76,8 @@ def gdn_rows(dtype, K, V):
     ]
     for kernel, pointers, extra in kernels:
         for kwargs, warps, stages in configs(kernel):
-            name = f"gdn {kernel.fn.__name__.removeprefix('gdn_')} {kwargs} w={warps} s={stages}"
+            tma = " TMA" * extra.get("TMA", False)
+            name = f"gdn {kernel.fn.__name__.removeprefix('gdn_')}{tma} {kwargs} w={warps} s={stages}"
             yield name, resources(kernel, dtype, dict(INDEX, **pointers), dict(base, **extra, **kwargs), warps, stages)
 
 

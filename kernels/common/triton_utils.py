@@ -62,3 +62,22 @@ def _cached_run(tuner, *args, **kwargs):
 def tile(dim: int, cap: int) -> int:
     """Tile width along a feature dim of size ``dim``: a power of two in [MIN_TILE, max(cap, MIN_TILE)]."""
     return max(MIN_TILE, min(cap, triton.next_power_of_2(dim)))
+
+
+def tensor_descriptors(device: torch.device) -> bool:
+    """Whether kernels on ``device`` read through TMA tensor descriptors (``tl.make_tensor_descriptor``): on Hopper
+    and newer GPUs, not under the interpreter. Descriptors made inside a kernel need scratch memory, which Triton
+    takes from the allocator set here (the caching allocator, so CUDA-graph capture keeps working)."""
+    if interpreting() or device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 9:
+        return False
+    if not _allocator_set:
+        triton.set_allocator(_scratch)
+        _allocator_set.append(True)
+    return True
+
+
+_allocator_set: list[bool] = []
+
+
+def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
+    return torch.empty(size, dtype=torch.int8, device="cuda")

@@ -23,7 +23,7 @@ import triton.language as tl
 
 from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
 from ..common.dot import dot, dot_mode
-from ..common.triton_utils import autotune, tile
+from ..common.triton_utils import autotune, tensor_descriptors, tile
 
 
 @triton.jit
@@ -60,10 +60,11 @@ _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
 _OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=3) for bv, w in ((64, 4), (128, 8), (32, 4))]
 
 
-def parallel_width(sequences: int, heads: int) -> int:
-    """Sequences x heads rounded up to a power of two, at most 1024: the serial passes' autotuning key (the best
-    BV depends on how many programs there are), with few distinct values."""
-    return min(triton.next_power_of_2(sequences * heads), 1024)
+def parallel_width(units: int, heads: int, cap: int = 1024) -> int:
+    """Units x heads rounded up to a power of two, at most ``cap``: an autotuning key on the number of programs
+    (the best BV and warps depend on it) with few distinct values. Units are sequences for the serial passes and
+    chunks for the output pass."""
+    return min(triton.next_power_of_2(units * heads), cap)
 
 
 @autotune(configs=_KKT_CONFIGS, key=["H", "K", "BT"])
@@ -221,10 +222,14 @@ def gdn_fwd_kernel_wu(
 def gdn_fwd_kernel_state(
     k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, WIDTH,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
-    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr,
+    USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, TMA: tl.constexpr,
     PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
-    """One program per (V block, sequence x head); stores the state entering each chunk and the deltas."""
+    """One program per (V block, sequence x head); stores the state entering each chunk and the deltas.
+
+    TMA: read W, K and U through tensor descriptors of the sequence (rows past its end read as zeros), which
+    Triton's pipeliner prefetches; it leaves the masked pointer loads in the loop body, where each step waits.
+    """
     DT = w.dtype.element_ty
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
     i_nh = tl.cast(i_nh, tl.int64)
@@ -241,21 +246,36 @@ def gdn_fwd_kernel_state(
     b_S = tl.zeros([BK, BV], dtype=tl.float32)
     if USE_INITIAL_STATE:
         b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    if TMA:
+        rows = tl.cast(eos - bos, tl.int32)
+        d_w = tl.make_tensor_descriptor(w + (bos * H + i_h) * K, [rows, K], [H * K, 1], [BT, BK])
+        d_k = tl.make_tensor_descriptor(k + (bos * H + i_h) * K, [rows, K], [H * K, 1], [BT, BK])
+        d_u = tl.make_tensor_descriptor(u + (bos * H + i_h) * V, [rows, V], [H * V, 1], [BT, BV])
     for i_s in range(0, NT):
         i_c = tl.cast(i_s, tl.int64)
         tl.store(h + ((boh + i_c) * H + i_h) * K * V + o_kv, b_S.to(h.dtype.element_ty), mask=m_kv)
         r_t = bos + i_c * BT + o_t
         m_t = r_t < eos
         m_tv = m_t[:, None] & m_v[None, :]
-        b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
         p_u = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        b_u = tl.load(u + p_u, mask=m_tv, other=0.).to(tl.float32)
+        if TMA:
+            i_row = tl.cast(i_s * BT, tl.int32)
+            b_w = d_w.load([i_row, 0])
+            b_u = d_u.load([i_row, i_v * BV]).to(tl.float32)
+        else:
+            b_w = tl.load(w + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :],
+                          other=0.)
+            b_u = tl.load(u + p_u, mask=m_tv, other=0.).to(tl.float32)
         b_d = b_u - dot(b_w, b_S, DT, PRECISION, WIDEN)
         tl.store(v_new + p_u, b_d.to(v_new.dtype.element_ty), mask=m_tv)
 
         b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
         b_last = tl.load(b_cum + (tl.minimum(bos + i_c * BT + BT, eos) - 1) * H + i_h)
-        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
+        if TMA:
+            b_kt = tl.trans(d_k.load([i_row, 0]))
+        else:
+            b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :],
+                           other=0.)
         # The decays scale the [BT, BV] delta rather than the [K, BT] keys: a quarter of the work per chunk.
         b_S = b_S * tl.exp(b_last) + dot(b_kt, b_d * tl.exp(b_last - b_b)[:, None], DT, PRECISION, WIDEN)
     if STORE_FINAL_STATE:
@@ -329,7 +349,7 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
     gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
         k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, WIDTH=parallel_width(N, H),
         H=H, K=K, V=V, BT=BT, BK=BK, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=store_final,
-        PRECISION=precision, WIDEN=widen)
+        TMA=tensor_descriptors(k.device), PRECISION=precision, WIDEN=widen)
     o = torch.empty_like(v)
     gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), NT, H)](
         q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
