@@ -56,8 +56,10 @@ _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in 
 # 8-warp 2-stage config.
 _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
                   for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (64, 8, 2))]
-# One program per chunk and head at BV = 128 computes Q K^T once instead of once per V block.
-_OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=3) for bv, w in ((64, 4), (128, 8), (32, 4))]
+# One program per chunk and head at BV = 128 computes Q K^T once instead of once per V block. Tuned per number of
+# programs (WIDTH): the config that wins at a few thousand programs need not win at tens of thousands.
+_OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=s)
+                   for bv, w, s in ((64, 4, 3), (128, 8, 3), (32, 4, 3), (64, 8, 2), (128, 4, 2))]
 
 
 def parallel_width(units: int, heads: int, cap: int = 1024) -> int:
@@ -282,10 +284,10 @@ def gdn_fwd_kernel_state(
         tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
 
 
-@autotune(configs=_OUTPUT_CONFIGS, key=["H", "K", "V", "BT"])
-@triton.jit(do_not_specialize=["T"])
+@autotune(configs=_OUTPUT_CONFIGS, key=["WIDTH", "H", "K", "V", "BT"])
+@triton.jit(do_not_specialize=["T", "WIDTH"])
 def gdn_fwd_kernel_output(
-    q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
+    q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T, WIDTH,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
@@ -352,6 +354,6 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
         TMA=tensor_descriptors(k.device), PRECISION=precision, WIDEN=widen)
     o = torch.empty_like(v)
     gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), NT, H)](
-        q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T,
+        q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T, WIDTH=parallel_width(NT, H, 1 << 16),
         H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
     return o, ht, (b_cum, m_inv, w, h, v_new)
