@@ -5,6 +5,7 @@ driver), cast loop variables with ``tl.cast`` rather than ``.to()``.
 """
 from __future__ import annotations
 
+import functools
 import types
 
 import torch
@@ -68,15 +69,16 @@ def tensor_descriptors(device: torch.device) -> bool:
     """Whether kernels on ``device`` read through TMA tensor descriptors (``tl.make_tensor_descriptor``): on Hopper
     and newer GPUs, not under the interpreter. Descriptors made inside a kernel need scratch memory, which Triton
     takes from the allocator set here (the caching allocator, so CUDA-graph capture keeps working)."""
-    if interpreting() or device.type != "cuda" or torch.cuda.get_device_capability(device)[0] < 9:
+    return device.type == "cuda" and not interpreting() and _hopper_with_allocator(device)
+
+
+@functools.lru_cache(maxsize=None)
+def _hopper_with_allocator(device: torch.device) -> bool:
+    """Once per device, off the launch path: its compute capability, and the allocator set when it has TMA."""
+    if torch.cuda.get_device_capability(device)[0] < 9:
         return False
-    if not _allocator_set:
-        triton.set_allocator(_scratch)
-        _allocator_set.append(True)
+    triton.set_allocator(_scratch)
     return True
-
-
-_allocator_set: list[bool] = []
 
 
 def _scratch(size: int, alignment: int, stream) -> torch.Tensor:
