@@ -9,7 +9,7 @@ Per chunk and head, with b the in-chunk cumulative log decay, gamma = exp(b), R_
 2. ``wu`` (parallel): W = M^{-1} diag(beta gamma) K, U = M^{-1} diag(beta) V.
 3. ``state`` (sequential over the chunks of each sequence): delta = U - W S_0 and
    S_C = gamma_C S_0 + (diag(gamma_C / gamma) K)^T delta, the [K, BV] state in fp32 registers.
-4. ``output`` (parallel): O = scale (diag(gamma) Q S_0 + tril(R * Q K^T) delta).
+4. ``output`` (parallel, K in slices): O = scale (diag(gamma) Q S_0 + tril(R * Q K^T) delta).
 
 Precision, as in fla: with 16-bit inputs the intermediates (W, U, per-chunk states, deltas) are stored in that
 dtype and products take 16-bit operands with fp32 accumulation; the running state, decays and the final state
@@ -56,10 +56,12 @@ _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in 
 # 8-warp 2-stage config.
 _STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
                   for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (64, 8, 2))]
-# One program per chunk and head at BV = 128 computes Q K^T once instead of once per V block. Tuned per number of
-# programs (WIDTH): the config that wins at a few thousand programs need not win at tens of thousands.
-_OUTPUT_CONFIGS = [triton.Config({"BV": bv}, num_warps=w, num_stages=s)
-                   for bv, w, s in ((64, 4, 3), (128, 8, 3), (32, 4, 3), (64, 8, 2), (128, 4, 2))]
+# fla's layout: 64-wide K slices accumulated in a loop, so the pipeliner overlaps the next slice's loads with this
+# slice's products (one-shot loads of all of K, or TMA descriptor loads, were slower on the H200). BV = 128 computes
+# Q K^T once per chunk instead of once per V block. Tuned per number of programs (WIDTH).
+_OUTPUT_CONFIGS = [triton.Config({"BK": bk, "BV": bv}, num_warps=w, num_stages=s)
+                   for bk, bv, w, s in ((64, 128, 8, 3), (64, 128, 4, 3), (64, 128, 8, 4), (128, 64, 4, 2),
+                                        (32, 64, 4, 3))]
 
 
 def parallel_width(units: int, heads: int, cap: int = 1024) -> int:
@@ -299,23 +301,28 @@ def gdn_fwd_kernel_output(
     o_t = tl.arange(0, BT)
     r_t = bos + i_c * BT + o_t
     m_t = r_t < eos
-    o_k = tl.arange(0, BK)
     o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
-    b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
-    b_S = tl.load(h + (i_tg * H + i_h) * K * V + o_k[:, None] * V + o_v[None, :], mask=m_k[:, None] & m_v[None, :],
-                  other=0.)
+    m_v = o_v < V
+    b_o = tl.zeros([BT, BV], dtype=tl.float32)
+    b_P = tl.zeros([BT, BT], dtype=tl.float32)
+    for i_k in range(0, tl.cdiv(K, BK)):
+        o_k = i_k * BK + tl.arange(0, BK)
+        m_k = o_k < K
+        b_q = tl.load(q + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
+        b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :],
+                       other=0.)
+        b_S = tl.load(h + (i_tg * H + i_h) * K * V + o_k[:, None] * V + o_v[None, :],
+                      mask=m_k[:, None] & m_v[None, :], other=0.)
+        b_o += dot(b_q, b_S, DT, PRECISION, WIDEN)
+        b_P += dot(b_q, b_kt, DT, PRECISION, WIDEN)
     p_v = (r_t[:, None] * H + i_h) * V + o_v[None, :]
     m_tv = m_t[:, None] & m_v[None, :]
     b_d = tl.load(v_new + p_v, mask=m_tv, other=0.)
     b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
 
     m_lower = (o_t[:, None] >= o_t[None, :]) & m_t[:, None] & m_t[None, :]
-    b_P = dot(b_q, b_kt, DT, PRECISION, WIDEN)
     b_P = tl.where(m_lower, b_P * tl.exp(tl.where(m_lower, b_b[:, None] - b_b[None, :], 0.)), 0.)
-    b_o = dot(b_q, b_S, DT, PRECISION, WIDEN) * tl.exp(b_b)[:, None]
-    b_o += dot(b_P, b_d, DT, PRECISION, WIDEN)
+    b_o = b_o * tl.exp(b_b)[:, None] + dot(b_P, b_d, DT, PRECISION, WIDEN)
     tl.store(o + p_v, (scale * b_o).to(o.dtype.element_ty), mask=m_tv)
 
 
@@ -355,5 +362,5 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
     o = torch.empty_like(v)
     gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), NT, H)](
         q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T, WIDTH=parallel_width(NT, H, 1 << 16),
-        H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
+        H=H, K=K, V=V, BT=BT, PRECISION=precision, WIDEN=widen)
     return o, ht, (b_cum, m_inv, w, h, v_new)
