@@ -18,6 +18,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     torch.set_num_threads(1)
 
 WORKFLOW = "tests/workflow/"
+# The workflow modules that share the session's smoke DAG run (the ``smoke_run`` fixture): one xdist scope.
+SMOKE_RUN_MODULES = tuple(f"{WORKFLOW}{name}.py" for name in ("test_smoke_dag", "test_reruns",
+                                                               "test_resume_and_tracking"))
 
 
 def pytest_collection_modifyitems(items):
@@ -26,14 +29,15 @@ def pytest_collection_modifyitems(items):
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadscope`` with every workflow test in one scope: they share one session-scoped smoke DAG run,
-    which a second worker would build again (xdist's ``loadgroup`` marks do not group under pytest 9)."""
+    """``--dist loadscope`` with the workflow tests of ``SMOKE_RUN_MODULES`` in one scope: they share one
+    session-scoped smoke DAG run, which a second worker would build again (xdist's ``loadgroup`` marks do not group
+    under pytest 9). The other workflow modules keep their own scopes, so the second worker takes them meanwhile."""
     if config.getoption("dist") != "loadscope":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class WorkflowScope(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            return WORKFLOW if nodeid.startswith(WORKFLOW) else super()._split_scope(nodeid)
+            return WORKFLOW if nodeid.startswith(SMOKE_RUN_MODULES) else super()._split_scope(nodeid)
 
     return WorkflowScope(config, log)
