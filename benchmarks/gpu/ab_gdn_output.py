@@ -4,8 +4,9 @@ timed alone (do_bench median) on the intermediates of one real forward, after ch
 kernel's result.
 
 Variants of the output pass O = scale (diag(gamma) Q S + tril(R * Q K^T) delta):
-- ``shipped``: one program per (V block, chunk, head), all of K at once, masked pointer loads;
-- ``kloop``: fla's layout, a loop over 64-wide K slices accumulating Q S and Q K^T (the pipeliner overlaps the
+- ``shipped``: ``triton_fwd``'s kernel, autotuned (when this A/B chose it, that kernel loaded all of K at once;
+  it now runs the K-sliced layout below, which won: benchmarks/results/2026-12-03-h200-95b12d5/ab-output.log);
+- ``kloop``: fla's layout, a loop over BK-wide K slices accumulating Q S and Q K^T (the pipeliner overlaps the
   next slice's loads with this slice's products);
 - ``kloop_tma`` / ``oneshot_tma``: the same with q, k, h, delta read through host-built TMA tensor descriptors
   ([T, H, K] views, rows past a sequence's end zeroed after the load) and o stored through one for full chunks.
