@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 from relin.report.inputs import EvalResult
-from relin.report.opal import verdicts
+from relin.report.opal import table4, verdicts
 
 
 def _eval(name: str, niah: float, arithmetic: float = 0.5) -> EvalResult:
@@ -24,3 +24,12 @@ def test_onpolicy_claim_needs_more_than_a_point_of_recovery(onpolicy, matched, v
     rows = {row[0]: row for row in verdicts(evals, None).rows}
     row = rows["On-policy distillation beats off-policy at a matched budget"]
     assert row[-1] == verdict
+
+
+def test_table4_names_the_families_the_teacher_mostly_fails():
+    teacher = _eval("teacher-qwen3", 0.9)
+    teacher.metrics["accuracy"]["niah_multikey"] = 0.27
+    note = table4({"teacher-qwen3": teacher}).note
+    assert "niah_multikey (0.27)" in note
+    assert "niah_single" not in note.split("below")[1] and "niah_multiquery" not in note.split("below")[1]
+    assert "below" not in table4({"teacher-qwen3": _eval("teacher-qwen3", 0.9)}).note

@@ -1,0 +1,125 @@
+"""Does a teacher's MQAR key match form within its short-row stages, and for which seeds?
+
+    python benchmarks/cpu/teacher_recall_screen.py --data results/data/synth_text --seeds 0 1 2
+    python benchmarks/cpu/teacher_recall_screen.py --data results/data/synth_text --seeds 0 1 2 \\
+        --set teacher.train.lr=0.0005 --jobs 2
+
+Trains ``relin teacher-lm`` for the first ``--steps`` steps of ``teacher.train`` (the curriculum's stages
+that end by then; by default the <= 64-token MQAR stages), once per seed, tracking off, and prints the
+training accuracy every 100 steps and the first step at which it reaches ``--formed`` (the jump that
+marks the induction heads' key match). In those stages the rows are MQAR (and the few short arithmetic
+rows), so a run stuck near 0.3 at 8 pairs has learnt to copy a value of the context, not to match its
+key. A screen costs ~200 s per seed on one core against ~900 s for a whole teacher; the full
+evaluation (NIAH) still needs ``snakemake results/eval/teacher-qwen3/metrics.json``. Writes
+``teacher-screen-<time>.json`` into ``benchmarks/results/<date>-cpu-<commit>/``.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def set_dotted(tree: dict, dotted: str) -> None:
+    """Apply one ``a.b.c=value`` override (value parsed as YAML) to a nested dict."""
+    key, sep, raw = dotted.partition("=")
+    if not sep:
+        sys.exit(f"--set {dotted!r}: expected KEY=VALUE, e.g. teacher.train.lr=0.0005")
+    *parents, leaf = key.split(".")
+    node = tree
+    for part in parents:
+        if not isinstance(node.get(part), dict):
+            sys.exit(f"--set {dotted!r}: {key} is not a key of the params file")
+        node = node[part]
+    if leaf not in node:
+        sys.exit(f"--set {dotted!r}: {key} is not a key of the params file")
+    node[leaf] = yaml.safe_load(raw)
+
+
+def stage_sections(params: dict, arch: str, steps: int, seed: int) -> dict:
+    model = params["teacher"]["models"][arch]
+    train = copy.deepcopy(params["teacher"]["train"])
+    stages = [s for s in train["curriculum"] if s["until_step"] <= steps]
+    if not stages:
+        sys.exit(f"--steps {steps}: no curriculum stage of teacher.train ends by then "
+                 f"(first ends at {train['curriculum'][0]['until_step']})")
+    train.update(steps=steps, seed=seed, curriculum=stages, checkpoint_every=10 * steps)
+    return {f"teacher.models.{arch}": model, "teacher.train": train}
+
+
+def screen_one(sections: dict, arch: str, data: Path, workdir: Path, formed: float) -> dict:
+    out = workdir / f"seed{sections['teacher.train']['seed']}"
+    env = dict(os.environ, RELIN_TRACKING="0", OMP_NUM_THREADS="1")
+    began = time.perf_counter()
+    proc = subprocess.run(
+        ["relin", "teacher-lm", "--config", json.dumps(sections), "--arch", arch, "--data", str(data),
+         "--out", str(out / "model"), "--history", str(out / "history.csv"), "--metrics", str(out / "metrics.json"),
+         "--checkpoints", str(out / "checkpoints")], env=env, capture_output=True, text=True)
+    if proc.returncode:
+        sys.exit(f"relin teacher-lm failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+    history = [(int(r["step"]), float(r["accuracy"])) for r in csv.DictReader((out / "history.csv").open())]
+    first = next((step for step, acc in history if acc >= formed), None)
+    return {"seed": sections["teacher.train"]["seed"], "seconds": round(time.perf_counter() - began, 1),
+            "formed_at": first, "accuracy": {step: round(acc, 3) for step, acc in history}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, required=True, help="synth-text dataset (results/data/synth_text)")
+    parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    parser.add_argument("--arch", default="qwen3", help="key of teacher.models")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=1200, help="train this many steps (whole curriculum stages)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key")
+    parser.add_argument("--formed", type=float, default=0.8, help="training accuracy that counts as formed")
+    parser.add_argument("--jobs", type=int, default=1, help="seeds trained at once (one core each)")
+    args = parser.parse_args()
+    if not (args.data / "tokenizer").is_dir():
+        sys.exit(f"--data {args.data}: not a synth-text dataset (expected a directory with tokenizer/); "
+                 "build it with snakemake results/data/synth_text")
+    params = yaml.safe_load(args.params.read_text())
+    for dotted in args.set:
+        set_dotted(params, dotted)
+    if args.arch not in params["teacher"]["models"]:
+        sys.exit(f"--arch {args.arch}: not a key of teacher.models (have {sorted(params['teacher']['models'])})")
+
+    with tempfile.TemporaryDirectory(prefix="teacher-screen-") as tmp, ThreadPoolExecutor(args.jobs) as pool:
+        runs = list(pool.map(lambda seed: screen_one(stage_sections(params, args.arch, args.steps, seed),
+                                                     args.arch, args.data, Path(tmp), args.formed), args.seeds))
+
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip() or "unknown"
+    folder = ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%d')}-cpu-{commit}"
+    folder.mkdir(parents=True, exist_ok=True)
+    import torch
+
+
+    record = {"commit": commit, "torch": torch.__version__, "machine": f"{platform.machine()} x{os.cpu_count()}",
+              "arch": args.arch, "steps": args.steps, "overrides": args.set,
+              "formed_threshold": args.formed, "runs": runs}
+    path = folder / f"teacher-screen-{time.strftime('%H%M%S')}.json"
+    path.write_text(json.dumps(record, indent=2) + "\n")
+
+    print(f"\n{args.arch}, {args.steps} steps, overrides: {' '.join(args.set) or 'none'}")
+    print("| seed | formed at | training accuracy every 100 steps | s |\n|---|---|---|---|")
+    for run in runs:
+        acc = " ".join(f"{a:.2f}" for step, a in run["accuracy"].items() if step % 100 == 0)
+        print(f"| {run['seed']} | {run['formed_at'] or 'no'} | {acc} | {run['seconds']:.0f} |")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
