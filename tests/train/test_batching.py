@@ -38,6 +38,22 @@ def test_curriculum_limits_length_until_its_last_step(tokenizer):
         assert max(int(b["attention_mask"].sum(1).max()) for b in lengths) <= limit
 
 
+def test_a_stage_batch_size_applies_to_its_steps_only(tokenizer):
+    stages = [CurriculumStage(until_step=10, max_len=9, batch_size=24), CurriculumStage(until_step=20, max_len=13)]
+    batches = _batches(tokenizer, curriculum=stages)
+    assert [batches.rows_per_micro_batch(s) for s in (1, 10, 11, 21)] == [24, 24, 8, 8]
+    assert [len(b["input_ids"]) for b in batches.micro_batches(step=4, count=2)] == [24, 24]
+    assert len(batches.micro_batches(step=15, count=1)[0]["input_ids"]) == 8
+    # a stage batch size equal to the default draws exactly the default's rows
+    same = _batches(tokenizer, curriculum=[CurriculumStage(until_step=10, max_len=9, batch_size=8)])
+    plain = _batches(tokenizer, curriculum=[CurriculumStage(until_step=10, max_len=9)])
+    assert torch.equal(same.micro_batches(4, 2)[1]["input_ids"], plain.micro_batches(4, 2)[1]["input_ids"])
+    # ranks split the stage's larger draw as they split the plain one
+    halves = [_batches(tokenizer, curriculum=stages, rank=r, world_size=2).micro_batches(4, 1)[0]["input_ids"]
+              for r in (0, 1)]
+    assert all(len(h) == 24 for h in halves)
+
+
 def test_ranks_take_disjoint_slices_of_one_global_draw(tokenizer):
     whole = _batches(tokenizer, batch_size=8).micro_batches(4, 1)[0]
     parts = [_batches(tokenizer, batch_size=4, rank=r, world_size=2).micro_batches(4, 1)[0] for r in (0, 1)]

@@ -13,6 +13,9 @@ class CurriculumStage:
 
     until_step: int = option(help="last optimizer step of this stage", minimum=1)
     max_len: int = option(help="longest training example (tokens) in this stage", minimum=4)
+    batch_size: int = option(0, "rows per micro-batch in this stage (0 = the training config's batch_size); "
+                                "short stages can afford more rows, which makes the MQAR key match form for "
+                                "more seeds (benchmarks/notes/teacher-niah-cpu.md)", minimum=0)
 
 
 @dataclass(kw_only=True)

@@ -7,7 +7,8 @@ is proportional to its weight (unlisted tasks weigh 1) whatever its number of ro
 mixture fixed when the data config changes a task's size. With ``bucket_by_length`` a step first picks one
 length bucket (rows of up to the next power of two tokens), weighted the same way, and draws all its
 rows there, so short rows are not padded to the longest. A length curriculum
-(``TrainConfig.curriculum``) restricts each step to rows of at most its stage's ``max_len`` tokens.
+(``TrainConfig.curriculum``) restricts each step to rows of at most its stage's ``max_len`` tokens, and
+a stage's ``batch_size`` (when set) replaces the batch size for its steps.
 With several processes, each step draws ``world_size`` times the rows and each rank takes its slice.
 """
 from __future__ import annotations
@@ -38,10 +39,11 @@ class StepBatches:
     Args:
         input_ids (Sequence[Sequence[int]]): token ids per row.
         labels (Sequence[Sequence[int]]): per-row targets aligned with ``input_ids`` (-100 = none).
-        batch_size (int): rows per micro-batch and process.
+        batch_size (int): rows per micro-batch and process (a curriculum stage's non-zero
+            ``batch_size`` overrides it for that stage's steps).
         pad_id (int): id that fills ``input_ids`` past a row's end.
         seed (int): sampling seed.
-        curriculum (Sequence): stages with ``until_step`` and ``max_len``.
+        curriculum (Sequence): stages with ``until_step``, ``max_len`` and optionally ``batch_size``.
         tasks (Sequence[str], Optional): task name per row, for ``task_weights``.
         task_weights (Mapping[str, float]): mixture weight per task; unlisted tasks weigh 1.
         bucket_by_length (bool): draw each step from one length bucket. Default: ``False``.
@@ -96,22 +98,29 @@ class StepBatches:
         mass = np.array([self.weights[b].sum() for b in buckets])
         return _Pool(buckets, [self.weights[b] / self.weights[b].sum() for b in buckets], mass / mass.sum())
 
+    def _stage(self, step: int):
+        return next((stage for stage in self.stages if step <= stage.until_step), None)
+
     def max_len(self, step: int) -> int:
         """The curriculum's length limit for optimizer step ``step`` (1-based)."""
-        for stage in self.stages:
-            if step <= stage.until_step:
-                return stage.max_len
-        return int(self.lengths.max())
+        stage = self._stage(step)
+        return stage.max_len if stage is not None else int(self.lengths.max())
+
+    def rows_per_micro_batch(self, step: int) -> int:
+        """This process's rows per micro-batch at optimizer step ``step``: the stage's, else ``batch_size``."""
+        stage = self._stage(step)
+        return stage.batch_size if stage is not None and stage.batch_size else self.batch_size
 
     def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
         """The ``count`` micro-batches of optimizer step ``step`` for this rank."""
         pool = self._pools[self.max_len(step)]
         rng = np.random.default_rng([self.seed, step])
         bucket = rng.choice(len(pool.buckets), p=pool.bucket_probs)
-        per_rank = self.batch_size * count
+        size = self.rows_per_micro_batch(step)
+        per_rank = size * count
         chosen = rng.choice(pool.buckets[bucket], size=per_rank * self.world_size, p=pool.row_probs[bucket])
         mine = chosen[self.rank * per_rank:(self.rank + 1) * per_rank]
-        return [self.collate(mine[i * self.batch_size:(i + 1) * self.batch_size]) for i in range(count)]
+        return [self.collate(mine[i * size:(i + 1) * size]) for i in range(count)]
 
     def collate(self, indices: np.ndarray) -> dict[str, torch.Tensor]:
         width = int(self.lengths[indices].max())
