@@ -144,7 +144,9 @@ def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes_after_a_kill(toy_da
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
               "-m", "relin.cli"]
     argv = launch + _args(toy_dataset, tmp_path, backend="deepspeed", grad_accum=2, steps=40, checkpoint_every=5)
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # cwd outside the checkout: `python -m` puts cwd on sys.path, where our kernels/ would shadow the `kernels`
+    # package that transformers imports when it is installed
+    first = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and first.poll() is None and not list(tmp_path.glob("ckpt/*/step-*")):
         time.sleep(0.05)
@@ -156,7 +158,7 @@ def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes_after_a_kill(toy_da
     assert sorted(p.name for p in step_dir.glob("zero2/zero_pp_rank_*")) == [
         "zero_pp_rank_0_mp_rank_00_optim_states.pt", "zero_pp_rank_1_mp_rank_00_optim_states.pt"]
 
-    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    second = subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert second.returncode == 0, second.stderr[-3000:]
     resumes = [line for line in second.stderr.splitlines() if "resuming from step" in line]
     assert len(resumes) == 1, "rank 0 alone reports the resume"
