@@ -30,23 +30,22 @@ from pathlib import Path
 
 import yaml
 
+from relin.config.loader import as_dict
+from relin.config.params import load_layers, read_yaml
+from relin.errors import ConfigError
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def set_dotted(tree: dict, dotted: str) -> None:
-    """Apply one ``a.b.c=value`` override (value parsed as YAML) to a nested dict."""
+def override(dotted: str) -> tuple[str, dict]:
+    """One ``--set a.b.c=value`` as a named overlay layer ``{"a": {"b": {"c": value}}}`` (value read as YAML)."""
     key, sep, raw = dotted.partition("=")
     if not sep:
         sys.exit(f"--set {dotted!r}: expected KEY=VALUE, e.g. teacher.train.lr=0.0005")
-    *parents, leaf = key.split(".")
-    node = tree
-    for part in parents:
-        if not isinstance(node.get(part), dict):
-            sys.exit(f"--set {dotted!r}: {key} is not a key of the params file")
-        node = node[part]
-    if leaf not in node:
-        sys.exit(f"--set {dotted!r}: {key} is not a key of the params file")
-    node[leaf] = yaml.safe_load(raw)
+    layer = yaml.safe_load(raw)
+    for part in reversed(key.split(".")):
+        layer = {part: layer}
+    return f"--set {key}", layer
 
 
 def stage_sections(params: dict, arch: str, steps: int, seed: int) -> dict:
@@ -90,9 +89,10 @@ def main() -> None:
     if not (args.data / "tokenizer").is_dir():
         sys.exit(f"--data {args.data}: not a synth-text dataset (expected a directory with tokenizer/); "
                  "build it with snakemake results/data/synth_text")
-    params = yaml.safe_load(args.params.read_text())
-    for dotted in args.set:
-        set_dotted(params, dotted)
+    try:  # the project's strict loader: an unknown key or a wrong type is one line naming the --set
+        params = as_dict(load_layers([(str(args.params), read_yaml(args.params)), *map(override, args.set)]))
+    except ConfigError as err:
+        sys.exit(str(err))
     if args.arch not in params["teacher"]["models"]:
         sys.exit(f"--arch {args.arch}: not a key of teacher.models (have {sorted(params['teacher']['models'])})")
 
@@ -105,7 +105,6 @@ def main() -> None:
     folder = ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%d')}-cpu-{commit}"
     folder.mkdir(parents=True, exist_ok=True)
     import torch
-
 
     record = {"commit": commit, "torch": torch.__version__, "machine": f"{platform.machine()} x{os.cpu_count()}",
               "arch": args.arch, "steps": args.steps, "overrides": args.set,
