@@ -12,6 +12,9 @@ IGNORE_INDEX = -100
 EVAL_KEYS = ("name", "perplexity", "accuracy", "accuracy_by_length")
 # ``accuracy_by_length.csv`` of ``relin eval-lm``.
 BY_LENGTH_COLUMNS = ("task", "length", "depth", "accuracy", "n")
+# ``items.csv`` of ``relin eval-lm``: one row per evaluated example (the report's bootstrap resamples them).
+# Task rows score ``hits`` of ``total``; perplexity passages carry their summed ``nll`` over ``tokens``.
+ITEM_COLUMNS = ("task", "length", "depth", "needle_distance", "hits", "total", "nll", "tokens")
 # ``history.csv`` of a training stage: the columns every history has (others follow the objective).
 HISTORY_COLUMNS = ("step", "loss")
 # ``speed.csv`` of ``relin hybrid-speed``: one row per (model, context).

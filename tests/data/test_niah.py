@@ -39,10 +39,25 @@ def test_single_needle_at_requested_depth_and_exact_length(setup, seed, length):
         tail = encoder.ids(QUESTION_ONE.format(key=key) + " " + ANSWER_PREFIX_ONE.format(key=key))
         assert ids[row["prompt_len"] - len(tail):row["prompt_len"]] == tail
         haystack = row["prompt_len"] - 1 - len(needle) - len(tail)
+        assert row["needle_distance"] == row["prompt_len"] - (start + len(needle))
         assert abs((start - 1) - depth * haystack) <= longest_sentence / 2 + 1
         answer_ids = encoder.ids(value) + [tokenizer.eos_token_id]
         assert ids[row["prompt_len"]:] == answer_ids
         assert row["labels"] == [IGNORE_INDEX] * row["prompt_len"] + answer_ids
+
+
+def test_needle_distance_is_that_of_the_nearest_queried_needle(setup, seed):
+    tokenizer, encoder, language = setup
+    rng = np.random.default_rng(seed)
+    for family in ("multikey", "multiquery"):
+        for row in generate_niah(family, 256, [None] * 5, 4, 4, language, encoder, rng):
+            ids = row["input_ids"]
+            text = tokenizer.decode(ids[:row["prompt_len"]], skip_special_tokens=True)
+            ends = {}
+            for key, value in (part.split(" is: ") for part in text.split("one of the special magic numbers for ")[1:]):
+                needle = encoder.ids(NEEDLE.format(key=key, value=value.split(".")[0]))
+                ends[value.split(".")[0]] = _find(ids, needle) + len(needle)
+            assert len(ends) == 4 and row["needle_distance"] == min(row["prompt_len"] - ends[v] for v in row["answers"])
 
 
 def test_multikey_has_distractors_and_multiquery_asks_every_key(setup, seed):

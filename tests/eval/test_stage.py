@@ -6,6 +6,7 @@ import pytest
 from datasets import DatasetDict
 
 from relin.cli import main
+from relin.eval.tasks import TASKS
 
 CONFIG = json.dumps({"eval": {"batch_size": 4, "max_new_tokens": 12}})
 
@@ -25,7 +26,8 @@ def no_tracking(monkeypatch):
 
 def _eval_args(model, data, out):
     return ["eval-lm", "--config", CONFIG, "--model", str(model), "--data", str(data), "--name", "tiny",
-            "--out", str(out / "metrics.json"), "--by-length", str(out / "accuracy_by_length.csv")]
+            "--out", str(out / "metrics.json"), "--by-length", str(out / "accuracy_by_length.csv"),
+            "--items", str(out / "items.csv")]
 
 
 def test_eval_lm_writes_metrics_and_accuracy_by_length(tmp_path, tiny_qwen3_dir, data_dir, rows, tokenizer):
@@ -42,6 +44,18 @@ def test_eval_lm_writes_metrics_and_accuracy_by_length(tmp_path, tiny_qwen3_dir,
         table = list(csv.DictReader(fh))
     assert list(table[0]) == ["task", "length", "depth", "accuracy", "n"]
     assert sum(int(r["n"]) for r in table) == sum(1 for r in rows if r["task"] != "filler")
+    with open(out / "items.csv") as fh:
+        items = list(csv.DictReader(fh))
+    assert [(r["task"], int(r["length"])) for r in items] == [(r["task"], r["length"]) for task in (*TASKS, "filler")
+                                                              for r in rows if r["task"] == task]
+    per_family = {}
+    for item in items:
+        if item["task"] != "filler":
+            hits, total = per_family.get(item["task"], (0.0, 0.0))
+            per_family[item["task"]] = (hits + float(item["hits"]), total + float(item["total"]))
+    assert {t: h / n for t, (h, n) in per_family.items()} == pytest.approx(metrics["accuracy"])
+    assert sum(int(r["tokens"]) for r in items) == metrics["perplexity_tokens"]
+    assert metrics["chance"]["niah_single"] == 0.0 and 0.0 < metrics["chance"]["mqar"] < 1.0
 
 
 def test_missing_model_directory_is_one_line_naming_it(tmp_path, data_dir, capsys):

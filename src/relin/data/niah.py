@@ -66,9 +66,11 @@ def generate_niah(family: str, length: int, depths: list[float | None], value_di
         starts = np.cumsum([0] + [len(s) for s in sentences])
         boundaries = [int(np.argmin(np.abs(starts - depth * budget)))]
         boundaries += rng.integers(len(sentences) + 1, size=num_needles - 1).tolist()
-        prompt = _insert(sentences, needles, boundaries)
+        prompt, ends = _insert(sentences, needles, boundaries)
+        distance = min(len(prompt) - end for end in ends[queried]) + len(tail)
         rows.append(answer_row(f"niah_{family}", encoder.bos, encoder.eos, prompt + tail, answer_ids,
-                               answer=answer, answers=values[queried], length=length, depth=depth))
+                               answer=answer, answers=values[queried], length=length, depth=depth,
+                               needle_distance=distance))
     return rows
 
 
@@ -80,16 +82,20 @@ def _question(keys: list[str]) -> str:
     return QUESTION_ALL.format(key=asked) + " " + ANSWER_PREFIX_ALL.format(key=asked)
 
 
-def _insert(sentences: list[list[int]], needles: list[list[int]], boundaries: list[int]) -> list[int]:
-    """The haystack with ``needles[i]`` placed before sentence ``boundaries[i]`` (``len(sentences)``: at the end)."""
+def _insert(sentences: list[list[int]], needles: list[list[int]], boundaries: list[int]
+            ) -> tuple[list[int], list[int]]:
+    """The haystack with ``needles[i]`` placed before sentence ``boundaries[i]`` (``len(sentences)``: at the end),
+    and the index just past each needle in it."""
     prompt: list[int] = []
+    ends = [0] * len(needles)
     for boundary in range(len(sentences) + 1):
-        for needle, at in zip(needles, boundaries):
+        for i, (needle, at) in enumerate(zip(needles, boundaries)):
             if at == boundary:
                 prompt += needle
+                ends[i] = len(prompt)
         if boundary < len(sentences):
             prompt += sentences[boundary]
-    return prompt
+    return prompt, ends
 
 
 def _distinct_values(count: int, digits: int, rng: np.random.Generator) -> list[str]:

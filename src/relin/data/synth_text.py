@@ -91,7 +91,8 @@ def build_synth_text(cfg: DataConfig):
     schema = pa.schema([
         ("task", pa.string()), ("input_ids", pa.list_(pa.int32())), ("labels", pa.list_(pa.int32())),
         ("prompt_len", pa.int32()), ("answer", pa.string()), ("answers", pa.list_(pa.string())),
-        ("length", pa.int32()), ("depth", pa.float32()), ("num_pairs", pa.int32())])
+        ("length", pa.int32()), ("depth", pa.float32()), ("num_pairs", pa.int32()),
+        ("needle_distance", pa.int32())])
     splits = generate_rows(cfg, tokenizer)
     order = _rng(cfg.seed, "shuffle").permutation(len(splits["train"]))
     splits["train"] = [splits["train"][i] for i in order]

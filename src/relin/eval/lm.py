@@ -15,7 +15,7 @@ from ..artifacts import IGNORE_INDEX
 from ..errors import ConfigError
 from .generation import Generator, continuations, greedy_generator
 from .perplexity import Perplexity, perplexity
-from .results import ExampleScore, by_task, by_task_length, by_task_length_depth
+from .results import ExampleScore, PassageScore, by_task, by_task_length, by_task_length_depth
 from .tasks import PERPLEXITY_TASK, TASKS
 from .teacher_forced import score_labels
 
@@ -27,11 +27,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class LMEvaluation:
-    """Scores of one model: perplexity, per-example task scores and seconds spent per family."""
+    """Scores of one model: perplexity (and its per-passage scores), per-example task scores, each family's
+    chance level and seconds spent per family."""
 
     name: str
     perplexity: Perplexity
     scores: list[ExampleScore]
+    passages: list[PassageScore] = field(default_factory=list)
+    chance: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, Any]:
@@ -51,7 +54,17 @@ class LMEvaluation:
             "overall": sum(accuracy.values()) / len(accuracy) if accuracy else None,
             "accuracy_by_length": by_length,
             "n": {g.task: g.n for g in by_task(self.scores)},
+            "chance": self.chance,
         }
+
+    def item_rows(self) -> list[dict[str, Any]]:
+        """Rows of ``items.csv``, one per test example: the task families in :data:`TASKS` order (each in split
+        order), then the perplexity passages; the evaluated items a report resamples for its intervals."""
+        rows = [{"task": s.task, "length": s.length, "depth": s.depth, "needle_distance": s.needle_distance,
+                 "hits": s.hits, "total": s.total, "nll": 0.0, "tokens": 0} for s in self.scores]
+        rows += [{"task": PERPLEXITY_TASK, "length": p.length, "depth": -1.0, "needle_distance": -1, "hits": 0.0,
+                  "total": 0.0, "nll": p.nll, "tokens": p.tokens} for p in self.passages]
+        return rows
 
     def by_length_rows(self) -> list[dict[str, Any]]:
         """Rows of ``accuracy_by_length.csv``: task, length, depth, accuracy, n."""
@@ -93,8 +106,8 @@ def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: s
     Raises :class:`ConfigError`, before any work, when ``cfg.max_new_tokens`` cannot hold the
     longest gold answer of a generation task.
     """
-    columns = {c: rows[c] for c in ("task", "input_ids", "labels", "prompt_len", "answer", "answers",
-                                    "length", "depth")}
+    names = ("task", "input_ids", "labels", "prompt_len", "answer", "answers", "length", "depth", "needle_distance")
+    columns = {c: rows[c] if c in rows.column_names else [-1] * len(rows) for c in names}
     examples = [dict(zip(columns, values)) for values in zip(*columns.values())]
     _check_generation_budget(examples, cfg.max_new_tokens, tokenizer.eos_token_id)
     if generator is None:
@@ -103,11 +116,12 @@ def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: s
 
     start = time.perf_counter()
     filler = [r for r in examples if r["task"] == PERPLEXITY_TASK]
-    ppl = perplexity(score_labels(model, [r["input_ids"] for r in filler], [r["labels"] for r in filler],
-                                  cfg.batch_size))
+    scored = score_labels(model, [r["input_ids"] for r in filler], [r["labels"] for r in filler], cfg.batch_size)
+    passages = [PassageScore(r["length"], s.nll, s.count) for r, s in zip(filler, scored)]
     seconds[PERPLEXITY_TASK] = time.perf_counter() - start
 
     scores: list[ExampleScore] = []
+    chance: dict[str, float] = {}
     for task in TASKS:
         chosen = [r for r in examples if r["task"] == task]
         if not chosen:
@@ -115,6 +129,9 @@ def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: s
         start = time.perf_counter()
         results = _task_results(model, generator, tokenizer, task, chosen, cfg)
         scores += [ExampleScore(task=task, length=r["length"], depth=round(float(r["depth"]), 6), hits=hits,
-                                total=total) for r, (hits, total) in zip(chosen, results)]
+                                total=total, needle_distance=int(r["needle_distance"]))
+                   for r, (hits, total) in zip(chosen, results)]
+        chance[task] = TASKS[task].chance(chosen)
         seconds[task] = time.perf_counter() - start
-    return LMEvaluation(name=name, perplexity=ppl, scores=scores, seconds=seconds)
+    return LMEvaluation(name=name, perplexity=perplexity(scored), scores=scores, passages=passages, chance=chance,
+                        seconds=seconds)

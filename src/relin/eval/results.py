@@ -20,6 +20,16 @@ class ExampleScore:
     depth: float
     hits: float
     total: float
+    needle_distance: int = -1
+
+
+@dataclass(frozen=True)
+class PassageScore:
+    """One perplexity passage: its length and summed NLL (nats) over its ``tokens`` predicted tokens."""
+
+    length: int
+    nll: float
+    tokens: int
 
 
 @dataclass(frozen=True)

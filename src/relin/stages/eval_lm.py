@@ -1,7 +1,8 @@
 """``relin eval-lm``: perplexity and task accuracy of one causal LM on the ``synth_text`` test split.
 
-Writes ``metrics.json`` (perplexity, accuracy per task family, their mean, accuracy by length, n)
-and ``accuracy_by_length.csv`` (task, length, depth, accuracy, n). Any causal LM directory loads
+Writes ``metrics.json`` (perplexity, accuracy per task family, their mean, accuracy by length, n, chance
+levels), ``accuracy_by_length.csv`` (task, length, depth, accuracy, n) and ``items.csv`` (one row per
+evaluated example, for the report's intervals). Any causal LM directory loads
 (teachers now, hybrid students later); ``--name`` labels it in the report.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", required=True, help="the model's name in metrics and report")
     parser.add_argument("--out", required=True, help="metrics.json to write")
     parser.add_argument("--by-length", required=True, help="accuracy_by_length.csv to write")
+    parser.add_argument("--items", required=True, help="items.csv to write (per-example scores)")
 
 
 def _flat_metrics(metrics: dict) -> dict[str, float]:
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace, sections) -> None:
     import sys
 
     from .. import tracking
-    from ..artifacts import BY_LENGTH_COLUMNS
+    from ..artifacts import BY_LENGTH_COLUMNS, ITEM_COLUMNS
     from ..config.loader import as_dict
     from ..devices import compute_device
     from ..errors import InputError
@@ -52,15 +54,18 @@ def run(args: argparse.Namespace, sections) -> None:
         raise InputError(f"model {args.model}: vocabulary of {model.config.vocab_size} tokens is smaller than "
                          f"the data tokenizer's {len(tokenizer)} (expected a model trained on {args.data})")
     with tracking.stage_run("eval-lm", {"eval": as_dict(cfg), "name": args.name},
-                            inputs=[args.model, args.data], outputs=[args.out, args.by_length]) as tracker:
+                            inputs=[args.model, args.data],
+                            outputs=[args.out, args.by_length, args.items]) as tracker:
         tracker.set_tags({"relin.model_name": args.name})
         result = evaluate_lm(model, rows, tokenizer, cfg, name=args.name)
         metrics = result.metrics()
         atomic_write_json(args.out, metrics)
         atomic_write_csv(args.by_length, result.by_length_rows(), list(BY_LENGTH_COLUMNS))
+        atomic_write_csv(args.items, result.item_rows(), list(ITEM_COLUMNS))
         tracker.log_metrics({**_flat_metrics(metrics), **{f"seconds/{k}": v for k, v in result.seconds.items()}})
         tracker.log_artifact(args.out)
         tracker.log_artifact(args.by_length)
+        tracker.log_artifact(args.items)
     scores = [f"perplexity {metrics['perplexity']:.3f}" if metrics["perplexity"] is not None else "no perplexity"]
     scores += [f"{task} {acc:.3f}" for task, acc in metrics["accuracy"].items()]
     print(f"eval-lm {args.name}: {', '.join(scores)} ({sum(result.seconds.values()):.1f} s)", file=sys.stderr)

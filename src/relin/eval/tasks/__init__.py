@@ -4,11 +4,15 @@
 - ``generate``: a greedy continuation of ``input_ids[:prompt_len]``, decoded to text and scored
   against the row's gold answer by the family's ``score(prediction, row) -> [0, 1]``;
 - the filler family carries no accuracy: it is the perplexity corpus.
+
+Each family declares its chance level: the accuracy of a model that knows the answer format but reads
+nothing of the context (MQAR: one of the values the labels hold; a 4-digit needle value or an arithmetic
+result: ~0). Verdicts treat a model whose interval reaches it as at chance.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Sequence
 
 from . import arithmetic, niah
 
@@ -21,10 +25,17 @@ class TaskScoring:
 
     kind: Literal["labels", "generate"]
     score: Callable[[str, dict[str, Any]], float] | None = None
+    chance: Callable[[Sequence[dict[str, Any]]], float] = lambda rows: 0.0
+
+
+def _one_of_the_labelled_values(rows: Sequence[dict[str, Any]]) -> float:
+    """Chance of a teacher-forced family: 1 / the number of distinct tokens its labels ask for."""
+    values = {t for r in rows for t in r["labels"][r["prompt_len"]:] if t >= 0}
+    return 1.0 / len(values) if values else 0.0
 
 
 TASKS: dict[str, TaskScoring] = {
-    "mqar": TaskScoring("labels"),
+    "mqar": TaskScoring("labels", chance=_one_of_the_labelled_values),
     "niah_single": TaskScoring("generate", niah.score),
     "niah_multikey": TaskScoring("generate", niah.score),
     "niah_multiquery": TaskScoring("generate", niah.score),
