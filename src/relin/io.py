@@ -14,6 +14,8 @@ import shutil
 from pathlib import Path
 from typing import Any, Iterator
 
+from .errors import InputError
+
 MANIFEST_SUFFIX = ".relin-run.json"
 # Written by Snakemake into directory outputs after a job ends: not part of the artifact's content.
 NOT_CONTENT = frozenset({".snakemake_timestamp"})
@@ -145,3 +147,17 @@ def clear_orphan_manifest(path: str | Path) -> bool:
         return False
     record.unlink(missing_ok=True)
     return True
+
+
+def read_json(path: str | Path, what: str) -> dict[str, Any]:
+    """A JSON object written by a stage (one line naming the path when missing or malformed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file (expected {what})")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object ({what})")
+    return data

@@ -2,9 +2,24 @@
 import numpy as np
 import pytest
 
-from relin.report.verdicts import (AT_CHANCE, CONTRADICTED, INCONCLUSIVE, REFERENCE_FAILS, REPRODUCED, WITHIN_NOISE,
-                                   Estimate, Resampler, Verdict, at_least, at_most, beats, chance_guard, mean_of,
-                                   reference_guard, within)
+from relin.report.verdicts import (
+    AT_CHANCE,
+    CONTRADICTED,
+    INCONCLUSIVE,
+    REFERENCE_FAILS,
+    REPRODUCED,
+    WITHIN_NOISE,
+    Estimate,
+    Resampler,
+    Verdict,
+    at_least,
+    at_most,
+    beats,
+    chance_guard,
+    mean_of,
+    reference_guard,
+    within,
+)
 
 
 def _items(rng, n, p):

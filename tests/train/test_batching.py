@@ -107,3 +107,23 @@ def test_task_weights_set_the_mixture_whatever_the_row_counts(tokenizer):
     lengths = torch.cat([batches.micro_batches(s, 1)[0]["attention_mask"].sum(1) for s in range(1, 21)])
     share_few = (lengths == 9).float().mean().item()
     assert share_few == pytest.approx(0.75, abs=0.04), "3:1 weights give a 3:1 mixture despite 1:9 rows"
+
+
+@pytest.mark.parametrize("targets", [1, 7, 50, 333])
+def test_a_target_budget_batch_holds_exactly_its_targets_from_the_steps_rows(tokenizer, targets):
+    from relin.train.batching import TargetBudget
+    from relin.train.objectives import next_token_mask
+
+    inner = _batches(tokenizer, seed=2)
+    source = TargetBudget(inner, [targets, 2 * targets])
+    for step, budget in ((1, targets), (2, 2 * targets)):
+        (batch,) = source.micro_batches(step, 1)
+        assert int(next_token_mask(batch, "all").sum()) == budget
+        # the rows are the step's draws in order, each a prefix of its dataset row
+        lengths = batch["attention_mask"].sum(1).tolist()
+        drawn = inner._draw(step, len(lengths))
+        for row, (i, n) in enumerate(zip(drawn, lengths)):
+            assert batch["input_ids"][row, :n].tolist() == inner.rows[i][:n].tolist()
+        assert all(n == inner.lengths[i] for i, n in zip(drawn[:-1], lengths[:-1]))
+    with pytest.raises(ConfigError, match="one micro-batch"):
+        source.micro_batches(1, 2)

@@ -96,6 +96,12 @@ def test_resume_after_kill_equals_uninterrupted_run(tokenizer, tmp_path):
     torch.testing.assert_close(_params(resumed.model), _params(straight.model), rtol=1e-6, atol=1e-7)
     assert [r["loss"] for r in resumed.history] == pytest.approx([r["loss"] for r in straight.history])
     assert sorted(p.name for p in root.iterdir()) == ["step-000008", "step-000012"], "the newest two are kept"
+    assert resumed.budget == straight.budget, "the budget counts every step once across a resume"
+    draws = [b for step in range(1, 13) for b in _batches(tokenizer, 8).micro_batches(step, 2)]
+    assert straight.budget["optimizer_steps"] == 12
+    assert straight.budget["forward_tokens"] == sum(int(b["attention_mask"].sum()) for b in draws)
+    assert straight.budget["target_tokens"] == sum(CrossEntropy().count_targets(b) for b in draws)
+    assert len(straight.budget["targets_per_step"]) == 12
 
 
 @pytest.mark.parametrize("damage", ["truncated", "random bytes", "trainer.json"])

@@ -71,7 +71,8 @@ def test_rollouts_target_the_sampled_tokens_and_repeat_per_step(tokenizer, model
     assert source.generated_tokens == int((batch["labels"] != IGNORE_INDEX).sum()) + \
         int((other["labels"] != IGNORE_INDEX).sum())
     logged = source.observe(4, {"kl": 0.3})
-    assert logged["horizon"] == 6 and logged["generated_tokens"] == source.generated_tokens
+    assert logged == {"horizon": 6}
+    assert source.budget() == {"rollout_tokens": source.generated_tokens, "horizons": [6]}
 
 
 def test_kl_by_position_adds_up_to_the_total(tokenizer, models):

@@ -23,7 +23,8 @@ def sections(*dotted):
 
 
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
-OPAL_MODELS = ["swa", "gdn", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]
+OPAL_MODELS = ["swa", "gdn", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched",
+               "offpolicy_teacher"]
 # HedgeMamba: stage 1's Hedgehog model, stage 2's HedgeMamba and the two controls (the init equals "hedgehog").
 HEDGEMAMBA_MODELS = ["hedgehog", "finetune", "random", "hedgehog_only"]
 LM_MODELS = {
@@ -46,9 +47,10 @@ OPAL_TEACHER = f"results/teacher/{config['opal']['teacher']}/model"
 
 
 def opal_previous(wildcards):
-    """Stage 2A starts from stage 1, 2B from 2A, the matched control from 2B."""
+    """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B."""
     return {"short": "results/opal/align/model", "long": "results/opal/offpolicy_short/model",
-            "matched": "results/opal/offpolicy_long/model"}[wildcards.phase]
+            "matched": "results/opal/offpolicy_long/model",
+            "teacher": "results/opal/offpolicy_long/model"}[wildcards.phase]
 
 
 # lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.
@@ -62,4 +64,10 @@ def opal_model(wildcards):
 
 
 def opal_budget(wildcards):
-    return ["results/opal/onpolicy/train_metrics.json"] if wildcards.phase == "matched" else []
+    """The Table 3 controls take stage 3's budget (steps, teacher-scored tokens, horizons)."""
+    return ["results/opal/onpolicy/train_metrics.json"] if wildcards.phase in ("matched", "teacher") else []
+
+
+def opal_offpolicy_sections(wildcards):
+    extra = ["opal.onpolicy"] if wildcards.phase == "teacher" else []
+    return sections(f"opal.offpolicy_{wildcards.phase}", "opal.niah_protocol", *extra)

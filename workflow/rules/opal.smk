@@ -36,7 +36,7 @@ rule opal_align:
         history="results/opal/align/history.csv",
         metrics="results/opal/align/train_metrics.json",
     params:
-        cfg=sections("opal.align"),
+        cfg=sections("opal.align", "opal.niah_protocol"),
     log:
         "logs/opal_align.log",
     benchmark:
@@ -55,7 +55,8 @@ rule opal_align:
 
 
 rule opal_offpolicy:
-    """OPAL stage 2A (short context), 2B (long context) and the matched off-policy control: logit KD."""
+    """OPAL stage 2A (short context), 2B (long context) and Table 3's two controls at stage 3's budget: logit KD
+    on dataset text (matched) or on the teacher's continuations of stage 3's prompts (teacher)."""
     input:
         teacher=OPAL_TEACHER,
         student=opal_previous,
@@ -66,14 +67,14 @@ rule opal_offpolicy:
         history="results/opal/offpolicy_{phase}/history.csv",
         metrics="results/opal/offpolicy_{phase}/train_metrics.json",
     params:
-        cfg=sections("opal.offpolicy_{phase}"),
+        cfg=opal_offpolicy_sections,
         budget=lambda wildcards, input: f"--budget {input.budget}" if input.budget else "",
     log:
         "logs/opal_offpolicy/{phase}.log",
     benchmark:
         "results/benchmarks/opal_offpolicy/{phase}.tsv"
     wildcard_constraints:
-        phase="short|long|matched",
+        phase="short|long|matched|teacher",
     priority: 10
     threads: 1
     conda:
@@ -99,7 +100,7 @@ rule opal_onpolicy:
         history="results/opal/onpolicy/history.csv",
         metrics="results/opal/onpolicy/train_metrics.json",
     params:
-        cfg=sections("opal.onpolicy"),
+        cfg=sections("opal.onpolicy", "opal.niah_protocol"),
     log:
         "logs/opal_onpolicy.log",
     benchmark:

@@ -8,6 +8,9 @@ from typing import Literal
 from .loader import ConfigError, option
 from .train import TrainConfig
 
+# The needle families a zero-shot protocol keeps out of every distillation stage.
+NIAH_TASKS = ("niah_single", "niah_multikey", "niah_multiquery")
+
 
 @dataclass(kw_only=True)
 class GDNConfig:
@@ -85,7 +88,8 @@ class SpeedConfig:
 
 
 # OPAL models by name: the teacher, the SWA baseline, and each recovery stage's student.
-LM_EVAL_MODELS = ("teacher", "swa", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched")
+LM_EVAL_MODELS = ("teacher", "swa", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched",
+                  "offpolicy_teacher")
 
 
 @dataclass(kw_only=True)
@@ -128,7 +132,21 @@ class OpalConfig:
     offpolicy_long: OffPolicyConfig = option(default_factory=OffPolicyConfig, help="stage 2B: long context")
     onpolicy: OnPolicyConfig = option(default_factory=OnPolicyConfig, help="stage 3: on-policy distillation")
     offpolicy_matched: OffPolicyConfig = option(default_factory=OffPolicyConfig,
-                                                help="control: off-policy from stage 2B for stage 3's token budget "
-                                                     "(its steps follow from that budget)")
+                                                help="Table 3 control: off-policy from stage 2B on dataset text, "
+                                                     "stage 3's optimizer steps and teacher-scored tokens per step "
+                                                     "(its steps follow from stage 3's budget)")
+    offpolicy_teacher: OffPolicyConfig = option(default_factory=OffPolicyConfig,
+                                                help="Table 3's second control: off-policy from stage 2B on the "
+                                                     "teacher's own continuations of stage 3's prompts, at stage "
+                                                     "3's horizons and steps")
+    niah_protocol: Literal["zero_shot", "in_distribution"] = option(
+        "zero_shot", "zero_shot: no NIAH row in any distillation stage (the teacher learns NIAH; students are "
+                     "scored zero-shot, as the paper's); in_distribution: each stage's own task mix, NIAH included")
     speed: SpeedConfig = option(default_factory=SpeedConfig, help="the hybrid_speed benchmark")
     lm_eval: LMEvalConfig = option(default_factory=LMEvalConfig, help="lm-evaluation-harness benchmarks")
+
+    def validate(self, prefix: str) -> None:
+        if self.niah_protocol == "zero_shot" and not any(
+                weight > 0 for task, weight in self.onpolicy.prompt_tasks.items() if task not in NIAH_TASKS):
+            raise ConfigError(f"{prefix}.onpolicy.prompt_tasks: niah_protocol zero_shot leaves no prompt task "
+                              f"(expected a positive weight for a task other than {', '.join(NIAH_TASKS)})")

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..artifacts import BY_LENGTH_COLUMNS, EVAL_KEYS, HISTORY_COLUMNS, SPEED_COLUMNS
 from ..errors import InputError
+from ..io import read_json  # noqa: F401 - the report's readers are all importable from here
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def _number(text: str) -> Any:
     return text if text else math.nan
 
 
-def _read_csv(path: Path, columns: tuple[str, ...], what: str) -> list[dict[str, Any]]:
+def read_csv_rows(path: Path, columns: tuple[str, ...], what: str) -> list[dict[str, Any]]:
     _existing(path, what)
     with open(path, newline="") as fh:
         reader = csv.DictReader(fh)
@@ -82,32 +83,22 @@ def _read_csv(path: Path, columns: tuple[str, ...], what: str) -> list[dict[str,
 
 def read_history(spec: str) -> NamedRows:
     name, path = split_name(spec)
-    rows = _read_csv(path, HISTORY_COLUMNS, "a history.csv with columns step,loss,...")
+    rows = read_csv_rows(path, HISTORY_COLUMNS, "a history.csv with columns step,loss,...")
     role_arch = [p.name for p in (path.parent.parent, path.parent) if p.name]
     return NamedRows(name=name or "-".join(role_arch) or path.stem, rows=rows, path=path)
 
 
 def read_by_length(spec: str) -> NamedRows:
     name, path = split_name(spec)
-    rows = _read_csv(path, BY_LENGTH_COLUMNS, "an accuracy_by_length.csv with columns " + ",".join(BY_LENGTH_COLUMNS))
+    rows = read_csv_rows(path, BY_LENGTH_COLUMNS,
+                         "an accuracy_by_length.csv with columns " + ",".join(BY_LENGTH_COLUMNS))
     return NamedRows(name=name or path.parent.name or path.stem, rows=rows, path=path)
-
-
-def read_json(path: str | Path, what: str) -> dict[str, Any]:
-    """A JSON object written by a stage (one line naming the path when missing or malformed)."""
-    path = _existing(Path(path), what)
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a JSON object ({what})")
-    return data
 
 
 def read_speed(spec: str) -> NamedRows:
     name, path = split_name(spec)
-    rows = _read_csv(path, SPEED_COLUMNS, "a speed.csv of relin hybrid-speed with columns " + ",".join(SPEED_COLUMNS))
+    rows = read_csv_rows(path, SPEED_COLUMNS,
+                         "a speed.csv of relin hybrid-speed with columns " + ",".join(SPEED_COLUMNS))
     return NamedRows(name=name or path.parent.name, rows=rows, path=path)
 
 

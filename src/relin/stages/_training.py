@@ -16,7 +16,8 @@ A training stage module keeps only what is its own, usually a ``setup`` function
 
 Outputs (rank 0, each written atomically): the model directory (``save_pretrained``, safetensors,
 plus the tokenizer), ``history.csv`` (one row per logged step, no timing columns) and
-``train_metrics.json`` (steps, final loss and the objective's final sums). Wall time and the step a
+``train_metrics.json`` (steps, final loss, the objective's final sums and the run's exact budget:
+optimizer steps, forward and target tokens, per step too). Wall time and the step a
 run resumed from go to MLflow and to the outputs' manifests.
 """
 from __future__ import annotations
@@ -89,14 +90,24 @@ class TextData:
         if longest > max_positions:
             raise InputError(f"data {self.path}: rows of {longest} tokens exceed {key}={max_positions}")
 
-    def step_batches(self, cfg, env: "DistEnv"):
-        """:class:`~relin.train.batching.StepBatches` over these rows as ``cfg`` (a TrainConfig) asks."""
+    def step_batches(self, cfg, env: "DistEnv", without: tuple[str, ...] = ()):
+        """:class:`~relin.train.batching.StepBatches` over these rows as ``cfg`` (a TrainConfig) asks, the
+        tasks in ``without`` left out whatever their weight."""
         from ..train.batching import StepBatches
 
+        present = set(self.tasks)
+        weights = {**cfg.task_weights, **{task: 0.0 for task in without if task in present}}
         return StepBatches(self.input_ids, self.labels, batch_size=cfg.batch_size,
                            pad_id=self.tokenizer.pad_token_id, seed=cfg.seed, curriculum=cfg.curriculum,
-                           tasks=self.tasks, task_weights=cfg.task_weights, bucket_by_length=cfg.bucket_by_length,
+                           tasks=self.tasks, task_weights=weights, bucket_by_length=cfg.bucket_by_length,
                            rank=env.rank, world_size=env.world_size)
+
+
+def held_out(niah_protocol: str) -> tuple[str, ...]:
+    """The tasks a distillation stage leaves out of its data: the NIAH families under ``zero_shot``."""
+    from ..config.opal import NIAH_TASKS
+
+    return NIAH_TASKS if niah_protocol == "zero_shot" else ()
 
 
 @dataclass
@@ -144,7 +155,8 @@ def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict
     columns = history_columns(history)
     atomic_write_csv(args.history, [{k: row.get(k) for k in columns} for row in history], columns)
     atomic_write_json(args.metrics, summary)
-    tracker.log_metrics({k: v for k, v in summary.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    scalars = {**summary, **{f"budget/{k}": v for k, v in summary.get("budget", {}).items()}}
+    tracker.log_metrics({k: v for k, v in scalars.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
 
 
 def run_training(stage: str, module: str, args: argparse.Namespace, sections, train_cfg,
@@ -177,7 +189,8 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
             last = result.history[-1] if result.history else {}
             summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
                        "backend": train_cfg.backend,
-                       **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)}}
+                       **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)},
+                       "budget": result.budget}
             write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker)
         release(run_dir, env)
     barrier()

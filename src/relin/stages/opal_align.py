@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 
 from ..config.opal import AlignConfig
-from ._training import Setup, TextData, add_distillation_arguments, run_training
+from ._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {"opal.align": AlignConfig}
+    return {"opal.align": AlignConfig, "opal.niah_protocol": str}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,7 +30,8 @@ def run(args: argparse.Namespace, sections) -> None:
         for name, param in student.named_parameters():
             param.requires_grad_(".linear_attn." in name)
         objective = LayerAlignment(FrozenTeacher(load_pretrained(args.teacher)), layers, cfg.loss, cfg.inputs)
-        return Setup(student, data.tokenizer, objective, data.step_batches(cfg.train, env))
+        batches = data.step_batches(cfg.train, env, held_out(sections.get("opal.niah_protocol")))
+        return Setup(student, data.tokenizer, objective, batches)
 
     run_training("opal-align", __name__, args, sections, cfg.train, setup,
                  inputs=[args.teacher, args.student, args.data])

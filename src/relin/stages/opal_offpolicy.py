@@ -1,68 +1,82 @@
-"""``relin opal-offpolicy --phase short|long|matched``: OPAL stage 2A / 2B, all parameters distilled
-on the dataset's text against the frozen teacher (``kd``, chunked vocabulary), the context capped by
-the phase's curriculum; ``matched`` is the Table 3 control: stage 2B continued off-policy for as
-many target tokens as stage 3 trained on (``--budget``: stage 3's ``train_metrics.json``)."""
+"""``relin opal-offpolicy --phase short|long|matched|teacher``: OPAL stage 2A / 2B, all parameters distilled
+on the dataset's text against the frozen teacher (``kd``, chunked vocabulary), the context capped by the
+phase's curriculum; and the two controls of Table 3, each continuing stage 2B with stage 3's budget
+(``--budget``: stage 3's ``train_metrics.json``):
+
+- ``matched``: dataset text, as many optimizer steps as stage 3 and, step by step, as many teacher-scored
+  tokens (the rows a step draws, the last cut to fit);
+- ``teacher``: the teacher's own continuations of the prompts stage 3 drew, at stage 3's horizon of each step
+  (sequence-level distillation on teacher traces), scored at the continuation tokens.
+"""
 from __future__ import annotations
 
 import argparse
 import dataclasses
 
-from ..config.opal import OffPolicyConfig
-from ._training import Setup, TextData, add_distillation_arguments, run_training
+from ..config.opal import OffPolicyConfig, OnPolicyConfig
+from ._training import Setup, TextData, add_distillation_arguments, held_out, run_training
+
+CONTROLS = ("matched", "teacher")
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {f"opal.offpolicy_{args.phase}": OffPolicyConfig}
+    own = {f"opal.offpolicy_{args.phase}": OffPolicyConfig, "opal.niah_protocol": str}
+    return {**own, "opal.onpolicy": OnPolicyConfig} if args.phase == "teacher" else own
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--phase", required=True, choices=("short", "long", "matched"))
-    parser.add_argument("--budget", help="matched: stage 3's train_metrics.json (its final_generated_tokens)")
+    parser.add_argument("--phase", required=True, choices=("short", "long", *CONTROLS))
+    parser.add_argument("--budget", help="matched, teacher: stage 3's train_metrics.json (its budget)")
     add_distillation_arguments(parser, student="the previous stage's model directory")
 
 
-def steps_for_budget(batches, tokens: int, grad_accum: int) -> int:
-    """Optimizer steps whose micro-batches hold at least ``tokens`` distillation targets (every real
-    next token); batches are seeded per step, so these are the batches the run will draw."""
-    from ..train.objectives import next_token_mask
+def read_budget(path: str | None) -> dict:
+    """Stage 3's exact budget from its ``train_metrics.json``; one line naming the file when it lacks one."""
+    from ..errors import InputError
+    from ..io import read_json
 
-    step, seen = 0, 0
-    while seen < tokens:
-        step += 1
-        seen += sum(int(next_token_mask(b, "all").sum()) for b in batches.micro_batches(step, grad_accum))
-    return max(step, 1)
+    if not path:
+        raise InputError("--budget: the controls need stage 3's train_metrics.json")
+    budget = read_json(path, "a train_metrics.json of relin opal-onpolicy").get("budget", {})
+    missing = [k for k in ("optimizer_steps", "targets_per_step", "horizons") if k not in budget]
+    if missing:
+        raise InputError(f"{path}: its budget lacks {', '.join(missing)} (expected a train_metrics.json of relin "
+                         f"opal-onpolicy)")
+    return budget
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    import json
-
-    from ..errors import InputError
     from ..models.teachers import load_pretrained
     from ..train.objectives import Distillation
     from ..train.teacher import FrozenTeacher
 
     cfg = sections.get(f"opal.offpolicy_{args.phase}")
-    train_cfg = cfg.train
-    if args.phase == "matched":
-        if not args.budget:
-            raise InputError("--budget: the matched control needs stage 3's train_metrics.json")
-        budget = int(json.loads(open(args.budget).read()).get("final_generated_tokens", 0))
-        data = TextData.load(args.data)
-        steps = steps_for_budget(data.step_batches(train_cfg, _rank0()), budget, train_cfg.grad_accum)
-        train_cfg = dataclasses.replace(train_cfg, steps=steps, warmup_steps=min(train_cfg.warmup_steps, steps))
+    without = held_out(sections.get("opal.niah_protocol"))
+    train_cfg, budget = cfg.train, None
+    if args.phase in CONTROLS:
+        budget = read_budget(args.budget)
+        steps = budget["optimizer_steps"]
+        train_cfg = dataclasses.replace(train_cfg, steps=steps, warmup_steps=min(train_cfg.warmup_steps, steps),
+                                        grad_accum=1)
 
     def setup(env):
         data = TextData.load(args.data)
         teacher = FrozenTeacher(load_pretrained(args.teacher))
-        return Setup(load_pretrained(args.student), data.tokenizer, Distillation(teacher, cfg.divergence),
-                     data.step_batches(train_cfg, env))
+        student = load_pretrained(args.student)
+        if args.phase == "teacher":
+            from ..train.curriculum import ReplayedHorizons
+            from ..train.rollouts import stage3_rollouts
+
+            traces = stage3_rollouts(teacher.module, data.prompts(), data.tokenizer, sections.get("opal.onpolicy"),
+                                     ReplayedHorizons(budget["horizons"]), env, without)
+            return Setup(student, data.tokenizer, Distillation(teacher, cfg.divergence, positions="labels"), traces)
+        batches = data.step_batches(train_cfg, env, without)
+        if args.phase == "matched":
+            from ..train.batching import TargetBudget
+
+            batches = TargetBudget(batches, budget["targets_per_step"])
+        return Setup(student, data.tokenizer, Distillation(teacher, cfg.divergence), batches)
 
     inputs = [args.teacher, args.student, args.data, *([args.budget] if args.budget else [])]
     run_training("opal-offpolicy", __name__, args, sections, train_cfg, setup, inputs=inputs,
                  tags={"relin.phase": args.phase})
-
-
-def _rank0():
-    from ..ranks import DistEnv
-
-    return DistEnv(rank=0, world_size=1, local_rank=0)

@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 
 from ..config.opal import OnPolicyConfig
-from ._training import Setup, TextData, add_distillation_arguments, run_training
+from ._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {"opal.onpolicy": OnPolicyConfig}
+    return {"opal.onpolicy": OnPolicyConfig, "opal.niah_protocol": str}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,20 +23,19 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..models.teachers import load_pretrained
     from ..train.curriculum import HorizonCurriculum
     from ..train.objectives import OnPolicyDistillation
-    from ..train.rollouts import OnPolicyRollouts
+    from ..train.rollouts import stage3_rollouts
     from ..train.teacher import FrozenTeacher
 
     cfg = sections.get("opal.onpolicy")
+    without = held_out(sections.get("opal.niah_protocol"))
 
     def setup(env):
         data, student = TextData.load(args.data), load_pretrained(args.student)
         curriculum = HorizonCurriculum(cfg.initial_horizon, cfg.max_horizon, cfg.plateau_window, cfg.plateau_gain)
-        rollouts = OnPolicyRollouts(student, data.prompts(), cfg.prompt_tasks, cfg.train.batch_size, curriculum,
-                                    eos_id=data.tokenizer.eos_token_id, pad_id=data.tokenizer.pad_token_id,
-                                    temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.train.seed,
-                                    rank=env.rank, world_size=env.world_size)
+        rollouts = stage3_rollouts(student, data.prompts(), data.tokenizer, cfg, curriculum, env, without)
         objective = OnPolicyDistillation(FrozenTeacher(load_pretrained(args.teacher)), cfg.divergence)
         return Setup(student, data.tokenizer, objective, rollouts)
 
     run_training("opal-onpolicy", __name__, args, sections, cfg.train, setup,
                  inputs=[args.teacher, args.student, args.data])
+

@@ -111,24 +111,65 @@ class StepBatches:
         stage = self._stage(step)
         return stage.batch_size if stage is not None and stage.batch_size else self.batch_size
 
-    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
-        """The ``count`` micro-batches of optimizer step ``step`` for this rank."""
+    def _draw(self, step: int, rows: int) -> np.ndarray:
+        """``rows`` row indices of optimizer step ``step`` (for all ranks): one length bucket, then its rows."""
         pool = self._pools[self.max_len(step)]
         rng = np.random.default_rng([self.seed, step])
         bucket = rng.choice(len(pool.buckets), p=pool.bucket_probs)
+        return rng.choice(pool.buckets[bucket], size=rows, p=pool.row_probs[bucket])
+
+    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
+        """The ``count`` micro-batches of optimizer step ``step`` for this rank."""
         size = self.rows_per_micro_batch(step)
         per_rank = size * count
-        chosen = rng.choice(pool.buckets[bucket], size=per_rank * self.world_size, p=pool.row_probs[bucket])
+        chosen = self._draw(step, per_rank * self.world_size)
         mine = chosen[self.rank * per_rank:(self.rank + 1) * per_rank]
         return [self.collate(mine[i * size:(i + 1) * size]) for i in range(count)]
 
-    def collate(self, indices: np.ndarray) -> dict[str, torch.Tensor]:
-        width = int(self.lengths[indices].max())
+    def budget_batch(self, step: int, targets: int) -> dict[str, torch.Tensor]:
+        """One micro-batch of step ``step``'s rows, taken in draw order until their next-token targets (every
+        real next token: a row of n tokens holds n - 1) reach ``targets``; the last row is cut so that the
+        batch holds exactly ``targets`` (single process)."""
+        if targets < 1:
+            raise ValueError(f"step {step}: a target budget of {targets} tokens holds no row")
+        chosen, lengths, left = [], [], targets
+        for i in self._draw(step, targets):
+            take = min(int(self.lengths[i]), left + 1)
+            chosen.append(i)
+            lengths.append(take)
+            left -= take - 1
+            if left == 0:
+                break
+        return self.collate(np.array(chosen), np.array(lengths))
+
+    def collate(self, indices: np.ndarray, lengths: np.ndarray | None = None) -> dict[str, torch.Tensor]:
+        """Rows ``indices`` right-padded to the longest; ``lengths`` cuts each to its first tokens."""
+        lengths = self.lengths[indices] if lengths is None else lengths
+        width = int(lengths.max())
         input_ids = np.full((len(indices), width), self.pad_id, dtype=np.int64)
         labels = np.full((len(indices), width), IGNORE_INDEX, dtype=np.int64)
         mask = np.zeros((len(indices), width), dtype=np.int64)
-        for row, i in enumerate(indices):
-            n = self.lengths[i]
-            input_ids[row, :n], labels[row, :n], mask[row, :n] = self.rows[i], self.labels[i], 1
+        for row, (i, n) in enumerate(zip(indices, lengths)):
+            input_ids[row, :n], labels[row, :n], mask[row, :n] = self.rows[i][:n], self.labels[i][:n], 1
         return {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels),
                 "attention_mask": torch.from_numpy(mask)}
+
+
+class TargetBudget:
+    """:class:`StepBatches` held to another run's target tokens step by step (``targets_per_step[s - 1]`` at
+    step ``s``): the off-policy control of OPAL's Table 3 takes as many optimizer steps and teacher-scored
+    tokens as the on-policy run. One micro-batch per step, one process."""
+
+    def __init__(self, inner: StepBatches, targets_per_step: Sequence[int]):
+        if inner.world_size != 1:
+            raise ConfigError("a target-budget control runs in one process (expected world_size 1)")
+        self.inner, self.targets = inner, list(targets_per_step)
+
+    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
+        if count != 1:
+            raise ConfigError(f"a target-budget control takes one micro-batch per step (expected grad_accum 1, "
+                              f"got {count})")
+        return [self.inner.budget_batch(step, self.targets[step - 1])]
+
+    def max_len(self, step: int) -> int:
+        return self.inner.max_len(step)

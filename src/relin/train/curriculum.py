@@ -49,3 +49,31 @@ class HorizonCurriculum:
 
     def load_state_dict(self, state: dict) -> None:
         self.horizon, self.recent, self.doublings = state["horizon"], list(state["recent"]), list(state["doublings"])
+
+
+@dataclass
+class ReplayedHorizons:
+    """The horizons another run used, step by step (``horizons[s - 1]`` at step ``s``): a control that must
+    roll out what the on-policy run did, whatever its own KL does. Same interface as
+    :class:`HorizonCurriculum`."""
+
+    horizons: list[int]
+    horizon: int = 0
+    step: int = 0
+
+    def __post_init__(self):
+        if not self.horizons:
+            raise ValueError("no horizons to replay")
+        self.horizon = self.horizons[min(self.step, len(self.horizons) - 1)]
+
+    def observe(self, step: int, kl: float) -> bool:
+        self.step = step
+        previous, self.horizon = self.horizon, self.horizons[min(step, len(self.horizons) - 1)]
+        return self.horizon != previous
+
+    def state_dict(self) -> dict:
+        return {"step": self.step}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.step = state["step"]
+        self.horizon = self.horizons[min(self.step, len(self.horizons) - 1)]

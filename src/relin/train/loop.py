@@ -45,10 +45,33 @@ class BatchSource(Protocol):
     # Optional, for sources that adapt to training (on-policy rollouts and their horizon curriculum):
     #   observe(step, metrics) -> dict   after each step: its reduced metrics in, extra metrics to log out
     #   state_dict() -> dict / load_state_dict(dict)   saved in and restored from every checkpoint
+    #   budget() -> dict   what producing the batches cost (e.g. rollout tokens), added to the run's budget
 
 
 def _source_state(batches) -> dict | None:
     return batches.state_dict() if hasattr(batches, "state_dict") else None
+
+
+@dataclass
+class Budget:
+    """What a run consumed, counted exactly over all ranks: optimizer steps, tokens the model read in its
+    training forward passes (prompts included, padding not), and the objective's target tokens (for a
+    distillation objective, the positions the teacher scored), in total and per step."""
+
+    optimizer_steps: int = 0
+    forward_tokens: int = 0
+    target_tokens: int = 0
+    targets_per_step: list[int] = field(default_factory=list)
+
+    def add(self, forward_tokens: int, target_tokens: int) -> None:
+        self.optimizer_steps += 1
+        self.forward_tokens += forward_tokens
+        self.target_tokens += target_tokens
+        self.targets_per_step.append(target_tokens)
+
+    def as_dict(self) -> dict:
+        return {"optimizer_steps": self.optimizer_steps, "forward_tokens": self.forward_tokens,
+                "target_tokens": self.target_tokens, "targets_per_step": list(self.targets_per_step)}
 
 @dataclass
 class TrainResult:
@@ -58,6 +81,7 @@ class TrainResult:
     final_loss: float = float("nan")
     wall_s: float = 0.0
     resumed_from: int = 0
+    budget: dict = field(default_factory=dict)
 
 
 def use_bf16(precision: str, device: torch.device) -> bool:
@@ -124,10 +148,11 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
     engine = make_engine(model, cfg, env, device)
     checkpoints = CheckpointDir(checkpoint_root, env)
 
-    start, history, wall_before, last_saved = 0, [], 0.0, None
+    start, history, wall_before, last_saved, budget = 0, [], 0.0, None, Budget()
     if (resumed := resume(engine, checkpoints, device, env)) is not None:
         state, last_saved = resumed
         start, history, wall_before = state["step"], state["history"], state["wall_s"]
+        budget = Budget(**state["budget"])
         if state.get("source") is not None:
             batches.load_state_dict(state["source"])
 
@@ -143,11 +168,13 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         if step == start + 1:
             objective.check_batch(micro[0])
         counted = sum(objective.count_targets(b) for b in micro)
-        targets = all_reduce_sum(torch.tensor(float(counted), device=device))
+        read = sum(int(b["attention_mask"].sum()) for b in micro)  # on the host: no device sync
+        targets, read = all_reduce_sum(torch.tensor([float(counted), float(read)], device=device)).unbind()
+        budget.add(int(read.item()), int(targets.item()))
+        interval_tokens += int(read.item())
         scale = env.world_size / targets.clamp(min=1.0)
         totals: dict[str, torch.Tensor] = {}
         for i, batch in enumerate(micro):
-            interval_tokens += int(batch["attention_mask"].sum()) * env.world_size  # on the host: no device sync
             batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
             last = i == len(micro) - 1
             with engine.micro_step(last):
@@ -185,8 +212,11 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             engine.save(staging)
             last_saved = checkpoints.publish(step, staging, {
                 "step": step, "history": history, "wall_s": wall_before + time.perf_counter() - began,
-                "source": _source_state(batches)})
+                "source": _source_state(batches), "budget": budget.as_dict()})
     bar.close()
     final_loss = history[-1]["loss"] if history else loss_value
+    spent = budget.as_dict()
+    if hasattr(batches, "budget"):
+        spent.update(batches.budget())
     return TrainResult(model=engine.module, history=history, steps=cfg.steps, final_loss=final_loss,
-                       wall_s=wall_before + time.perf_counter() - began, resumed_from=start)
+                       wall_s=wall_before + time.perf_counter() - began, resumed_from=start, budget=spent)

@@ -45,6 +45,7 @@ class OnPolicyRollouts:
         self.eos_id, self.pad_id, self.temperature, self.top_p = eos_id, pad_id, temperature, top_p
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.generated_tokens = 0
+        self.horizons: list[int] = []
 
     def max_len(self, step: int) -> int:
         longest = max(len(p) for rows in self.prompts.values() for p in rows)
@@ -102,14 +103,33 @@ class OnPolicyRollouts:
         return batch
 
     def observe(self, step: int, metrics: dict[str, float]) -> dict[str, float]:
-        """Feed the step's per-token KL to the curriculum; returns the horizon (and tokens) to log."""
+        """Feed the step's per-token KL to the curriculum; returns the horizon the step rolled out to log."""
         horizon = self.curriculum.horizon
+        self.horizons.append(horizon)
         self.curriculum.observe(step, metrics["kl"])
-        return {"horizon": horizon, "generated_tokens": self.generated_tokens}
+        return {"horizon": horizon}
+
+    def budget(self) -> dict:
+        """Tokens this rank sampled, and the horizon of every step (a control replays them)."""
+        return {"rollout_tokens": self.generated_tokens, "horizons": list(self.horizons)}
 
     def state_dict(self) -> dict:
-        return {"curriculum": self.curriculum.state_dict(), "generated_tokens": self.generated_tokens}
+        return {"curriculum": self.curriculum.state_dict(), "generated_tokens": self.generated_tokens,
+                "horizons": list(self.horizons)}
 
     def load_state_dict(self, state: dict) -> None:
         self.curriculum.load_state_dict(state["curriculum"])
-        self.generated_tokens = state["generated_tokens"]
+        self.generated_tokens, self.horizons = state["generated_tokens"], list(state["horizons"])
+
+
+def stage3_rollouts(sampler, prompts: dict[str, list[list[int]]], tokenizer, cfg, curriculum, env,
+                    without: tuple[str, ...] = ()) -> OnPolicyRollouts:
+    """Rollouts of ``sampler`` on the prompts OPAL stage 3 draws (``cfg``: an ``OnPolicyConfig``: its prompt
+    tasks, batch size, sampling and seed), the tasks in ``without`` left out. Stage 3 passes the student and
+    its horizon curriculum; the teacher-continuation control passes the teacher and stage 3's horizons, so
+    both see the same prompts."""
+    tasks = {task: 0.0 if task in without else weight for task, weight in cfg.prompt_tasks.items()}
+    return OnPolicyRollouts(sampler, prompts, tasks, cfg.train.batch_size, curriculum,
+                            eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
+                            temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.train.seed,
+                            rank=env.rank, world_size=env.world_size)
