@@ -1,35 +1,86 @@
-"""The OPAL section's claim lines: on-policy against the matched off-policy control."""
-from pathlib import Path
-
+"""The OPAL claims on hand-made item scores: recovery over the families the teacher masters, the SWA claim
+beyond the window only, on-policy against the controls with paired intervals."""
+import numpy as np
 import pytest
 
-from relin.report.inputs import EvalResult
-from relin.report.opal import table4, verdicts
+from relin.report.lm_scores import ItemScores, ModelItems
+from relin.report.opal import OpalSettings, claims, table4
+from relin.report.verdicts import AT_CHANCE, CONTRADICTED, INCONCLUSIVE, REFERENCE_FAILS, REPRODUCED, WITHIN_NOISE
+
+FAMILIES = ("niah_single", "niah_multikey", "niah_multiquery", "arithmetic")
+N = 80  # items per family
+SETTINGS = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8)
 
 
-def _eval(name: str, niah: float, arithmetic: float = 0.5) -> EvalResult:
-    accuracy = {"niah_single": niah, "niah_multikey": niah, "niah_multiquery": niah, "arithmetic": arithmetic}
-    return EvalResult(name=name, metrics={"accuracy": accuracy, "perplexity": 10.0}, path=Path(f"{name}.json"))
+def _items(name, accuracy: dict[str, float], distance=None, seed=0, offset=0) -> ModelItems:
+    """``N`` items per family, ``round(accuracy · N)`` right from item ``offset`` on; needles alternate near and
+    far."""
+    rng = np.random.default_rng(seed)
+    task = np.array([f for f in FAMILIES for _ in range(N)] + ["filler"] * 10, dtype=object)
+    right = np.arange(N) - offset
+    hits = np.concatenate([((right >= 0) & (right < round(accuracy.get(f, 0.0) * N))).astype(float) for f in FAMILIES]
+                          + [np.zeros(10)])
+    if distance is None:
+        distance = np.where(np.arange(len(task)) % 2 == 0, 8, 100)
+    columns = {"task": task, "length": np.full(len(task), 128.0), "depth": np.zeros(len(task)),
+               "needle_distance": np.asarray(distance, float), "hits": hits,
+               "total": np.r_[np.ones(4 * N), np.zeros(10)], "nll": np.r_[np.zeros(4 * N), 30 + rng.random(10)],
+               "tokens": np.r_[np.zeros(4 * N), np.full(10, 10.0)]}
+    return ModelItems(name, columns, {f: 0.0 for f in FAMILIES}, f"{name}/items.csv")
 
 
-@pytest.mark.parametrize("onpolicy, matched, verdict", [
-    (0.56, 0.42, "holds"),
-    (0.42, 0.56, "does not hold at our scale"),
-    (0.422, 0.42, "a tie at our scale"),
-    (0.42, 0.42, "a tie at our scale"),
+def _claims(models, speed=None):
+    scores = ItemScores(models, resamples=1000)
+    return {c.claim.split(" (")[0].split(" at a")[0]: c for c in claims(scores, SETTINGS, speed)}, scores
+
+
+STRONG = {"niah_single": 1.0, "niah_multikey": 0.95, "niah_multiquery": 0.9, "arithmetic": 0.9}
+
+
+def test_recovery_excludes_the_families_the_teacher_does_not_master():
+    teacher = _items("teacher-qwen3", {**STRONG, "niah_multikey": 0.26})
+    student = _items("opal-onpolicy", {"niah_single": 0.5, "niah_multikey": 0.26, "niah_multiquery": 0.45})
+    found, scores = _claims([teacher, student])
+    rec = scores.recovery("opal-onpolicy", "teacher-qwen3", FAMILIES[:3], 0.8)
+    assert rec.families == ("niah_single", "niah_multiquery") and rec.excluded == {"niah_multikey": 0.2625}
+    assert rec.estimate.value == pytest.approx(100 * (0.5 + 0.45) / (1.0 + 0.9))
+    claim = found["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval"]
+    assert claim.verdict.outcome == CONTRADICTED, "half of the teacher, clearly below 90%"
+    assert "niah_multikey (0.26)" in table4(scores, SETTINGS, ["opal-onpolicy"]).note
+
+
+def test_a_teacher_that_masters_no_needle_family_leaves_the_claim_inconclusive():
+    teacher = _items("teacher-qwen3", {"niah_single": 0.5, "arithmetic": 0.9})
+    found, _ = _claims([teacher, _items("opal-onpolicy", {"niah_single": 0.5})])
+    verdict = found["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval"].verdict
+    assert verdict.outcome == INCONCLUSIVE and verdict.reason.startswith(REFERENCE_FAILS)
+
+
+def test_the_swa_claim_scores_only_needles_beyond_the_window():
+    teacher = _items("teacher-qwen3", STRONG)
+    # SWA right exactly on the near needles (even items): 50% overall, 0% beyond the window
+    near = {f: 0.0 for f in FAMILIES}
+    swa = _items("opal-swa", near)
+    for f in range(3):
+        swa.columns["hits"][f * N:(f + 1) * N] = (np.arange(N) % 2 == 0)
+    found, _ = _claims([teacher, swa])
+    claim = found["SWA collapses on NIAH beyond its window"]
+    assert claim.verdict.outcome == REPRODUCED and claim.ours.startswith("0% [0, 0]")
+    close = np.full(4 * N + 10, 4)  # every needle inside the window
+    models = [_items("teacher-qwen3", STRONG, distance=close), _items("opal-swa", near, distance=close)]
+    verdict = _claims(models)[0]["SWA collapses on NIAH beyond its window"].verdict
+    assert verdict.outcome == INCONCLUSIVE and "not testable" in verdict.reason
+
+
+@pytest.mark.parametrize("onpolicy, control, offset, outcome, reason", [
+    (0.9, 0.5, 0, REPRODUCED, ""),
+    (0.5, 0.9, 0, CONTRADICTED, ""),
+    (0.7, 0.6875, 3, INCONCLUSIVE, WITHIN_NOISE),  # 3 items right only for on-policy, 2 only for the control
+    (0.0, 0.0, 0, INCONCLUSIVE, AT_CHANCE),
 ])
-def test_onpolicy_claim_needs_more_than_a_point_of_recovery(onpolicy, matched, verdict):
-    evals = {"teacher-qwen3": _eval("teacher-qwen3", 0.8), "opal-onpolicy": _eval("opal-onpolicy", onpolicy),
-             "opal-offpolicy_matched": _eval("opal-offpolicy_matched", matched)}
-    rows = {row[0]: row for row in verdicts(evals, None).rows}
-    row = rows["On-policy distillation beats off-policy at a matched budget"]
-    assert row[-1] == verdict
-
-
-def test_table4_names_the_families_the_teacher_mostly_fails():
-    teacher = _eval("teacher-qwen3", 0.9)
-    teacher.metrics["accuracy"]["niah_multikey"] = 0.27
-    note = table4({"teacher-qwen3": teacher}).note
-    assert "niah_multikey (0.27)" in note
-    assert "niah_single" not in note.split("below")[1] and "niah_multiquery" not in note.split("below")[1]
-    assert "below" not in table4({"teacher-qwen3": _eval("teacher-qwen3", 0.9)}).note
+def test_onpolicy_against_a_control_needs_its_interval_clear_of_zero(onpolicy, control, offset, outcome, reason):
+    teacher = _items("teacher-qwen3", STRONG)
+    models = [teacher, _items("opal-onpolicy", {f: onpolicy for f in FAMILIES}),
+              _items("opal-offpolicy_matched", {f: control for f in FAMILIES}, offset=offset)]
+    verdict = _claims(models)[0]["On-policy beats off-policy on dataset text"].verdict
+    assert verdict.outcome == outcome and verdict.reason.startswith(reason)

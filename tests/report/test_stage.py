@@ -3,7 +3,9 @@ import json
 
 from relin.cli import main
 
-CONFIG = json.dumps({"report": {"title": "Fixture report"}})
+SECTIONS = {"report": {"title": "Fixture report"}, "opal.teacher": "qwen3", "opal.swa": {"window": 32, "sinks": 4},
+            "opal.niah_protocol": "zero_shot", "hedgemamba.teacher": "gpt_neox"}
+CONFIG = json.dumps(SECTIONS)
 
 
 def _report(paths, out, extra=()):
@@ -16,10 +18,12 @@ def test_report_builds_pages_with_figures_and_numbers(tmp_path, results):
     assert main(_report(results["paths"], out)) == 0
     page, summary = (out / "index.html").read_text(), (out / "summary.md").read_text()
     figures = sorted(p.name for p in (out / "figures").iterdir())
-    assert figures == ["accuracy_vs_length.png", "niah_depth.png", "training_curves.png"]
+    assert figures == ["training_teacher.png"], "without item scores no paper section (and none of its figures)"
     assert all((out / "figures" / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in figures)
     assert all(f'src="figures/{f}"' in page and f"(figures/{f})" in summary for f in figures)
     assert "<title>Fixture report</title>" in page and summary.startswith("# Fixture report")
+    assert "Produced by relin at commit" in summary and "from params.yaml." in summary
+    assert "Not evidence" not in summary, "the fixture histories reach step 50 = report.min_steps"
     for name, metrics in results["metrics"].items():
         for text in (page, summary):
             assert name in text
@@ -29,12 +33,23 @@ def test_report_builds_pages_with_figures_and_numbers(tmp_path, results):
     assert all(f"{r['accuracy']:.3f}" in summary for r in results["by_length"] if r["task"].startswith("niah"))
 
 
-def test_history_flag_has_the_contract_alias_and_explicit_names(tmp_path, results):
+def test_histories_take_explicit_names(tmp_path, results):
     out = tmp_path / "report"
     qwen3 = results["paths"]["history"][0]
-    assert main(["report", "--config", CONFIG, "--teacher-history", f"my-run={qwen3}", "--out", str(out)]) == 0
+    assert main(["report", "--config", CONFIG, "--history", f"my-run={qwen3}", "--out", str(out)]) == 0
     summary = (out / "summary.md").read_text()
-    assert "| my-run | 50 |" in summary and "accuracy_vs_length" not in summary
+    assert "| my-run | 50 |" in summary and "by_length" not in summary
+
+
+def test_a_few_step_run_says_at_its_head_that_its_verdicts_are_not_evidence(tmp_path, results):
+    out = tmp_path / "report"
+    config = json.dumps({**SECTIONS, "report": {"title": "Smoke", "min_steps": 100}})
+    assert main(["report", "--config", config, *_report(results["paths"], out)[3:],
+                 "--configs", "params.yaml", "workflow/configs/smoke.yaml"]) == 0
+    summary = (out / "summary.md").read_text()
+    head = summary.split("Built from")[0]
+    assert "from params.yaml + workflow/configs/smoke.yaml." in head
+    assert "**Not evidence: 2 training stage(s) took fewer than 100 optimizer steps" in head
 
 
 def test_missing_input_file_is_one_line_naming_it(tmp_path, results, capsys):
@@ -71,14 +86,14 @@ def test_history_without_steps_shows_dashes(tmp_path, results):
     assert main(["report", "--config", CONFIG, "--history", str(empty), *results["paths"]["history"],
                  "--out", str(out)]) == 0
     assert "| teacher-loaded | – | – |" in (out / "summary.md").read_text()
-    assert (out / "figures" / "training_curves.png").is_file()
+    assert (out / "figures" / "training_teacher.png").is_file()
 
 
 def test_report_is_a_function_of_its_inputs(tmp_path, results):
     first, second = tmp_path / "first", tmp_path / "second"
     assert main(_report(results["paths"], first)) == 0
     assert main(_report(results["paths"], second)) == 0
-    for name in ("index.html", "summary.md", "figures/accuracy_vs_length.png", "figures/training_curves.png"):
+    for name in ("index.html", "summary.md", "figures/training_teacher.png"):
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 

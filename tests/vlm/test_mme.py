@@ -78,3 +78,15 @@ def test_load_llava_json(tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(InputError, match="alternate"):
         load_llava_json(path)
+
+
+def test_each_image_pairs_one_yes_with_one_no_in_a_drawn_order():
+    from relin.config.lia_mtr import SynthVisionConfig
+    from relin.data.vision.synth import generate
+
+    cfg = SynthVisionConfig(train_images=2, mme_images_per_category=20, image_size=16)
+    questions = generate(cfg)["mme"]["questions"]
+    pairs = [questions[i:i + 2] for i in range(0, len(questions), 2)]
+    assert all(a["image"] == b["image"] and {a["answer"], b["answer"]} == {"yes", "no"} for a, b in pairs)
+    firsts = [a["answer"] for a, _ in pairs]
+    assert 0.3 < firsts.count("yes") / len(firsts) < 0.7, "the true question comes first in about half the pairs"

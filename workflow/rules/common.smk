@@ -2,7 +2,9 @@
 import json
 import re
 
+from relin.config.hedgemamba import MODELS as HEDGEMAMBA_MODELS
 from relin.config.opal import LM_EVAL_MODELS
+from relin.config.opal import MODELS as OPAL_MODELS
 from relin.config.params import lookup
 
 
@@ -22,11 +24,9 @@ def sections(*dotted):
     return render()
 
 
+# OPAL's trained models (the conversions gdn and swa are not trained).
+OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("gdn", "swa")]
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
-OPAL_MODELS = ["swa", "gdn", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched",
-               "offpolicy_teacher"]
-# HedgeMamba: stage 1's Hedgehog model, stage 2's HedgeMamba and the two controls (the init equals "hedgehog").
-HEDGEMAMBA_MODELS = ["hedgehog", "finetune", "random", "hedgehog_only"]
 LM_MODELS = {
     **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
     **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS},

@@ -188,10 +188,36 @@ rule eval_mme:
         " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 
 
+rule mme_text:
+    """The text-only reference: the chat LLM answers the MME-style set from each scene's caption in text."""
+    input:
+        llm="results/lia_mtr/llm/model",
+        data="results/lia_mtr/data",
+    output:
+        answers=directory("results/lia_mtr/mme/text_reference/answers"),
+        metrics="results/lia_mtr/mme/text_reference/metrics.json",
+    params:
+        cfg=sections("eval"),
+    log:
+        "logs/lia_mtr/mme_text.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/mme_text.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin mme-text --config {params.cfg:q} --llm {input.llm} --data {input.data} --out {output.answers}"
+        " --metrics {output.metrics} > {log} 2>&1"
+
+
 rule bridge_niah:
     """Bridge-isolated NIAH (Fig. 2): one bridge alone, depth x length accuracy."""
     output:
         table="results/lia_mtr/niah/{bridge}/niah.csv",
+        items="results/lia_mtr/niah/{bridge}/items.csv",
         history="results/lia_mtr/niah/{bridge}/history.csv",
         metrics="results/lia_mtr/niah/{bridge}/metrics.json",
         figure="results/lia_mtr/niah/{bridge}/niah.png",
@@ -211,6 +237,7 @@ rule bridge_niah:
         gpu=1,
     shell:
         "relin bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
+        " --items {output.items}"
         " --history {output.history} --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 
 
@@ -265,6 +292,11 @@ rule bridge_probe:
 # Everything the report reads from LIA-MTR.
 LIA_MTR_REPORT = [
     *expand("results/lia_mtr/mme/{bridge}/metrics.json", bridge=LIA_BRIDGES),
+    *expand("results/lia_mtr/mme/{bridge}/answers", bridge=LIA_BRIDGES),
+    "results/lia_mtr/mme/text_reference/metrics.json",
+    "results/lia_mtr/mme/text_reference/answers",
+    *expand("results/lia_mtr/niah/{bridge}/items.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
+    *expand("results/lia_mtr/niah/{bridge}/history.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
     *expand("results/lia_mtr/niah/{bridge}/metrics.json", bridge=config["lia_mtr"]["niah"]["bridges"]),
     *expand("results/lia_mtr/niah/{bridge}/niah.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
     "results/lia_mtr/memory/memory.csv",

@@ -1,21 +1,26 @@
+# The config layers of this invocation, named at the report's head (params.yaml, overlays, --config).
+REPORT_CONFIGS = " ".join(name for name, _ in layers)
+
+
 rule report:
-    """HTML/Markdown report (tables and figures) built only from stage outputs."""
+    """HTML/Markdown report (verdicts, tables and figures) built only from stage outputs."""
     input:
         metrics=expand("results/eval/{name}/metrics.json", name=LM_MODELS),
+        items=expand("results/eval/{name}/items.csv", name=LM_MODELS),
         by_length=expand("results/eval/{name}/accuracy_by_length.csv", name=LM_MODELS),
         histories=expand("results/teacher/{arch}/history.csv", arch=config["teacher"]["archs"]),
-        opal_histories=expand("results/opal/{stage}/history.csv",
-                              stage=["align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched"]),
+        opal_histories=expand("results/opal/{stage}/history.csv", stage=OPAL_TRAINED),
+        opal_budgets=expand("results/opal/{stage}/train_metrics.json", stage=OPAL_TRAINED),
         speed="results/opal/speed.csv",
         lia_mtr=LIA_MTR_REPORT,
-        hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv",
-                                    stage=["hedgehog", "finetune", "random", "hedgehog_only"]),
+        hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv", stage=HEDGEMAMBA_MODELS),
         hedgemamba_init="results/hedgemamba/init/check.json",
         lm_eval=OPAL_LM_EVAL,
     output:
         directory("results/report"),
     params:
-        cfg=sections("report"),
+        cfg=sections("report", "opal.teacher", "opal.swa", "opal.niah_protocol", "hedgemamba.teacher"),
+        configs=REPORT_CONFIGS,
     log:
         "logs/report.log",
     benchmark:
@@ -27,7 +32,8 @@ rule report:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin report --config {params.cfg:q} --eval {input.metrics}"
+        "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.items}"
         " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories}"
-        " --by-length {input.by_length} --speed {input.speed} --hedgemamba-init {input.hedgemamba_init}"
-        " --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval} --out {output} > {log} 2>&1"
+        " --train-metrics {input.opal_budgets} --by-length {input.by_length} --speed {input.speed}"
+        " --hedgemamba-init {input.hedgemamba_init} --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"
+        " --configs {params.configs} --out {output} > {log} 2>&1"

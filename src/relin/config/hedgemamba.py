@@ -10,6 +10,15 @@ from typing import Literal
 from .loader import option
 from .train import TrainConfig
 
+# HedgeMamba's models in report order, each a directory results/hedgemamba/<name>/model and an evaluation
+# hedgemamba-<name>: the rules, the report rule and the report's section read this one table.
+MODELS = {
+    "hedgehog": "Hedgehog (stage 1)",
+    "hedgehog_only": "Hedgehog + stage 2, no conversion (control)",
+    "random": "Mamba from random init, same budget (control)",
+    "finetune": "HedgeMamba (stage 2)",
+}
+
 
 @dataclass(kw_only=True)
 class HedgehogLayerConfig:

@@ -87,9 +87,22 @@ class SpeedConfig:
             raise ConfigError(f"{prefix}.contexts: expected a non-empty list of positive lengths")
 
 
-# OPAL models by name: the teacher, the SWA baseline, and each recovery stage's student.
-LM_EVAL_MODELS = ("teacher", "swa", "align", "offpolicy_short", "offpolicy_long", "onpolicy", "offpolicy_matched",
-                  "offpolicy_teacher")
+# OPAL's models in report order, each a directory results/opal/<name>/model and an evaluation opal-<name>:
+# the rules, the report rule and the report's OPAL section all read this one table.
+MODELS = {
+    "swa": "SWA(window, sinks) baseline",
+    "gdn": "GDN hybrid as converted",
+    "align": "stage 1: hidden-state alignment",
+    "offpolicy_short": "stage 2A: off-policy, short context",
+    "offpolicy_long": "stage 2B: off-policy, long context",
+    "onpolicy": "stage 3: on-policy (OPAL)",
+    "offpolicy_matched": "control: off-policy on dataset text, stage 3's budget",
+    "offpolicy_teacher": "control: off-policy on the teacher's continuations, stage 3's budget",
+}
+# The Table 3 controls, each continuing stage 2B with stage 3's budget.
+CONTROLS = ("offpolicy_matched", "offpolicy_teacher")
+# OPAL models lm-evaluation-harness can score: the teacher and every trained or baseline student.
+LM_EVAL_MODELS = ("teacher", *(name for name in MODELS if name != "gdn"))
 
 
 @dataclass(kw_only=True)

@@ -80,15 +80,18 @@ def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list
 
 
 @torch.no_grad()
-def evaluate_grid(model: NIAHProbe, cfg, seed: int) -> list[dict]:
-    """Accuracy per (length, depth) over ``test_examples`` sequences each."""
+def evaluate_grid(model: NIAHProbe, cfg, seed: int) -> tuple[list[dict], list[dict]]:
+    """Accuracy per (length, depth) over ``test_examples`` sequences each, and every sequence's outcome
+    (``length, depth, correct``; the same sequences for every bridge, so comparisons pair them)."""
     model.eval()
     device = model_device(model)
-    rows = []
+    rows, items = [], []
     for length in cfg.lengths:
         for depth in cfg.depths:
             rng = np.random.default_rng([seed, 2, length, int(depth * 1000)])
             tokens, targets = niah_batch(rng, cfg, cfg.test_examples, length, depth)
-            accuracy = (model(tokens.to(device)).argmax(-1).cpu() == targets).float().mean().item()
-            rows.append({"length": length, "depth": depth, "accuracy": round(accuracy, 4)})
-    return rows
+            correct = (model(tokens.to(device)).argmax(-1).cpu() == targets).tolist()
+            rows.append({"length": length, "depth": depth, "accuracy": round(sum(correct) / len(correct), 4),
+                         "n": len(correct)})
+            items += [{"length": length, "depth": depth, "correct": int(c)} for c in correct]
+    return rows, items

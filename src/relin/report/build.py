@@ -1,50 +1,141 @@
-"""Assemble the report from stage outputs and write it atomically into one directory."""
+"""Assemble the report from stage outputs and write it atomically into one directory.
+
+The page opens with what produced it (configs, commit) and, for a run that trained too few steps, a warning
+that its verdicts are not evidence; then every claim of the three papers with its verdict, then one section
+per paper (its verdict table first, its own models in its figures), then the shared evaluation and training
+detail.
+"""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io import atomic_dir, atomic_write_text, read_manifest
 from . import figures, tables
-from .hedgemamba import hedgemamba_section
-from .inputs import EvalResult, NamedRows, read_json
-from .lia_mtr import lia_mtr_section
-from .opal import lm_eval_section, opal_section
-from .page import FigureRef, Section, render_html, render_markdown
+from .hedgemamba import HedgeMambaSettings, hedgemamba_section
+from .inputs import EvalResult, NamedJson, NamedRows, read_json
+from .lia_mtr import LiaSettings, lia_mtr_section
+from .lm_scores import ItemScores, ModelItems, attach_chance
+from .opal import OpalSettings, lm_eval_section, opal_section
+from .page import FigureRef, Notice, Section, render_html, render_markdown
+from .table import Table
+from .verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim
 
 FIGURES = "figures"
+# History name prefixes -> the paper (or the spine) whose training curves they join.
+GROUPS = {"teacher": "teachers", "opal": "OPAL", "hedgemamba": "HedgeMamba", "lia_mtr": "LIA-MTR"}
 
 
-def report_sections(evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
-                    figure_dir: Path, speed: NamedRows | None = None,
-                    hedgemamba_init: dict | None = None, lia_mtr: list | None = None,
-                    lm_eval: list[dict] | None = None) -> list[Section]:
-    """The sections of the report; figures are drawn into ``figure_dir``."""
-    sections = []
-    if (opal := opal_section(evals, histories, speed, figure_dir, FIGURES)) is not None:
-        sections.append(opal)
-    if (harness := lm_eval_section(lm_eval or [])) is not None:
-        sections.append(harness)
-    if (lia := lia_mtr_section(lia_mtr or [], figure_dir, FIGURES)) is not None:
-        sections.append(lia)
-    if (hedgemamba := hedgemamba_section(evals, histories, hedgemamba_init, figure_dir, FIGURES)) is not None:
-        sections.append(hedgemamba)
-    if evals:
-        curve = figures.accuracy_vs_length(evals, figure_dir / "accuracy_vs_length.png")
-        sections.append(Section("Evaluation", [
-            tables.evaluation_table(evals), tables.accuracy_by_length_table(evals),
-            FigureRef(f"{FIGURES}/{curve.name}", "Accuracy against context length, per task family and model.")]))
-    niah = [b for b in by_length if any(str(r["task"]).startswith("niah") for r in b.rows)]
-    if niah:
-        heat = figures.niah_depth_heatmaps(niah, figure_dir / "niah_depth.png")
-        sections.append(Section("Needle in a haystack by depth", [
-            tables.niah_depth_table(niah),
-            FigureRef(f"{FIGURES}/{heat.name}", "NIAH accuracy over needle depth and context length.")]))
-    if histories:
-        curves = figures.training_curves(histories, figure_dir / "training_curves.png")
-        sections.append(Section("Training", [
-            tables.training_table(histories),
-            FigureRef(f"{FIGURES}/{curves.name}", "Training loss, token accuracy and learning rate per logged step.")]))
-    return sections
+@dataclass
+class ReportInputs:
+    """Every stage output the report reads."""
+
+    evals: list[EvalResult] = field(default_factory=list)
+    items: list[ModelItems] = field(default_factory=list)
+    histories: list[NamedRows] = field(default_factory=list)
+    by_length: list[NamedRows] = field(default_factory=list)
+    train_metrics: list[NamedJson] = field(default_factory=list)
+    speed: NamedRows | None = None
+    hedgemamba_init: dict | None = None
+    lia_mtr: list[str] = field(default_factory=list)
+    lm_eval: list[str] = field(default_factory=list)
+
+    def paths(self) -> list[Path]:
+        out = [x.path for x in (*self.evals, *self.items, *self.by_length, *self.histories, *self.train_metrics,
+                                *([self.speed] if self.speed else []))]
+        return out + [Path(p) for p in (*self.lia_mtr, *self.lm_eval)]
+
+
+@dataclass(frozen=True)
+class ReportSettings:
+    """How the verdicts are drawn (``report`` config) and what each paper's section needs of its config."""
+
+    title: str
+    mastery: float
+    resamples: int
+    min_steps: int
+    opal: OpalSettings
+    hedgemamba: HedgeMambaSettings
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What produced the report: the config layers (params.yaml, overlays, --config) and the code's commit."""
+
+    configs: tuple[str, ...]
+    commit: str
+    commit_date: str
+
+
+def head_notices(provenance: Provenance, histories: list[NamedRows], min_steps: int) -> list[Notice]:
+    notices = [Notice(f"Produced by relin at commit {provenance.commit} ({provenance.commit_date}) from "
+                      f"{' + '.join(provenance.configs)}.")]
+    steps = {h.name: int(h.rows[-1]["step"]) for h in histories if h.rows}
+    short = sorted((n, name) for name, n in steps.items() if n < min_steps)
+    if short:
+        n, name = short[0]
+        notices.append(Notice(f"Not evidence: {len(short)} training stage(s) took fewer than {min_steps} optimizer "
+                              f"steps ({name}: {n}); this is a plumbing run (e.g. the smoke overlay) and its verdicts "
+                              f"say nothing about the papers.", warning=True))
+    return notices
+
+
+def claims_overview(claims: list[Claim]) -> Section:
+    counts = {v: sum(c.verdict.outcome == v for c in claims) for v in (REPRODUCED, CONTRADICTED, INCONCLUSIVE)}
+    table = Table(title="Every claim and its verdict", columns=["paper", "claim", "ours (95% interval)", "verdict"],
+                  rows=[[c.paper, c.claim, c.ours, str(c.verdict)] for c in claims],
+                  note=f"{len(claims)} claims: {counts[REPRODUCED]} reproduced, {counts[CONTRADICTED]} contradicted, "
+                       f"{counts[INCONCLUSIVE]} inconclusive. A verdict is reproduced or contradicted only when the "
+                       f"95% interval excludes the other side; inconclusive names its reason. Intervals from one "
+                       f"training run cover evaluation noise only.")
+    return Section("Verdicts", [table])
+
+
+def _training_sections(histories: list[NamedRows], figure_dir: Path) -> Section | None:
+    if not histories:
+        return None
+    blocks: list = [tables.training_table(histories)]
+    for prefix, label in GROUPS.items():
+        group = [h for h in histories if h.name.split("-", 1)[0] == prefix and h.rows]
+        if group:
+            curves = figures.training_curves(group, figure_dir / f"training_{prefix}.png")
+            blocks.append(FigureRef(f"{FIGURES}/{curves.name}", f"Training ({label}): loss, token accuracy and "
+                                    f"learning rate per logged step."))
+    return Section("Training", blocks)
+
+
+def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: Path
+                    ) -> tuple[list[Section], list[Claim]]:
+    """The sections of the report and every claim; figures are drawn into ``figure_dir``."""
+    evals = {e.name: e for e in inputs.evals}
+    scores = (ItemScores(attach_chance(inputs.items, inputs.evals), settings.resamples) if inputs.items else None)
+    histories = {h.name: h for h in inputs.histories}
+    train = {t.name: t for t in inputs.train_metrics}
+    papers, claims = [], []
+    if (opal := opal_section(scores, settings.opal, histories, train, inputs.speed, evals, figure_dir,
+                             FIGURES)) is not None:
+        papers.append(opal[0])
+        claims += opal[1]
+    if (harness := lm_eval_section([read_json(p, "a results JSON of relin lm-eval") for p in inputs.lm_eval])):
+        papers.append(harness)
+    lia = lia_mtr_section(inputs.lia_mtr, LiaSettings(settings.mastery, settings.resamples), figure_dir, FIGURES)
+    if lia is not None:
+        papers.append(lia[0])
+        claims += lia[1]
+    if (hedgemamba := hedgemamba_section(scores, settings.hedgemamba, histories, inputs.hedgemamba_init, evals,
+                                         figure_dir, FIGURES)) is not None:
+        papers.append(hedgemamba[0])
+        claims += hedgemamba[1]
+    sections = ([claims_overview(claims)] if claims else []) + papers
+    if inputs.evals:
+        blocks: list = [tables.evaluation_table(inputs.evals), tables.accuracy_by_length_table(inputs.evals)]
+        niah = [b for b in inputs.by_length if any(str(r["task"]).startswith("niah") for r in b.rows)]
+        if niah:
+            blocks.append(tables.niah_depth_table(niah))
+        sections.append(Section("Evaluation of every model", blocks))
+    if (training := _training_sections(inputs.histories, figure_dir)) is not None:
+        sections.append(training)
+    return sections, claims
 
 
 def _source(path: Path) -> str:
@@ -54,17 +145,13 @@ def _source(path: Path) -> str:
     return f"{path} ({producer['stage']})" if producer.get("stage") else str(path)
 
 
-def build_report(title: str, evals: list[EvalResult], histories: list[NamedRows], by_length: list[NamedRows],
-                 out: str | Path, speed: NamedRows | None = None, hedgemamba_init: dict | None = None,
-                 lia_mtr: list | None = None, lm_eval: list[str] | None = None) -> Path:
+def build_report(inputs: ReportInputs, settings: ReportSettings, provenance: Provenance, out: str | Path) -> Path:
     """Write ``index.html``, ``summary.md`` and ``figures/*.png`` to ``out`` (replaced in one rename)."""
-    sources = [_source(x.path) for x in (*evals, *by_length, *histories, *([speed] if speed else []))]
-    sources += [_source(Path(p)) for p in [*(lia_mtr or []), *(lm_eval or [])]]
+    sources = [_source(p) for p in inputs.paths()]
+    head = head_notices(provenance, inputs.histories, settings.min_steps)
     with atomic_dir(out) as tmp:
         (tmp / FIGURES).mkdir()
-        harness = [read_json(p, "a results JSON of relin lm-eval") for p in lm_eval or []]
-        sections = report_sections(evals, histories, by_length, tmp / FIGURES, speed, hedgemamba_init,
-                                   lia_mtr=lia_mtr, lm_eval=harness)
-        atomic_write_text(tmp / "index.html", render_html(title, sections, sources))
-        atomic_write_text(tmp / "summary.md", render_markdown(title, sections, sources))
+        sections, _ = report_sections(inputs, settings, tmp / FIGURES)
+        atomic_write_text(tmp / "index.html", render_html(settings.title, sections, sources, head))
+        atomic_write_text(tmp / "summary.md", render_markdown(settings.title, sections, sources, head))
     return Path(out)

@@ -1,126 +1,134 @@
-"""The report's HedgeMamba section (seed 001): the teacher, the Hedgehog model after stage 1, the two controls
-(the Hedgehog model fine-tuned without conversion, and the same Mamba shape from random init at the same
-budget) and HedgeMamba after stage 2, each score as % of the teacher's, with the paper's claims beside ours, a
-verdict per claim, the exactness of the initialisation and the attention-matching curves per layer.
+"""The report's HedgeMamba section (seed 001): the claims with their verdicts, the teacher, the Hedgehog model
+after stage 1, the controls and HedgeMamba after stage 2 (perplexity and recovery as % of the teacher, each
+with its 95% interval), the exactness of the initialisation and the attention-matching curves per layer.
 
-"% of the teacher": accuracies student / teacher × 100 per task (NIAH per context length, mean over its
-families); perplexity teacher / student × 100, so 100 is the teacher's and lower is worse everywhere.
+"% of the teacher" is the papers' definition everywhere (:mod:`relin.report.lm_scores`): perplexity
+teacher / student on the same passages; task recovery a ratio of averages over the families the teacher
+masters.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
-from .inputs import EvalResult, NamedRows
+from ..config.hedgemamba import MODELS
+from .figures import DPI, accuracy_by_length_figure, colours, legend_outside
+from .inputs import NamedRows
+from .lm_scores import ItemScores, excluded_note
 from .page import FigureRef, Section
 from .table import Table
+from .verdicts import (
+    REFERENCE_FAILS,
+    Claim,
+    Estimate,
+    at_least,
+    at_most,
+    beats,
+    chance_guard,
+    claims_table,
+    inconclusive,
+    mean_of,
+)
 
-TEACHER = "teacher-gpt_neox"
-HEDGEHOG, HEDGEHOG_ONLY, RANDOM, FINETUNE = ("hedgemamba-hedgehog", "hedgemamba-hedgehog_only",
-                                             "hedgemamba-random", "hedgemamba-finetune")
-LABELS = {TEACHER: "teacher (GPT-NeoX)", HEDGEHOG: "Hedgehog (stage 1)",
-          HEDGEHOG_ONLY: "Hedgehog + stage 2, no conversion (control)",
-          RANDOM: "Mamba from random init, same budget (control)", FINETUNE: "HedgeMamba (stage 2)"}
-NIAH = ("niah_single", "niah_multikey", "niah_multiquery")
 # The paper (Pythia-1B, 10B tokens; secondary summaries, methods.md §2, unconfirmed): perplexity 14.11 vs 13.86.
 PAPER_PPL = {"teacher": 13.86, "hedgemamba": 14.11}
-DPI = 120
+# "Nearly matches the teacher's perplexity": at least this share of it (the paper's is 98.2%).
+NEAR = 95.0
+EXACT = 1e-4
 
 
-def _pct(student: float | None, teacher: float | None) -> float | None:
-    return 100.0 * student / teacher if student is not None and teacher else None
+@dataclass(frozen=True)
+class HedgeMambaSettings:
+    teacher: str
+    mastery: float
 
 
-def _niah_lengths(e: EvalResult) -> dict[int, float]:
-    """Mean NIAH accuracy over the families at each evaluated length."""
-    by_length: dict[int, list[float]] = {}
-    for task in NIAH:
-        for length, acc in e.metrics["accuracy_by_length"].get(task, {}).items():
-            by_length.setdefault(int(length), []).append(acc)
-    return {length: sum(v) / len(v) for length, v in sorted(by_length.items())}
+def name(model: str) -> str:
+    return f"hedgemamba-{model}"
 
 
-def recovery(student: EvalResult, teacher: EvalResult) -> dict[str, float | None]:
-    """Perplexity, MQAR, NIAH at each length and arithmetic as % of the teacher; ``mean`` over the tasks."""
-    out: dict[str, float | None] = {"perplexity": _pct(teacher.metrics.get("perplexity"),
-                                                       student.metrics.get("perplexity"))}
-    acc_s, acc_t = student.metrics["accuracy"], teacher.metrics["accuracy"]
-    out["mqar"] = _pct(acc_s.get("mqar"), acc_t.get("mqar"))
-    niah_s, niah_t = _niah_lengths(student), _niah_lengths(teacher)
-    out.update({f"niah@{n}": _pct(niah_s.get(n), niah_t.get(n)) for n in niah_t})
-    out["arithmetic"] = _pct(acc_s.get("arithmetic"), acc_t.get("arithmetic"))
-    tasks = [v for k, v in out.items() if k != "perplexity" and v is not None]
-    out["mean"] = sum(tasks) / len(tasks) if tasks else None
+def _tasks(scores: ItemScores) -> list[str]:
+    return scores.families()
+
+
+def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None) -> list[Claim]:
+    out, paper = [], "HedgeMamba"
+    if init is not None:
+        gap = Estimate.exact(init["max_abs_logit_diff"])
+        out.append(Claim(paper, f"The Mamba block initialised from Hedgehog reproduces it (max |Δlogit| ≤ {EXACT:g})",
+                         "exact by construction (eqs. 7-10)",
+                         f"{gap.value:.1e} at logits up to {init['max_abs_logit']:.1f} (measured, exact)",
+                         at_most(gap, EXACT)))
+    finetune = name("finetune")
+    if finetune not in scores:
+        return out
+    share = scores.perplexity_share(finetune, s.teacher)
+    out.append(Claim(paper, f"HedgeMamba nearly matches the teacher's perplexity (≥ {NEAR:g}% of it)",
+                     f"{100 * PAPER_PPL['teacher'] / PAPER_PPL['hedgemamba']:.1f}% (14.11 vs 13.86)",
+                     share.text(".1f", unit="%"), at_least(share, NEAR)))
+    tasks = _tasks(scores)
+    for control, claim in (("random", "The Hedgehog initialisation beats a random-init Mamba at the same budget"),
+                           ("hedgehog_only", "Mamba's extra branches improve on Hedgehog alone (same stage 2)")):
+        if name(control) not in scores:
+            continue
+        ppl = scores.perplexity_share(finetune, s.teacher) - scores.perplexity_share(name(control), s.teacher)
+        out.append(Claim(paper, f"{claim}: perplexity", "§3.2 (argued)",
+                         f"difference {ppl.text('+.1f')} points of the teacher's perplexity", beats(ppl)))
+        ours = scores.recovery(finetune, s.teacher, tasks, s.mastery)
+        base = scores.recovery(name(control), s.teacher, tasks, s.mastery)
+        if ours.estimate is None:
+            verdict = inconclusive(REFERENCE_FAILS, f"the teacher masters no task family (below {s.mastery:g})")
+            text = "–"
+        else:
+            means = {m: mean_of([scores.accuracy(m, f) for f in ours.families]) for m in (finetune, name(control))}
+            difference = ours.estimate - base.estimate
+            verdict = chance_guard(means, max(scores.chance(f) for f in ours.families)) or beats(difference)
+            text = f"{ours.text()} vs {base.text()}; difference {difference.text('+.1f')} points"
+        out.append(Claim(paper, f"{claim}: task recovery", "§3.2 (argued)", text, verdict))
     return out
 
 
-def results_table(evals: dict[str, EvalResult]) -> Table:
-    teacher = evals[TEACHER]
-    columns = list(recovery(teacher, teacher))
-    rows = [[LABELS[name], evals[name].metrics.get("perplexity"), *recovery(evals[name], teacher).values()]
-            for name in LABELS if name in evals]
+def results_table(scores: ItemScores, s: HedgeMambaSettings) -> Table:
+    tasks = _tasks(scores)
+    rows, note = [], ""
+    for model in [s.teacher, *(name(m) for m in MODELS)]:
+        if model not in scores:
+            continue
+        rec = scores.recovery(model, s.teacher, tasks, s.mastery)
+        note = excluded_note(rec, s.mastery)
+        label = "teacher (GPT-NeoX)" if model == s.teacher else MODELS[model.removeprefix("hedgemamba-")]
+        rows.append([label, scores.perplexity(model).text(".2f"),
+                     scores.perplexity_share(model, s.teacher).text(".1f", unit="%"),
+                     *(scores.accuracy(model, t).text(".2f") for t in tasks), rec.text()])
     ratio = 100.0 * PAPER_PPL["teacher"] / PAPER_PPL["hedgemamba"]
-    rows.append(["paper: HedgeMamba from Pythia-1B [unconfirmed]", PAPER_PPL["hedgemamba"], ratio,
-                 *[None] * (len(columns) - 1)])
-    return Table(title="HedgeMamba: teacher, Hedgehog (stage 1), controls and HedgeMamba (stage 2), % of the teacher",
-                 columns=["model", "perplexity", *(f"{c} %" for c in columns)], rows=rows, digits=1,
-                 note="Perplexity % = teacher / model × 100; task columns = model / teacher accuracy × 100 (NIAH: mean "
-                      "of its families at each length); mean over the task columns. The paper reports perplexity only "
-                      "(14.11 vs the teacher's 13.86 on the Pile after 10B tokens): no synthetic-task numbers.")
-
-
-def _verdict(holds: bool, partly: bool = False) -> str:
-    return "holds" if holds else ("holds in part" if partly else "does not hold at our scale")
-
-
-def verdicts(evals: dict[str, EvalResult], init: dict[str, Any] | None) -> Table:
-    teacher, rows = evals[TEACHER], []
-    rec = {name: recovery(evals[name], teacher) for name in LABELS if name in evals}
-    if init is not None:
-        gap = init["max_abs_logit_diff"]
-        rows.append(["The Mamba block initialised from Hedgehog reproduces it (eqs. 7-10)", "exact by construction",
-                     f"max |Δlogit| {gap:.1e} (max |logit| {init['max_abs_logit']:.1f})",
-                     _verdict(gap < 1e-4, gap < 1e-2)])
-    if FINETUNE in rec and rec[FINETUNE]["perplexity"] is not None:
-        ppl = rec[FINETUNE]["perplexity"]
-        rows.append(["HedgeMamba nearly matches the teacher's perplexity",
-                     f"{100 * PAPER_PPL['teacher'] / PAPER_PPL['hedgemamba']:.1f}% (14.11 vs 13.86)", f"{ppl:.1f}%",
-                     _verdict(ppl >= 95, ppl >= 80)])
-    for control, claim in ((RANDOM, "The Hedgehog initialisation beats a random-init Mamba at the same budget"),
-                           (HEDGEHOG_ONLY, "Mamba's extra branches improve on Hedgehog alone (same stage 2)")):
-        if FINETUNE in rec and control in rec:
-            ours, base = rec[FINETUNE], rec[control]
-            if ours["mean"] is None or base["mean"] is None:
-                rows.append([claim, "§3.2", "not measurable: the teacher scores 0", "–"])
-                continue
-            text = (f"tasks {ours['mean']:.0f}% vs {base['mean']:.0f}%, perplexity {ours['perplexity']:.0f}% vs "
-                    f"{base['perplexity']:.0f}%")
-            better_tasks, better_ppl = ours["mean"] > base["mean"] + 1, ours["perplexity"] > base["perplexity"]
-            rows.append([claim, "§3.2 (argued)", text,
-                         _verdict(better_tasks and better_ppl, better_tasks or better_ppl)])
-    return Table(title="HedgeMamba: the paper's claims at our scale", columns=["claim", "paper", "ours", "verdict"],
-                 rows=rows, note="Thresholds: perplexity ≥ 95% of the teacher's holds, ≥ 80% in part; a comparison "
-                                 "holds when both the task mean (by > 1 point) and perplexity are better, in part "
-                                 "when one is.")
+    rows.append(["paper: HedgeMamba from Pythia-1B [unconfirmed]", f"{PAPER_PPL['hedgemamba']}", f"{ratio:.1f}",
+                 *[None] * len(tasks), None])
+    return Table(title="HedgeMamba: teacher, Hedgehog (stage 1), controls and HedgeMamba (stage 2)",
+                 columns=["model", "perplexity", "perplexity % of teacher", *tasks, "recovery %"], rows=rows,
+                 note=f"[95% intervals] Perplexity % = teacher / model × 100 on the same passages; task columns: "
+                      f"accuracy in [0, 1]; recovery = ratio of averages over the families the teacher masters "
+                      f"(≥ {s.mastery:g}). The paper reports perplexity only (14.11 vs the teacher's 13.86 on the "
+                      f"Pile after 10B tokens)." + note)
 
 
 def matching_curves(history: NamedRows, path: Path) -> Path:
     """Stage 1 per layer: the matching loss and KL(A‖Â) of the attention rows against step."""
-    fig = Figure(figsize=(10, 3.6), layout="constrained")
+    fig = Figure(figsize=(11, 3.6), layout="constrained")
     ax_loss, ax_kl = fig.subplots(1, 2)
     steps = [r["step"] for r in history.rows]
     layers = sorted({k.split("/", 1)[1] for k in history.rows[0] if k.startswith("attn_kl/")},
-                    key=lambda name: int(name.removeprefix("layer")))
-    for i, layer in enumerate(layers):
-        ax_loss.plot(steps, [r.get(f"match_loss/{layer}") for r in history.rows], color=f"C{i}", label=layer)
-        ax_kl.plot(steps, [r.get(f"attn_kl/{layer}") for r in history.rows], color=f"C{i}", label=layer)
+                    key=lambda layer: int(layer.removeprefix("layer")))
+    for colour, layer in zip(colours(len(layers)), layers):
+        ax_loss.plot(steps, [r.get(f"match_loss/{layer}") for r in history.rows], color=colour, label=layer)
+        ax_kl.plot(steps, [r.get(f"attn_kl/{layer}") for r in history.rows], color=colour, label=layer)
     ax_loss.set(xlabel="step", ylabel="matching loss per position", title="stage 1 loss by layer")
     ax_kl.set(xlabel="step", ylabel="KL(teacher rows ‖ Hedgehog rows)", yscale="log", title="attention-row KL")
     for ax in (ax_loss, ax_kl):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+    legend_outside(fig, ax_loss)
     fig.savefig(path, dpi=DPI)
     return path
 
@@ -128,7 +136,7 @@ def matching_curves(history: NamedRows, path: Path) -> Path:
 def matching_table(history: NamedRows) -> Table:
     first, last = history.rows[0], history.rows[-1]
     layers = sorted({k.split("/", 1)[1] for k in last if k.startswith("attn_kl/")},
-                    key=lambda name: int(name.removeprefix("layer")))
+                    key=lambda layer: int(layer.removeprefix("layer")))
     rows = [[layer, first.get(f"match_loss/{layer}"), last.get(f"match_loss/{layer}"), first.get(f"attn_kl/{layer}"),
              last.get(f"attn_kl/{layer}")] for layer in layers]
     return Table(title="Stage 1: attention matching per layer (first and last logged step)",
@@ -137,16 +145,21 @@ def matching_table(history: NamedRows) -> Table:
                       f"layer inputs.")
 
 
-def hedgemamba_section(evals: list[EvalResult], histories: list[NamedRows], init: dict[str, Any] | None,
-                       figure_dir: Path, figures_prefix: str) -> Section | None:
-    by_name = {e.name: e for e in evals}
-    if TEACHER not in by_name or not any(name in by_name for name in LABELS if name != TEACHER):
+def hedgemamba_section(scores: ItemScores | None, s: HedgeMambaSettings, histories: dict[str, NamedRows],
+                       init: dict[str, Any] | None, evals: dict, figure_dir: Path,
+                       prefix: str) -> tuple[Section, list[Claim]] | None:
+    if scores is None or s.teacher not in scores or not any(name(m) in scores for m in MODELS):
         return None
-    blocks: list = [verdicts(by_name, init), results_table(by_name)]
-    history = {h.name: h for h in histories}
-    if HEDGEHOG in history and history[HEDGEHOG].rows:
-        blocks.append(matching_table(history[HEDGEHOG]))
-        fig = matching_curves(history[HEDGEHOG], figure_dir / "hedgemamba_matching.png")
-        blocks.append(FigureRef(f"{figures_prefix}/{fig.name}", "HedgeMamba stage 1: the matching loss and the KL "
-                                "between the teacher's and the Hedgehog attention rows, per layer and logged step."))
-    return Section("HedgeMamba: attention -> Hedgehog -> Mamba (seed 001)", blocks)
+    found = claims(scores, s, init)
+    blocks: list = [claims_table("HedgeMamba: the paper's claims", found), results_table(scores, s)]
+    shown = [s.teacher, *(name(m) for m in MODELS)]
+    fig = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "hedgemamba_by_length.png")
+    blocks.append(FigureRef(f"{prefix}/{fig.name}", "HedgeMamba: accuracy against context length per task family "
+                            "(the teacher, stage 1, the controls and stage 2)."))
+    hedgehog = histories.get(name("hedgehog"))
+    if hedgehog is not None and hedgehog.rows:
+        blocks.append(matching_table(hedgehog))
+        curves = matching_curves(hedgehog, figure_dir / "hedgemamba_matching.png")
+        blocks.append(FigureRef(f"{prefix}/{curves.name}", "HedgeMamba stage 1: the matching loss and the KL between "
+                                "the teacher's and the Hedgehog attention rows, per layer and logged step."))
+    return Section("HedgeMamba: attention -> Hedgehog -> Mamba (seed 001)", blocks), found

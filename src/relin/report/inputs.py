@@ -88,6 +88,24 @@ def read_history(spec: str) -> NamedRows:
     return NamedRows(name=name or "-".join(role_arch) or path.stem, rows=rows, path=path)
 
 
+@dataclass(frozen=True)
+class NamedJson:
+    """One JSON output of a stage (e.g. ``train_metrics.json``) and the model it belongs to."""
+
+    name: str
+    data: dict[str, Any]
+    path: Path
+
+
+def read_train_metrics(spec: str) -> NamedJson:
+    """``[NAME=]train_metrics.json`` of a training stage, named ``<role>-<stage>`` after its directory as a
+    history is (``results/opal/onpolicy/train_metrics.json`` -> ``opal-onpolicy``)."""
+    name, path = split_name(spec)
+    data = read_json(path, "a train_metrics.json of a training stage")
+    role_stage = [p.name for p in (path.parent.parent, path.parent) if p.name]
+    return NamedJson(name=name or "-".join(role_stage), data=data, path=path)
+
+
 def read_by_length(spec: str) -> NamedRows:
     name, path = split_name(spec)
     rows = read_csv_rows(path, BY_LENGTH_COLUMNS,

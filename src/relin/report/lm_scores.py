@@ -60,7 +60,7 @@ class Recovery:
     excluded: dict[str, float] = field(default_factory=dict)
 
     def text(self) -> str:
-        return "–" if self.estimate is None else self.estimate.text(".0f") + "%"
+        return "–" if self.estimate is None else self.estimate.text(".0f", unit="%")
 
 
 class ItemScores:

@@ -1,138 +1,168 @@
-"""The report's OPAL section: the paper's Table 4 and Table 3 analogues with the paper's numbers
-beside ours, a verdict per claim, the stage-3 horizon and KL curves, and decode memory/throughput.
+"""The report's OPAL section (seed 002): the claims with their verdicts, the Table 4 analogue (NIAH and
+reasoning recovery of every model), SWA inside and outside its window, the Table 3 analogue with the three
+budgets side by side, the stage-3 curves, and decode memory/throughput.
 
-"Recovery" is a student's score as a percentage of the teacher's: per NIAH family the mean accuracy
-over the evaluated lengths, arithmetic exact match, and for perplexity teacher / student.
+Recovery is OPAL's Table 1 definition, a ratio of averages over the families the teacher masters
+(:mod:`relin.report.lm_scores`); every number a verdict uses carries its 95% interval.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from .inputs import EvalResult, NamedRows
+from ..config.opal import CONTROLS, MODELS, NIAH_TASKS
+from .figures import DPI, accuracy_by_length_figure, niah_depth_figure
+from .inputs import NamedJson, NamedRows
+from .lm_scores import ItemScores, excluded_note
 from .page import FigureRef, Section
 from .table import Table
+from .verdicts import (
+    NOT_TESTABLE,
+    REFERENCE_FAILS,
+    Claim,
+    Estimate,
+    at_least,
+    at_most,
+    beats,
+    chance_guard,
+    claims_table,
+    inconclusive,
+    mean_of,
+)
 
-TEACHER = "teacher-qwen3"
-# Report order: the baseline, the conversion, then each stage; the matched control last.
-STUDENTS = ("opal-swa", "opal-gdn", "opal-align", "opal-offpolicy_short", "opal-offpolicy_long", "opal-onpolicy",
-            "opal-offpolicy_matched")
-NIAH = ("niah_single", "niah_multikey", "niah_multiquery")
-TASKS = (*NIAH, "arithmetic")
-# Paper, Table 4 (Qwen3-4B, NIAH at 32K context, %): teacher, SWA(256, 4), GDN after 2B OPD tokens.
+TASKS = (*NIAH_TASKS, "arithmetic")
+# Paper, Table 4 (Qwen3-4B, NIAH at 32K, %): teacher, SWA(256, 4), GDN after 2B on-policy tokens.
 PAPER_TABLE4 = {"teacher": (100.0, 99.8, 100.0), "swa": (0.0, 1.0, 0.2), "gdn": (100.0, 99.6, 100.0)}
 # Paper, Table 3 (MATH-500 at 400M tokens, %): on-policy vs off-policy on dataset traces.
 PAPER_TABLE3 = {"onpolicy": 87.0, "offpolicy": 78.1}
-DPI = 120
-# A teacher below this NIAH accuracy is mostly failing the family; its recovery % gets a caveat.
-WEAK_TEACHER = 0.5
+# "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
+RECOVERS, COLLAPSES = 90.0, 10.0
 
 
-def _score(e: EvalResult, task: str) -> float | None:
-    return e.metrics["accuracy"].get(task)
+@dataclass(frozen=True)
+class OpalSettings:
+    """What the OPAL section needs of the config: the teacher's eval name, SWA's window, the NIAH protocol and
+    the mastery threshold."""
+
+    teacher: str
+    swa_window: int
+    niah_protocol: str
+    mastery: float
 
 
-def recovery(student: EvalResult, teacher: EvalResult) -> dict[str, float | None]:
-    """Per task (and perplexity) the student's score as % of the teacher's; ``mean`` over the tasks."""
-    out: dict[str, float | None] = {}
-    for task in TASKS:
-        s, t = _score(student, task), _score(teacher, task)
-        out[task] = 100.0 * s / t if s is not None and t else None
-    s_ppl, t_ppl = student.metrics.get("perplexity"), teacher.metrics.get("perplexity")
-    out["perplexity"] = 100.0 * t_ppl / s_ppl if s_ppl and t_ppl else None
-    scores = [out[t] for t in TASKS if out[t] is not None]
-    out["mean"] = sum(scores) / len(scores) if scores else None
-    return out
+def name(model: str) -> str:
+    return f"opal-{model}"
 
 
-def table4(evals: dict[str, EvalResult]) -> Table:
-    teacher = evals[TEACHER]
-    rows = []
-    for name in (TEACHER, *STUDENTS):
-        if name not in evals:
+def _outside_window(window: int):
+    """Items whose nearest queried needle ends at least ``window`` tokens before the answer."""
+    return lambda columns: columns["needle_distance"] >= window
+
+
+def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list[Claim]:
+    out = []
+    paper = "OPAL"
+    if name("onpolicy") in scores:
+        rec = scores.recovery(name("onpolicy"), s.teacher, NIAH_TASKS, s.mastery)
+        verdict = (inconclusive(REFERENCE_FAILS, f"the teacher masters no NIAH family (below {s.mastery:g})")
+                   if rec.estimate is None else at_least(rec.estimate, RECOVERS))
+        out.append(Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
+                         "99.9% (Table 4: 299.6 / 299.8)", f"{rec.text()} over {', '.join(rec.families) or '–'}",
+                         verdict))
+    if name("swa") in scores:
+        outside = _outside_window(s.swa_window)
+        if not any(scores.count(f, outside) for f in NIAH_TASKS):
+            verdict, text = inconclusive(NOT_TESTABLE, f"no needle lies beyond the {s.swa_window}-token window"), "–"
+        else:
+            rec = scores.recovery(name("swa"), s.teacher, NIAH_TASKS, s.mastery, outside)
+            verdict = (inconclusive(REFERENCE_FAILS, "the teacher masters no NIAH family beyond the window")
+                       if rec.estimate is None else at_most(rec.estimate, COLLAPSES))
+            text = f"{rec.text()} of the teacher, needles ≥ {s.swa_window} tokens back"
+        out.append(Claim(paper, f"SWA collapses on NIAH beyond its window (≤ {COLLAPSES:g}% of the teacher)",
+                         "0.4% (Table 4: 1.2 / 299.8)", text, verdict))
+    for control, what in (("offpolicy_matched", "off-policy on dataset text"),
+                          ("offpolicy_teacher", "off-policy on the teacher's continuations")):
+        if name("onpolicy") not in scores or name(control) not in scores:
             continue
-        e, rec = evals[name], recovery(evals[name], teacher)
-        rows.append([name, *(_score(e, t) for t in TASKS), e.metrics.get("perplexity"), rec["mean"]])
-    paper = [[f"paper: Qwen3-4B {k}", *v, None, None, None] for k, v in PAPER_TABLE4.items()]
-    return Table(title="OPAL Table 4 analogue: teacher, SWA and the GDN hybrid after each stage",
-                 columns=["model", *TASKS, "perplexity", "recovery %"], rows=rows + paper,
-                 note="Ours: accuracy in [0, 1] averaged over the evaluated lengths (up to 512 tokens; the training "
-                      "lengths are 128 and 256), recovery = mean over tasks of student / teacher in %. Paper rows: "
-                      "NIAH at 32K in %." + weak_teacher_caveat(teacher))
-
-
-def weak_teacher_caveat(teacher: EvalResult) -> str:
-    """A sentence naming the NIAH families the teacher itself mostly fails (empty when there are none).
-
-    Recovery divides by the teacher's score, so where the teacher is below :data:`WEAK_TEACHER` (multi-key
-    copying one of four needles scores ~25%) a recovery near 100% says the student fails alike, not that it
-    retrieves.
-    """
-    weak = [f"{task} ({score:.2f})" for task in NIAH
-            if (score := _score(teacher, task)) is not None and score < WEAK_TEACHER]
-    if not weak:
-        return ""
-    return (f" The teacher scores below {WEAK_TEACHER:.1f} on {', '.join(weak)}: recovery there compares two models "
-            "that mostly fail, not retrieval.")
-
-
-def table3(evals: dict[str, EvalResult], histories: dict[str, NamedRows]) -> Table | None:
-    on, off = evals.get("opal-onpolicy"), evals.get("opal-offpolicy_matched")
-    if on is None or off is None:
-        return None
-    teacher = evals[TEACHER]
-    tokens = {name: (histories[f"{name}"].rows[-1].get("generated_tokens") if name in histories and
-                     histories[name].rows else None) for name in ("opal-onpolicy",)}
-    rows = [[name, *(_score(e, t) for t in TASKS), e.metrics.get("perplexity"), recovery(e, teacher)["mean"]]
-            for name, e in (("opal-onpolicy", on), ("opal-offpolicy_matched", off))]
-    return Table(title="OPAL Table 3 analogue: on-policy vs off-policy at a matched budget",
-                 columns=["model", *TASKS, "perplexity", "recovery %"], rows=rows,
-                 note=f"Both continue from stage 2B; the off-policy control distils on dataset text for as many "
-                      f"target tokens as stage 3 generated ({tokens['opal-onpolicy']}). Paper (MATH-500, 400M "
-                      f"tokens): on-policy {PAPER_TABLE3['onpolicy']}, off-policy {PAPER_TABLE3['offpolicy']}.")
-
-
-def _verdict(holds: bool, partly: bool = False) -> str:
-    return "holds" if holds else ("holds in part" if partly else "does not hold at our scale")
-
-
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
-
-
-UNMEASURABLE = ("–", "not measurable: the teacher scores 0")
-
-
-def verdicts(evals: dict[str, EvalResult], speed: NamedRows | None) -> Table:
-    teacher, rows = evals[TEACHER], []
-    if "opal-onpolicy" in evals:
-        mean = _mean(recovery(evals["opal-onpolicy"], teacher)[t] for t in NIAH)
-        ours = UNMEASURABLE if mean is None else (f"{mean:.0f}%", _verdict(mean >= 90, mean >= 50))
-        rows.append(["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval", "100% (Table 4)", *ours])
-    if "opal-swa" in evals:
-        mean = _mean(recovery(evals["opal-swa"], teacher)[t] for t in NIAH)
-        ours = UNMEASURABLE if mean is None else (f"{mean:.0f}% of the teacher", _verdict(mean <= 25, mean <= 60))
-        rows.append(["SWA(window, sinks) collapses on NIAH beyond its window", "≈ 0-1% (Table 4)", *ours])
-    if "opal-onpolicy" in evals and "opal-offpolicy_matched" in evals:
-        on = recovery(evals["opal-onpolicy"], teacher)["mean"]
-        off = recovery(evals["opal-offpolicy_matched"], teacher)["mean"]
-        # within a point of recovery the two are a tie: one evaluation row more or less moves them that much
-        ours = (UNMEASURABLE if on is None or off is None else
-                (f"{on:.1f}% vs {off:.1f}% recovery",
-                 "a tie at our scale" if abs(on - off) <= 1 else _verdict(on > off)))
-        rows.append(["On-policy distillation beats off-policy at a matched budget", "87.0 vs 78.1 (Table 3)", *ours])
+        on = scores.recovery(name("onpolicy"), s.teacher, TASKS, s.mastery)
+        off = scores.recovery(name(control), s.teacher, TASKS, s.mastery)
+        claim = f"On-policy beats {what} at a matched budget"
+        if on.estimate is None:
+            out.append(Claim(paper, claim, "87.0 vs 78.1 (Table 3)", "–",
+                             inconclusive(REFERENCE_FAILS, f"the teacher masters no family (below {s.mastery:g})")))
+            continue
+        mean = {m: mean_of([scores.accuracy(m, f) for f in on.families]) for m in (name("onpolicy"), name(control))}
+        chance = max(scores.chance(f) for f in on.families)
+        difference = on.estimate - off.estimate
+        verdict = chance_guard(mean, chance) or beats(difference)
+        out.append(Claim(paper, claim, "87.0 vs 78.1 (Table 3, MATH-500)",
+                         f"{on.text()} vs {off.text()}; difference {difference.text('+.1f')} points", verdict))
     if speed is not None:
         longest = max(r["context"] for r in speed.rows)
         at = {r["model"]: r for r in speed.rows if r["context"] == longest}
         if {"teacher", "hybrid"} <= set(at):
-            share = at["hybrid"]["cache_bytes"] / at["teacher"]["cache_bytes"]
-            rows.append([f"The hybrid's decode memory is a fraction of the teacher's (context {longest})",
-                         "Fig. 4", f"{100 * share:.0f}% of the teacher's cache", _verdict(share < 0.5, share < 1)])
-    return Table(title="OPAL: the paper's claims at our scale", columns=["claim", "paper", "ours", "verdict"],
-                 rows=rows, note="Thresholds: NIAH recovery >= 90% holds, >= 50% holds in part; SWA <= 25% of the "
-                                 "teacher collapses.")
+            share = Estimate.exact(100 * at["hybrid"]["cache_bytes"] / at["teacher"]["cache_bytes"])
+            out.append(Claim(paper, f"The hybrid's decode cache is at most half the teacher's (context {longest})",
+                             "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)", at_most(share, 50)))
+    return out
+
+
+def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
+    rows = []
+    note = ""
+    for model in [s.teacher, *names]:
+        rec = scores.recovery(model, s.teacher, TASKS, s.mastery)
+        note = excluded_note(rec, s.mastery)
+        rows.append([model, *(scores.accuracy(model, t).text(".2f") for t in TASKS),
+                     scores.perplexity(model).text(".2f"), rec.text()])
+    paper = [[f"paper: Qwen3-4B {k}", *(f"{x:.1f}" for x in v), None, None, None] for k, v in PAPER_TABLE4.items()]
+    protocol = ("NIAH zero-shot: no NIAH row or prompt in any distillation stage (the paper's protocol)"
+                if s.niah_protocol == "zero_shot" else
+                "NIAH in-distribution: the distillation stages trained on NIAH rows (not the paper's protocol)")
+    return Table(title="OPAL Table 4 analogue: the teacher, SWA and the GDN hybrid after each stage",
+                 columns=["model", *TASKS, "perplexity", "recovery %"], rows=rows + paper,
+                 note=f"Ours: accuracy in [0, 1] over the evaluated lengths [95% interval]; recovery = ratio of "
+                      f"averages over the families the teacher masters (≥ {s.mastery:g}), as the paper's Table 1. "
+                      f"{protocol}. Paper rows: NIAH at 32K in %." + note)
+
+
+def window_table(scores: ItemScores, s: OpalSettings) -> Table:
+    """NIAH accuracy of the teacher, SWA and stage 3 with the needle inside vs beyond SWA's window."""
+    inside, outside = (lambda c: (c["needle_distance"] >= 0) & (c["needle_distance"] < s.swa_window),
+                       _outside_window(s.swa_window))
+    rows = []
+    for model in (s.teacher, name("swa"), name("onpolicy")):
+        if model not in scores:
+            continue
+        for label, where in (("inside", inside), ("beyond", outside)):
+            rows.append([model, label, *(scores.accuracy(model, f, where).text(".2f") if scores.count(f, where)
+                                         else None for f in NIAH_TASKS)])
+    counts = ", ".join(f"{f} {scores.count(f, inside)}/{scores.count(f, outside)}" for f in NIAH_TASKS)
+    return Table(title=f"NIAH with the needle inside vs beyond SWA's {s.swa_window}-token window",
+                 columns=["model", "needle", *NIAH_TASKS], rows=rows,
+                 note=f"A needle is beyond the window when its end lies ≥ {s.swa_window} tokens before the answer; the "
+                      f"SWA claim uses those items only. Items inside/beyond: {counts}.")
+
+
+def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson]) -> Table | None:
+    names = [m for m in ("onpolicy", *CONTROLS) if name(m) in scores and name(m) in train]
+    if len(names) < 2:
+        return None
+    rows = []
+    for model in names:
+        budget = train[name(model)].data.get("budget", {})
+        rec = scores.recovery(name(model), s.teacher, TASKS, s.mastery)
+        rows.append([MODELS[model], budget.get("optimizer_steps"), budget.get("forward_tokens"),
+                     budget.get("target_tokens"), rec.text()])
+    return Table(title="OPAL Table 3 analogue: on-policy vs off-policy at a matched budget",
+                 columns=["model", "optimizer steps", "student forward tokens", "teacher-scored tokens",
+                          "recovery %"], rows=rows,
+                 note=f"All three continue from stage 2B. Budgets counted exactly by the training loop (forward tokens "
+                      f"include prompts; teacher-scored tokens are the positions the loss compares with the "
+                      f"teacher). Paper (MATH-500, 400M tokens): on-policy {PAPER_TABLE3['onpolicy']}, off-policy on "
+                      f"dataset traces {PAPER_TABLE3['offpolicy']}.")
 
 
 def onpolicy_curves(history: NamedRows, path: Path) -> Path:
@@ -149,7 +179,7 @@ def onpolicy_curves(history: NamedRows, path: Path) -> Path:
         ax_pos.plot([k.split("/", 1)[1] for k in positions], [row.get(k) for k in positions], marker="o",
                     color=f"C{i + 2}", label=f"step {row['step']}")
     ax_pos.set(xlabel="tokens after the prompt", ylabel="reverse KL", title="KL by position")
-    ax_pos.legend(fontsize="small")
+    ax_pos.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     for ax in (ax_kl, ax_h, ax_pos):
         ax.grid(alpha=0.3)
     fig.savefig(path, dpi=DPI)
@@ -170,7 +200,7 @@ def speed_figure(speed: NamedRows, path: Path) -> Path:
     for ax in (ax_mem, ax_tps):
         ax.set_xscale("log", base=2)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize="small")
+    ax_tps.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.savefig(path, dpi=DPI)
     return path
 
@@ -188,27 +218,37 @@ def speed_table(speed: NamedRows) -> Table:
                  columns=["context", "teacher MiB", "hybrid MiB", "memory ratio", "teacher tok/s", "hybrid tok/s",
                           "speedup"], rows=rows,
                  note="Cache after the prefill (attention KV; GDN conv and recurrent states). Throughput is greedy "
-                      "decoding on this machine; benchmarks/gpu/hybrid_decode.py measures the H200.")
+                      "decoding on this machine; benchmarks/gpu/hybrid_decode_graphed.py measures the H200.")
 
 
-def opal_section(evals: list[EvalResult], histories: list[NamedRows], speed: NamedRows | None,
-                 figure_dir: Path, figures_prefix: str) -> Section | None:
-    by_name = {e.name: e for e in evals}
-    if TEACHER not in by_name or not any(name in by_name for name in STUDENTS):
+def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str, NamedRows],
+                 train: dict[str, NamedJson], speed: NamedRows | None, evals: dict, figure_dir: Path,
+                 prefix: str) -> tuple[Section, list[Claim]] | None:
+    names = [name(m) for m in MODELS if scores is not None and name(m) in scores]
+    if scores is None or s.teacher not in scores or not names:
         return None
-    history = {h.name: h for h in histories}
-    blocks: list = [verdicts(by_name, speed), table4(by_name)]
-    if (t3 := table3(by_name, history)) is not None:
+    found = claims(scores, s, speed)
+    blocks: list = [claims_table("OPAL: the paper's claims", found), table4(scores, s, names),
+                    window_table(scores, s)]
+    if (t3 := table3(scores, s, train)) is not None:
         blocks.append(t3)
-    if "opal-onpolicy" in history and history["opal-onpolicy"].rows:
-        curves = onpolicy_curves(history["opal-onpolicy"], figure_dir / "opal_onpolicy.png")
-        blocks.append(FigureRef(f"{figures_prefix}/{curves.name}", "OPAL stage 3: per-token reverse KL, the rollout "
-                                "horizon, and the KL by position after the prompt (first and last logged step)."))
+    shown = [s.teacher, *(name(m) for m in ("swa", "gdn", "onpolicy", *CONTROLS) if name(m) in scores)]
+    lengths = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "opal_by_length.png")
+    blocks.append(FigureRef(f"{prefix}/{lengths.name}", "OPAL: accuracy against context length per task family "
+                            "(the teacher, SWA, the hybrid as converted, after stage 3, and the Table 3 controls)."))
+    depth = niah_depth_figure(scores, [s.teacher, name("swa"), name("onpolicy")], figure_dir / "opal_niah_depth.png",
+                              window=s.swa_window)
+    blocks.append(FigureRef(f"{prefix}/{depth.name}", f"OPAL: NIAH accuracy by needle depth and context length; "
+                            f"cells where the needle lies within SWA's {s.swa_window}-token window are hatched."))
+    if name("onpolicy") in histories and histories[name("onpolicy")].rows:
+        curves = onpolicy_curves(histories[name("onpolicy")], figure_dir / "opal_onpolicy.png")
+        blocks.append(FigureRef(f"{prefix}/{curves.name}", "OPAL stage 3: per-token reverse KL, the rollout horizon, "
+                                "and the KL by position after the prompt (first and last logged step)."))
     if speed is not None:
         blocks.append(speed_table(speed))
         fig = speed_figure(speed, figure_dir / "opal_speed.png")
-        blocks.append(FigureRef(f"{figures_prefix}/{fig.name}", "Decode memory and throughput by context length."))
-    return Section("OPAL: attention -> Gated DeltaNet hybrid (seed 002)", blocks)
+        blocks.append(FigureRef(f"{prefix}/{fig.name}", "Decode memory and throughput by context length."))
+    return Section("OPAL: attention -> Gated DeltaNet hybrid (seed 002)", blocks), found
 
 
 def lm_eval_section(results: list[dict]) -> Section | None:

@@ -17,6 +17,8 @@ th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }
 th:first-child, td:first-child { text-align: left; }
 thead { background: #f3f3f3; }
 .note, .sources { color: #666; font-size: 0.9rem; }
+.warning { background: #fff3cd; border: 1px solid #e0c36c; padding: 0.4rem 0.7rem; font-weight: 600; }
+details { margin: 0.5rem 0; } summary { cursor: pointer; font-weight: 600; }
 figure { margin: 1rem 0; } figure img { max-width: 100%; }
 """
 
@@ -29,16 +31,26 @@ class FigureRef:
     caption: str
 
 
+@dataclass(frozen=True)
+class Notice:
+    """A line under the report's title; a ``warning`` stands out (e.g. verdicts that are not evidence)."""
+
+    text: str
+    warning: bool = False
+
+
 @dataclass
 class Section:
     heading: str
     blocks: list[Table | FigureRef] = field(default_factory=list)
 
 
-def render_html(title: str, sections: list[Section], sources: list[str]) -> str:
+def render_html(title: str, sections: list[Section], sources: list[str], head: list[Notice] = ()) -> str:
+    """The page; ``head`` holds the lines under the title (what produced the report, warnings)."""
     parts = [f"<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
              f"<title>{html.escape(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
              f"<h1>{html.escape(title)}</h1>\n",
+             *(f"<p class=\"{'warning' if n.warning else 'note'}\">{html.escape(n.text)}</p>\n" for n in head),
              "<p class=\"note\">Built from the stage outputs listed under Sources.</p>\n"]
     for section in sections:
         parts.append(f"<h2>{html.escape(section.heading)}</h2>\n")
@@ -53,8 +65,9 @@ def render_html(title: str, sections: list[Section], sources: list[str]) -> str:
     return "".join(parts)
 
 
-def render_markdown(title: str, sections: list[Section], sources: list[str]) -> str:
-    parts = [f"# {title}\n\nBuilt from the stage outputs listed under Sources.\n"]
+def render_markdown(title: str, sections: list[Section], sources: list[str], head: list[Notice] = ()) -> str:
+    lines = "".join(f"{f'**{n.text}**' if n.warning else n.text}\n\n" for n in head)
+    parts = [f"# {title}\n\n{lines}Built from the stage outputs listed under Sources.\n"]
     for section in sections:
         parts.append(f"\n## {section.heading}\n")
         for block in section.blocks:

@@ -25,7 +25,8 @@ def format_cell(value: Any, digits: int, spec: str | None = None) -> str:
 class Table:
     """``rows`` of cells under ``columns``; ``note`` is a one-line caption under the table.
 
-    Floats show ``digits`` decimals unless ``formats`` gives their column a format spec (``".2e"``).
+    Floats show ``digits`` decimals unless ``formats`` gives their column a format spec (``".2e"``). A
+    ``collapsed`` table (a long detail) renders folded under its title.
     """
 
     title: str
@@ -34,6 +35,7 @@ class Table:
     note: str = ""
     digits: int = 3
     formats: dict[str, str] = field(default_factory=dict)
+    collapsed: bool = False
 
     def __post_init__(self) -> None:
         for row in self.rows:
@@ -49,15 +51,18 @@ class Table:
         def line(cells: list[str]) -> str:
             return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-        out = [f"### {self.title}", "", line(self.columns), line(["---"] * len(self.columns))]
-        out += [line(row) for row in self.cells()]
-        if self.note:
-            out += ["", f"*{self.note}*"]
-        return "\n".join(out) + "\n"
+        table = [line(self.columns), line(["---"] * len(self.columns)), *(line(row) for row in self.cells())]
+        note = ["", f"*{self.note}*"] if self.note else []
+        if self.collapsed:
+            return "\n".join([f"<details><summary>{html.escape(self.title)}</summary>", "", *table, *note, "",
+                              "</details>"]) + "\n"
+        return "\n".join([f"### {self.title}", "", *table, *note]) + "\n"
 
     def html(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.cells())
         note = f"<p class=\"note\">{html.escape(self.note)}</p>" if self.note else ""
-        return (f"<h3>{html.escape(self.title)}</h3>\n<table>\n<thead><tr>{head}</tr></thead>\n"
-                f"<tbody>{body}</tbody>\n</table>\n{note}\n")
+        table = f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>{body}</tbody>\n</table>\n{note}\n"
+        if self.collapsed:
+            return f"<details><summary>{html.escape(self.title)}</summary>\n{table}</details>\n"
+        return f"<h3>{html.escape(self.title)}</h3>\n{table}"

@@ -13,7 +13,7 @@ def evaluation_table(evals: list[EvalResult]) -> Table:
     """One row per model: perplexity, accuracy per task family, their mean."""
     families = _families(evals)
     return Table(
-        title="Perplexity and accuracy per task family",
+        title="Perplexity and accuracy per task family (every model)",
         columns=["model", "perplexity", *families, "overall"],
         rows=[[e.name, e.metrics["perplexity"], *(e.metrics["accuracy"].get(f) for f in families),
                e.metrics.get("overall")] for e in evals],
@@ -26,7 +26,8 @@ def accuracy_by_length_table(evals: list[EvalResult]) -> Table:
     lengths = sorted({int(n) for e in evals for by_len in e.metrics["accuracy_by_length"].values() for n in by_len})
     rows = [[e.name, family, *(e.metrics["accuracy_by_length"][family].get(str(n)) for n in lengths)]
             for e in evals for family in sorted(e.metrics["accuracy_by_length"])]
-    return Table(title="Accuracy by context length", columns=["model", "family", *map(str, lengths)], rows=rows,
+    return Table(title="Accuracy by context length (every model)", columns=["model", "family", *map(str, lengths)],
+                 rows=rows, collapsed=True,
                  note="Columns are context lengths in tokens; a dash where the family has no example of that length.")
 
 
@@ -37,8 +38,9 @@ def niah_depth_table(by_length: list[NamedRows]) -> Table:
     cells: dict[tuple, dict[float, float]] = {}
     for name, r in niah:
         cells.setdefault((name, r["task"], int(r["length"])), {})[float(r["depth"])] = r["accuracy"]
-    return Table(title="NIAH accuracy by needle depth", columns=["model", "family", "length", *map(str, depths)],
-                 rows=[[*key, *(acc.get(d) for d in depths)] for key, acc in cells.items()],
+    return Table(title="NIAH accuracy by needle depth (every model)",
+                 columns=["model", "family", "length", *map(str, depths)],
+                 rows=[[*key, *(acc.get(d) for d in depths)] for key, acc in cells.items()], collapsed=True,
                  note="Depth is the needle's position as a fraction of the haystack (0 = start).")
 
 

@@ -118,13 +118,14 @@ class Estimate:
     __radd__ = __add__
     __rmul__ = __mul__
 
-    def text(self, spec: str = ".1f", scale: float = 1.0) -> str:
-        """``"12.3 [10.1, 14.5]"`` (value and interval, times ``scale``); exact values without an interval."""
+    def text(self, spec: str = ".1f", scale: float = 1.0, unit: str = "") -> str:
+        """``"12.3% [10.1, 14.5]"`` (value with ``unit``, then the interval, times ``scale``); an exact value
+        without an interval."""
         if not np.isfinite(self.value):
             return "–"
         if not self.draws.size:
-            return format(self.value * scale, spec)
-        return f"{self.value * scale:{spec}} [{self.low * scale:{spec}}, {self.high * scale:{spec}}]"
+            return f"{self.value * scale:{spec}}{unit}"
+        return f"{self.value * scale:{spec}}{unit} [{self.low * scale:{spec}}, {self.high * scale:{spec}}]"
 
 
 class Resampler:

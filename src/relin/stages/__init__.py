@@ -32,6 +32,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "bridge-align": ("relin.stages.bridge_align", "LIA-MTR phase 1: one bridge alone on captions"),
     "bridge-instruct": ("relin.stages.bridge_instruct", "LIA-MTR phase 2: bridge + LLM on conversations"),
     "eval-mme": ("relin.stages.eval_mme", "LIA-MTR: answer and score the MME-style set after each phase"),
+    "mme-text": ("relin.stages.mme_text", "LIA-MTR: the chat LLM answers the MME-style set from captions (reference)"),
     "bridge-niah": ("relin.stages.bridge_niah", "LIA-MTR: bridge-isolated needle in a haystack (Fig. 2)"),
     "bridge-memory": ("relin.stages.bridge_memory", "LIA-MTR: peak forward memory of each bridge against N"),
     "bridge-probe": ("relin.stages.bridge_probe", "LIA-MTR: write-gate statistics and decay half-lives"),

@@ -1,7 +1,8 @@
 """``relin bridge-niah --bridge NAME``: the bridge-isolated NIAH of Fig. 2 for one bridge
 (:mod:`relin.eval.bridge_niah`): trained on ``train_lengths`` at random depths, scored on the
-``lengths`` x ``depths`` grid. Writes ``niah.csv`` (length, depth, accuracy), ``history.csv``,
-``metrics.json`` (mean accuracy, per length, the worst cell) and ``niah.png`` (the heatmap)."""
+``lengths`` x ``depths`` grid. Writes ``niah.csv`` (length, depth, accuracy, n), ``items.csv`` (every test
+sequence's outcome), ``history.csv``, ``metrics.json`` (mean accuracy, per length, the worst cell, chance)
+and ``niah.png`` (the heatmap)."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +17,7 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--bridge", required=True, help="bridge name")
     parser.add_argument("--table", required=True, help="niah.csv to write")
+    parser.add_argument("--items", required=True, help="items.csv to write (every test sequence's outcome)")
     parser.add_argument("--history", required=True, help="history.csv to write")
     parser.add_argument("--metrics", required=True, help="metrics JSON to write")
     parser.add_argument("--figure", required=True, help="heatmap (PNG) to write")
@@ -56,19 +58,20 @@ def run(args: argparse.Namespace, sections) -> None:
     use_thread_budget()
     flush_denormals()
     cfg, bridge_cfg = sections.get("lia_mtr.niah"), sections.get("lia_mtr.bridge")
-    with stage_run("bridge-niah", sections.raw, outputs=[args.table, args.metrics]) as tracker:
+    with stage_run("bridge-niah", sections.raw, outputs=[args.table, args.items, args.metrics]) as tracker:
         tracker.set_tags({"bridge": args.bridge})
         torch.manual_seed(cfg.train.seed)
         model = NIAHProbe(args.bridge, cfg, as_dict(bridge_cfg)).to(compute_device())
         history = train_probe(model, cfg, cfg.train.seed)
-        rows = evaluate_grid(model, cfg, cfg.train.seed)
-        atomic_write_csv(args.table, rows, ["length", "depth", "accuracy"])
+        rows, items = evaluate_grid(model, cfg, cfg.train.seed)
+        atomic_write_csv(args.table, rows, ["length", "depth", "accuracy", "n"])
+        atomic_write_csv(args.items, items, ["length", "depth", "correct"])
         atomic_write_csv(args.history, history, ["step", "loss", "accuracy"])
         by_length = {str(n): round(sum(r["accuracy"] for r in rows if r["length"] == n) / len(cfg.depths), 4)
                      for n in cfg.lengths}
         metrics = {"bridge": args.bridge, "mean_accuracy": round(sum(r["accuracy"] for r in rows) / len(rows), 4),
                    "by_length": by_length, "min_accuracy": min(r["accuracy"] for r in rows),
-                   "final_train_loss": history[-1]["loss"]}
+                   "final_train_loss": history[-1]["loss"], "chance": round(1 / cfg.num_values, 6)}
         atomic_write_json(args.metrics, metrics)
         tracker.log_metrics({"mean_accuracy": metrics["mean_accuracy"], "min_accuracy": metrics["min_accuracy"]})
     save_figure(heatmap(rows, f"bridge NIAH: {args.bridge}"), args.figure)

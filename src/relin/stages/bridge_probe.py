@@ -44,7 +44,8 @@ def run(args: argparse.Namespace, sections) -> None:
                  "half_lives": [round(x, 2) for x in lives.tolist()],
                  "decays": [round(x, 5) for x in mixer.log_decays.double().exp().tolist()],
                  "mixer_mean": [round(x, 4) for x in mix.mean((0, 1)).tolist()],
-                 "tokens": int(gate.shape[0] * gate.shape[1])}
+                 "tokens": int(gate.shape[0] * gate.shape[1]),
+                 "gate_per_image": [round(x, 6) for x in gate.flatten(1).mean(1).tolist()]}
         atomic_write_json(args.metrics, probe)
         tracker.log_metrics({"gate_mean": probe["gate_mean"], "gate_std": probe["gate_std"]})
     fig = Figure(figsize=(7, 3))

@@ -1,9 +1,10 @@
 """``relin eval-mme --bridge NAME --model PHASE=DIR ...``: the MME-style set answered by one bridge's VLM
-after each phase (greedy, up to ``eval.max_new_tokens``), written in the official layout
+after each phase (greedy, a few tokens), written in the official layout
 (``OUT/<phase>/<subtask>.txt``) and scored as the official tool (:mod:`relin.eval.mme`).
 
-``metrics.json``: per phase the perception total and, per subtask and overall, accuracy and acc+ in percent
-(the paper's Table I reports accuracy in percent); ``mme.png``: accuracy per category and phase.
+``metrics.json``: per phase the perception total, the share of "yes" answers and, per subtask and overall,
+accuracy and acc+ in percent (the paper's Table I reports accuracy in percent); ``mme.png``: accuracy per
+category and phase. ``relin mme-text`` answers the same set from captions (the text-only reference).
 """
 from __future__ import annotations
 
@@ -26,49 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--figure", required=True, help="figure (PNG) to write")
 
 
-def answer(model, tokenizer, questions, features, batch_size: int, max_new_tokens: int) -> list[str]:
-    """Greedy answers to ``questions`` (dicts with ``question`` and ``index`` of the image's features)."""
-    import sys
-
-    import torch
-    from tqdm import tqdm
-
-    from ..devices import model_device
-    from ..models.vlm.chat import IMAGE, encode_prompt, expand_image_tokens
-    from ..train.sources import pad_rows
-
-    image_id = tokenizer.convert_tokens_to_ids(IMAGE)
-    device = model_device(model)
-    preds = []
-    model.eval()
-    for lo in tqdm(range(0, len(questions), batch_size), desc="mme", file=sys.stderr):
-        chunk = questions[lo:lo + batch_size]
-        rows = [expand_image_tokens(ids, ids, image_id, features.shape[1])[0] for ids in
-                (encode_prompt(tokenizer, [{"role": "user", "content": f"{IMAGE} {q['question']}"}]) for q in chunk)]
-        batch = pad_rows(rows, rows, tokenizer.pad_token_id, left=True)
-        index = torch.tensor([q["index"] for q in chunk])
-        out = model.generate(batch["input_ids"].to(device), batch["attention_mask"].to(device),
-                             features[index].to(device), max_new_tokens, tokenizer.eos_token_id)
-        preds += [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in out]
-    return preds
-
-
-def phase_metrics(scores: dict) -> dict:
-    tasks = {task: {"acc": round(100 * s["acc"], 2), "acc_plus": round(100 * s["acc_plus"], 2),
-                    "score": round(s["score"], 2), "other": s["other"]} for task, s in scores["subtasks"].items()}
-    questions = sum(s["questions"] for s in scores["subtasks"].values())
-    correct = sum(s["acc"] * s["questions"] for s in scores["subtasks"].values())
-    return {"perception": round(scores["perception"], 2), "accuracy": round(100 * correct / questions, 2),
-            "tasks": tasks}
-
-
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
     from ..data.vision.artifact import VisionData, load_features
     from ..devices import compute_device
     from ..errors import InputError
-    from ..eval.mme import MMEAnswer, score_results_dir, write_results_file
+    from ..eval.mme_answers import answer_with_images, write_and_score
     from ..eval.plots import save_figure
     from ..io import atomic_dir, atomic_write_json
     from ..models.teachers import load_tokenizer
@@ -80,9 +45,9 @@ def run(args: argparse.Namespace, sections) -> None:
     use_thread_budget()
     flush_denormals()
     cfg = sections.get("eval")
-    models = dict(spec.split("=", 1) for spec in args.model)
     if any("=" not in spec for spec in args.model):
         raise InputError("--model: expected PHASE=DIR")
+    models = dict(spec.split("=", 1) for spec in args.model)
     questions = VisionData.load(args.data).mme["questions"]
     features = load_features(args.features)["mme"]
     metrics = {"bridge": args.bridge}
@@ -92,19 +57,13 @@ def run(args: argparse.Namespace, sections) -> None:
             for phase, path in models.items():
                 with torch.no_grad():
                     vlm = BridgeVLM.from_pretrained(path).to(compute_device())
-                    preds = answer(vlm, load_tokenizer(path), questions, features, cfg.batch_size,
-                                   min(cfg.max_new_tokens, 4))
-                (tmp / phase).mkdir()
-                by_task: dict[str, list[MMEAnswer]] = {}
-                for q, pred in zip(questions, preds):
-                    by_task.setdefault(q["task"], []).append(MMEAnswer(q["image"], q["question"], q["answer"], pred))
-                for task, answers in by_task.items():
-                    write_results_file(tmp / phase / f"{task}.txt", answers)
-                metrics[phase] = phase_metrics(score_results_dir(tmp / phase))
+                    preds = answer_with_images(vlm, load_tokenizer(path), questions, features, cfg.batch_size)
+                metrics[phase] = write_and_score(tmp / phase, questions, preds)
                 tracker.log_metrics({f"{phase}_accuracy": metrics[phase]["accuracy"],
-                                     f"{phase}_perception": metrics[phase]["perception"]})
+                                     f"{phase}_perception": metrics[phase]["perception"],
+                                     f"{phase}_yes_share": metrics[phase]["yes_share"]})
                 print(f"eval-mme {args.bridge} {phase}: accuracy {metrics[phase]['accuracy']}%, "
-                      f"perception {metrics[phase]['perception']}")
+                      f"perception {metrics[phase]['perception']}, yes {metrics[phase]['yes_share']}%")
         # Inside the run: every output gets its manifest (the report records this run as their producer).
         atomic_write_json(args.metrics, metrics)
         save_figure(mme_figure(metrics, [p for p in models]), args.figure)

@@ -3,8 +3,9 @@
 A scene is a background of one of four types (two colour bands and a texture) with 1 to ``max_objects``
 objects of one shape and one colour side by side in the left or right half. From its attributes come a
 caption (phase 1), a conversation (phase 2: an open question and a yes/no question) and, for the
-MME-style set, two yes/no questions of one category (existence, count, position, color, scene): the
-first true, the second false, as MME pairs them.
+MME-style set, two yes/no questions of one category (existence, count, position, color, scene), one true
+and one false as MME pairs them, in an order drawn per image (a model that answers by position in the pair
+scores chance, not better).
 """
 from __future__ import annotations
 
@@ -160,6 +161,9 @@ def generate(cfg) -> dict:
             name = f"{category}_{i:04d}.png"
             mme_scenes.append(asdict(s))
             mme_images.append(draw(s, cfg.image_size, rng))
+            pair = yes_no_pair(s, category, rng, cfg.max_objects)
+            if rng.integers(0, 2):
+                pair.reverse()
             questions += [{"task": category, "image": name, "index": len(mme_images) - 1, "question": q, "answer": a}
-                          for q, a in yes_no_pair(s, category, rng, cfg.max_objects)]
+                          for q, a in pair]
     return {"train": train, "mme": {"images": np.stack(mme_images), "scenes": mme_scenes, "questions": questions}}
