@@ -8,11 +8,15 @@ Three op families serve all three papers (layout ``[B, T, H, D]``, fp32 states):
 
 On CUDA tensors they run Triton kernels; on CPU tensors a chunked PyTorch path (see
 ``relin.kernels.common.backend``).
+
+Any Python started in the repository root (``python -c``, ``python -m``, a notebook) has this folder on its path
+as a top-level ``kernels``: that name belongs to Hugging Face's ``kernels`` distribution, which transformers
+imports. Imported under that name, this package hands the name over to the installed distribution (or, with
+none installed, refuses), so it is only ever importable as ``relin.kernels``.
 """
-from .decayed_linear_attn import (  # noqa: E402,F401
-    chunk_decayed_linear_attn,
-    fused_recurrent_decayed_linear_attn,
-    naive_recurrent_decayed_linear_attn,
-)
-from .gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule, naive_recurrent_gated_delta_rule  # noqa: F401
-from .multiscale_retention import multiscale_diag_retention, multiscale_diag_retention_step  # noqa: E402,F401
+if __name__ != "relin.kernels":
+    from ._shadow import hand_over
+
+    hand_over(__name__, __file__)
+else:
+    from ._ops import *  # noqa: F401,F403

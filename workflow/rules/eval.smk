@@ -6,7 +6,7 @@ rule eval_lm:
     output:
         metrics="results/eval/{name}/metrics.json",
         by_length="results/eval/{name}/accuracy_by_length.csv",
-        items="results/eval/{name}/items.csv",
+        item_scores="results/eval/{name}/items.csv",
     params:
         cfg=sections("eval"),
     log:
@@ -23,4 +23,4 @@ rule eval_lm:
         gpu=1,
     shell:
         "relin eval-lm --config {params.cfg:q} --model {input.model} --data {input.data} --name {wildcards.name}"
-        " --out {output.metrics} --by-length {output.by_length} --items {output.items} > {log} 2>&1"
+        " --out {output.metrics} --by-length {output.by_length} --items {output.item_scores} > {log} 2>&1"

@@ -217,7 +217,7 @@ rule bridge_niah:
     """Bridge-isolated NIAH (Fig. 2): one bridge alone, depth x length accuracy."""
     output:
         table="results/lia_mtr/niah/{bridge}/niah.csv",
-        items="results/lia_mtr/niah/{bridge}/items.csv",
+        item_scores="results/lia_mtr/niah/{bridge}/items.csv",
         history="results/lia_mtr/niah/{bridge}/history.csv",
         metrics="results/lia_mtr/niah/{bridge}/metrics.json",
         figure="results/lia_mtr/niah/{bridge}/niah.png",
@@ -237,7 +237,7 @@ rule bridge_niah:
         gpu=1,
     shell:
         "relin bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
-        " --items {output.items}"
+        " --items {output.item_scores}"
         " --history {output.history} --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 
 

@@ -6,7 +6,7 @@ rule report:
     """HTML/Markdown report (verdicts, tables and figures) built only from stage outputs."""
     input:
         metrics=expand("results/eval/{name}/metrics.json", name=LM_MODELS),
-        items=expand("results/eval/{name}/items.csv", name=LM_MODELS),
+        item_scores=expand("results/eval/{name}/items.csv", name=LM_MODELS),
         by_length=expand("results/eval/{name}/accuracy_by_length.csv", name=LM_MODELS),
         histories=expand("results/teacher/{arch}/history.csv", arch=config["teacher"]["archs"]),
         opal_histories=expand("results/opal/{stage}/history.csv", stage=OPAL_TRAINED),
@@ -32,7 +32,7 @@ rule report:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.items}"
+        "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.item_scores}"
         " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories}"
         " --train-metrics {input.opal_budgets} --by-length {input.by_length} --speed {input.speed}"
         " --hedgemamba-init {input.hedgemamba_init} --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"

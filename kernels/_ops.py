@@ -1,0 +1,16 @@
+"""The public ops (re-exported by ``relin.kernels``)."""
+from .decayed_linear_attn import (  # noqa: F401
+    chunk_decayed_linear_attn,
+    fused_recurrent_decayed_linear_attn,
+    naive_recurrent_decayed_linear_attn,
+)
+from .gated_delta_rule import (  # noqa: F401
+    chunk_gated_delta_rule,
+    fused_recurrent_gated_delta_rule,
+    naive_recurrent_gated_delta_rule,
+)
+from .multiscale_retention import multiscale_diag_retention, multiscale_diag_retention_step  # noqa: F401
+
+__all__ = ["chunk_decayed_linear_attn", "fused_recurrent_decayed_linear_attn", "naive_recurrent_decayed_linear_attn",
+           "chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "naive_recurrent_gated_delta_rule",
+           "multiscale_diag_retention", "multiscale_diag_retention_step"]

@@ -1,0 +1,37 @@
+"""The repository root's ``kernels/`` folder never shadows Hugging Face's ``kernels`` package: Python started in
+the root (a notebook, ``python -c``, ``python -m``) loads models through transformers, which imports it."""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _python(code: str, *flags: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *flags, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+def test_python_in_the_repository_root_loads_a_saved_model_through_transformers(tmp_path):
+    code = f"""
+import kernels
+assert "site-packages" in kernels.__file__, kernels.__file__
+from kernels import CUDAProperties  # what transformers imports once the package is installed
+import torch
+from transformers import AutoModelForCausalLM, Qwen3Config, Qwen3ForCausalLM
+config = Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                     num_attention_heads=2, num_key_value_heads=1, head_dim=16)
+Qwen3ForCausalLM(config).save_pretrained({str(tmp_path)!r})
+model = AutoModelForCausalLM.from_pretrained({str(tmp_path)!r})
+print(model(torch.tensor([[1, 2, 3]])).logits.shape)
+import relin.kernels
+assert relin.kernels.chunk_gated_delta_rule is not None
+"""
+    done = _python(code)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "torch.Size([1, 3, 64])" in done.stdout
+
+
+def test_without_an_installed_kernels_package_the_folder_refuses_the_name():
+    done = _python("import kernels", "-S")  # no site-packages: only the repository root has a 'kernels'
+    assert done.returncode != 0
+    assert "relin's kernels import as relin.kernels" in done.stderr.strip().splitlines()[-1]
