@@ -148,8 +148,8 @@ def mme_claims(mme: MMEScores, s: LiaSettings) -> list[Claim]:
                                                     f"{100 * s.mastery:.0f}%")
         else:
             verdict = chance_guard(ours, MME_CHANCE, "yes/no") or beats(difference)
-        out.append(Claim("LIA-MTR", claim, f"{paper[0]} vs {paper[1]} (LIA-MTR vs MLP, Table I)",
-                         f"{ours['lia_mtr'].text('.1f', 100, '%')} vs {ours['mlp2x_gelu'].text('.1f', 100, '%')}", verdict))
+        text = f"{ours['lia_mtr'].text('.1f', 100, '%')} vs {ours['mlp2x_gelu'].text('.1f', 100, '%')}"
+        out.append(Claim("LIA-MTR", claim, f"{paper[0]} vs {paper[1]} (LIA-MTR vs MLP, Table I)", text, verdict))
     return out
 
 

@@ -105,7 +105,8 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
         if {"teacher", "hybrid"} <= set(at):
             share = Estimate.exact(100 * at["hybrid"]["cache_bytes"] / at["teacher"]["cache_bytes"])
             out.append(Claim(paper, f"The hybrid's decode cache is at most half the teacher's (context {longest})",
-                             "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)", at_most(share, 50)))
+                             "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)",
+                             at_most(share, 50)))
     return out
 
 
