@@ -86,7 +86,7 @@ def _packages(module: str) -> list[str]:
 
 def code_files(module: str, tree: SourceTree | None = None) -> list[Path]:
     """Every relin source file ``module`` runs, sorted; other stage modules are not followed (the
-    shared ``stages/_*.py`` helpers are)."""
+    shared ``_*.py`` helpers under ``stages/`` are)."""
     tree = tree or SourceTree.installed()
     start = tree.module_file(module)
     if start is None:
@@ -97,7 +97,7 @@ def code_files(module: str, tree: SourceTree | None = None) -> list[Path]:
         path = todo.pop()
         for imported in _imports(path, tree) | set(_packages(tree.module_name(path))):
             path = tree.module_file(imported)
-            if path is None or path in seen or (path.parent == stages and not path.name.startswith("_")):
+            if path is None or path in seen or (stages in path.parents and not path.name.startswith("_")):
                 continue
             seen.add(path)
             todo.append(path)

@@ -12,7 +12,7 @@ from relin.cli import main
 from relin.config.teacher import TeacherModelConfig
 from relin.config.train import TrainConfig
 from relin.models.teachers import build_teacher, load_pretrained
-from relin.stages.hedgemamba_finetune import budget_steps
+from relin.stages.hedgemamba.finetune import budget_steps
 
 from .toydata import word_tokenizer
 

@@ -62,8 +62,11 @@ def relin_stage(job) -> str:
 def code_deps(stage: str, root: Path) -> list[str]:
     """The relin source files a stage runs (its module and everything it imports, transitively)."""
     from relin.codedeps import SourceTree, code_files
+    from relin.stages import STAGES
 
-    module = f"relin.stages.{stage.replace('-', '_')}"
+    if stage not in STAGES:
+        raise SystemExit(f"gen_dvc: a rule calls `relin {stage}`, which is no relin stage")
+    module = STAGES[stage][0]
     try:
         files = code_files(module, SourceTree.checkout(root))
     except ValueError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import LMEvalConfig
+from ...config.opal import LMEvalConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -24,13 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sections) -> None:
     import sys
 
-    from .. import tracking
-    from ..config.loader import as_dict
-    from ..devices import compute_device
-    from ..errors import ConfigError
-    from ..eval.harness import harness_lm, run_tasks
-    from ..io import atomic_write_json
-    from ..models.teachers import load_pretrained, load_tokenizer
+    from ... import tracking
+    from ...config.loader import as_dict
+    from ...devices import compute_device
+    from ...errors import ConfigError
+    from ...eval.harness import harness_lm, run_tasks
+    from ...io import atomic_write_json
+    from ...models.teachers import load_pretrained, load_tokenizer
 
     cfg = sections.get("opal.lm_eval")
     if not cfg.tasks:

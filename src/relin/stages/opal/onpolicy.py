@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import OnPolicyConfig
-from ._training import Setup, TextData, add_distillation_arguments, held_out, run_training
+from ...config.opal import OnPolicyConfig
+from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -20,11 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..models.teachers import load_pretrained
-    from ..train.curriculum import HorizonCurriculum
-    from ..train.objectives import OnPolicyDistillation
-    from ..train.rollouts import stage3_rollouts
-    from ..train.teacher import FrozenTeacher
+    from ...models.teachers import load_pretrained
+    from ...train.curriculum import HorizonCurriculum
+    from ...train.objectives import OnPolicyDistillation
+    from ...train.rollouts import stage3_rollouts
+    from ...train.teacher import FrozenTeacher
 
     cfg = sections.get("opal.onpolicy")
     without = held_out(sections.get("opal.niah_protocol"))

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.hedgemamba import HedgehogLayerConfig, MatchConfig
-from ._training import Setup, TextData, add_output_arguments, run_training
+from ...config.hedgemamba import HedgehogLayerConfig, MatchConfig
+from .._training import Setup, TextData, add_output_arguments, run_training
+from ._options import hedgehog_options
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -20,17 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
-def hedgehog_options(layer: HedgehogLayerConfig, backend: str) -> dict:
-    """The hybrid config options of the Hedgehog layers."""
-    return {"hedgehog_feature_map": layer.feature_map, "hedgehog_feature_position": layer.feature_position,
-            "kernel_backend": backend}
-
-
 def run(args: argparse.Namespace, sections) -> None:
-    from ..models.convert.hedgemamba import hedgehog_from_teacher
-    from ..models.teachers import load_pretrained
-    from ..train.objectives import AttentionMatch
-    from ..train.teacher import FrozenTeacher
+    from ...models.convert.hedgemamba import hedgehog_from_teacher
+    from ...models.teachers import load_pretrained
+    from ...train.objectives import AttentionMatch
+    from ...train.teacher import FrozenTeacher
 
     cfg = sections.get("hedgemamba.match")
     options = hedgehog_options(sections.get("hedgemamba.hedgehog"), sections.get("hedgemamba.kernel_backend"))

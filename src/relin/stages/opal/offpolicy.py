@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from ..config.opal import OffPolicyConfig, OnPolicyConfig
-from ._training import Setup, TextData, add_distillation_arguments, held_out, run_training
+from ...config.opal import OffPolicyConfig, OnPolicyConfig
+from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 CONTROLS = ("matched", "teacher")
 
@@ -32,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def read_budget(path: str | None) -> dict:
     """Stage 3's exact budget from its ``train_metrics.json``; one line naming the file when it lacks one."""
-    from ..errors import InputError
-    from ..io import read_json
+    from ...errors import InputError
+    from ...io import read_json
 
     if not path:
         raise InputError("--budget: the controls need stage 3's train_metrics.json")
@@ -46,9 +46,9 @@ def read_budget(path: str | None) -> dict:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..models.teachers import load_pretrained
-    from ..train.objectives import Distillation
-    from ..train.teacher import FrozenTeacher
+    from ...models.teachers import load_pretrained
+    from ...train.objectives import Distillation
+    from ...train.teacher import FrozenTeacher
 
     cfg = sections.get(f"opal.offpolicy_{args.phase}")
     without = held_out(sections.get("opal.niah_protocol"))
@@ -64,15 +64,15 @@ def run(args: argparse.Namespace, sections) -> None:
         teacher = FrozenTeacher(load_pretrained(args.teacher))
         student = load_pretrained(args.student)
         if args.phase == "teacher":
-            from ..train.curriculum import ReplayedHorizons
-            from ..train.rollouts import stage3_rollouts
+            from ...train.curriculum import ReplayedHorizons
+            from ...train.rollouts import stage3_rollouts
 
             traces = stage3_rollouts(teacher.module, data.prompts(), data.tokenizer, sections.get("opal.onpolicy"),
                                      ReplayedHorizons(budget["horizons"]), env, without)
             return Setup(student, data.tokenizer, Distillation(teacher, cfg.divergence, positions="labels"), traces)
         batches = data.step_batches(train_cfg, env, without)
         if args.phase == "matched":
-            from ..train.batching import TargetBudget
+            from ...train.batching import TargetBudget
 
             batches = TargetBudget(batches, budget["targets_per_step"])
         return Setup(student, data.tokenizer, Distillation(teacher, cfg.divergence), batches)

@@ -13,9 +13,9 @@ import argparse
 import dataclasses
 import math
 
-from ..config.hedgemamba import FinetuneConfig, HedgehogLayerConfig, MambaBlockConfig
-from ..config.train import TrainConfig
-from ._training import Setup, TextData, add_output_arguments, run_training
+from ...config.hedgemamba import FinetuneConfig, HedgehogLayerConfig, MambaBlockConfig
+from ...config.train import TrainConfig
+from .._training import Setup, TextData, add_output_arguments, run_training
 
 VARIANTS = ("hedgemamba", "random", "hedgehog")
 
@@ -48,10 +48,10 @@ def frozen(name: str, freeze: str) -> bool:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..models.convert.hedgemamba import random_mamba_from_teacher
-    from ..models.teachers import load_pretrained
-    from ..train.objectives import build_objective
-    from .hedgehog_match import hedgehog_options
+    from ...models.convert.hedgemamba import random_mamba_from_teacher
+    from ...models.teachers import load_pretrained
+    from ...train.objectives import build_objective
+    from ._options import hedgehog_options
 
     cfg = sections.get("hedgemamba.finetune")
     train_cfg = cfg.train

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import LLMConfig
-from ._training import Setup, add_output_arguments, run_training
+from ...config.lia_mtr import LLMConfig
+from .._training import Setup, add_output_arguments, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
     """Per training image: its caption (all supervised), and its conversation with the caption in place of
     the image (assistant tokens supervised)."""
-    from ..models.vlm.chat import encode_chat
+    from ...models.vlm.chat import encode_chat
 
     ids, labels = [], []
     for caption, turns in zip(data.train["captions"], data.train["conversations"]):
@@ -37,18 +37,18 @@ def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..data.vision.artifact import VisionData
-    from ..models.vlm.chat import CHAT_TEMPLATE
-    from ..models.vlm.llm import build_llm
-    from ..train.batching import StepBatches
-    from ..train.objectives import build_objective
+    from ...data.vision.artifact import VisionData
+    from ...models.vlm.chat import CHAT_TEMPLATE
+    from ...models.vlm.llm import build_llm
+    from ...train.batching import StepBatches
+    from ...train.objectives import build_objective
 
     cfg = sections.get("lia_mtr.llm")
     data = VisionData.load(args.data)
     if cfg.pretrained:
-        from ..models.teachers import load_pretrained, load_tokenizer
-        from ..tracking import stage_run
-        from ._training import write_outputs
+        from ...models.teachers import load_pretrained, load_tokenizer
+        from ...tracking import stage_run
+        from .._training import write_outputs
 
         tokenizer = load_tokenizer(cfg.pretrained)
         tokenizer.chat_template = CHAT_TEMPLATE

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import GDNConfig, SWAConfig
+from ...config.opal import GDNConfig, SWAConfig
 
 # What a conversion reads of ``opal``: its layer pattern and its own mixer's options, so that a change
 # to a training stage (or to the other mixer) does not redo it.
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def mixer_types(keep_every: int, attention_layers: list[int], num_layers: int, replacement: str) -> list[str]:
-    from ..models.convert.opal import kept_attention_layers
+    from ...models.convert.opal import kept_attention_layers
 
     kept = kept_attention_layers(num_layers, keep_every, attention_layers)
     return ["attention" if i in kept else replacement for i in range(num_layers)]
@@ -32,10 +32,10 @@ def mixer_types(keep_every: int, attention_layers: list[int], num_layers: int, r
 def run(args: argparse.Namespace, sections) -> None:
     from transformers import AutoTokenizer
 
-    from ..models.convert.opal import convert
-    from ..models.teachers import load_pretrained
-    from ..tracking import stage_run
-    from ._training import write_model
+    from ...models.convert.opal import convert
+    from ...models.teachers import load_pretrained
+    from ...tracking import stage_run
+    from .._training import write_model
 
     mixer = sections.get(f"opal.{args.mixer}")
     with stage_run("opal-convert", sections.raw, inputs=[args.teacher], outputs=[args.out]) as tracker:

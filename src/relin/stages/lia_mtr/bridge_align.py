@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import BridgeConfig, PhaseConfig
-from ._training import Setup, run_training
+from ...config.lia_mtr import BridgeConfig, PhaseConfig
+from .._training import Setup, run_training
 from ._vlm import add_bridge_arguments, feature_batches, flush_denormals, phase_rows
 
 
@@ -18,13 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..config.loader import as_dict
-    from ..data.vision.artifact import VisionData, load_features
-    from ..layers.bridges import Bridge
-    from ..models.teachers import load_pretrained, load_tokenizer
-    from ..models.vlm.chat import IMAGE
-    from ..models.vlm.model import BridgeVLM
-    from ..train.objectives import build_objective
+    from ...config.loader import as_dict
+    from ...data.vision.artifact import VisionData, load_features
+    from ...layers.bridges import Bridge
+    from ...models.teachers import load_pretrained, load_tokenizer
+    from ...models.vlm.chat import IMAGE
+    from ...models.vlm.model import BridgeVLM
+    from ...train.objectives import build_objective
 
     cfg, bridge_cfg = sections.get("lia_mtr.align"), sections.get("lia_mtr.bridge")
 

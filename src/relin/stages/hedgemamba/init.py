@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.hedgemamba import MambaBlockConfig
+from ...config.hedgemamba import MambaBlockConfig
 
 CHECK_ROWS = 16
 
@@ -37,11 +37,11 @@ def logit_gap(reference, converted, rows: list[list[int]], pad_id: int) -> dict[
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..io import atomic_write_json
-    from ..models.convert.hedgemamba import hedgemamba_from_hedgehog
-    from ..models.teachers import load_pretrained
-    from ..tracking import stage_run
-    from ._training import TextData, write_model
+    from ...io import atomic_write_json
+    from ...models.convert.hedgemamba import hedgemamba_from_hedgehog
+    from ...models.teachers import load_pretrained
+    from ...tracking import stage_run
+    from .._training import TextData, write_model
 
     block = sections.get("hedgemamba.mamba")
     with stage_run("hedgemamba-init", sections.raw, inputs=[args.hedgehog, args.data],

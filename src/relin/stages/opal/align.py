@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import AlignConfig
-from ._training import Setup, TextData, add_distillation_arguments, held_out, run_training
+from ...config.opal import AlignConfig
+from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -17,9 +17,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..models.teachers import load_pretrained
-    from ..train.objectives import LayerAlignment
-    from ..train.teacher import FrozenTeacher
+    from ...models.teachers import load_pretrained
+    from ...train.objectives import LayerAlignment
+    from ...train.teacher import FrozenTeacher
 
     cfg = sections.get("opal.align")
 

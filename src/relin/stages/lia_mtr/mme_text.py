@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.eval import EvalConfig
+from ...config.eval import EvalConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -24,14 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
-    from ..data.vision.artifact import VisionData
-    from ..data.vision.synth import Scene, caption
-    from ..devices import compute_device
-    from ..eval.mme_answers import answer_from_captions, write_and_score
-    from ..io import atomic_dir, atomic_write_json
-    from ..models.teachers import load_pretrained, load_tokenizer
-    from ..tracking import stage_run
-    from ._training import use_thread_budget
+    from ...data.vision.artifact import VisionData
+    from ...data.vision.synth import Scene, caption
+    from ...devices import compute_device
+    from ...eval.mme_answers import answer_from_captions, write_and_score
+    from ...io import atomic_dir, atomic_write_json
+    from ...models.teachers import load_pretrained, load_tokenizer
+    from ...tracking import stage_run
+    from .._training import use_thread_budget
 
     use_thread_budget()
     cfg = sections.get("eval")

@@ -22,13 +22,13 @@ def run(args: argparse.Namespace, sections) -> None:
     import torch
     from matplotlib.figure import Figure
 
-    from ..data.vision.artifact import load_features
-    from ..errors import InputError
-    from ..eval.plots import save_figure
-    from ..io import atomic_write_json
-    from ..layers.mtr_bridge import MTRBridge, half_lives
-    from ..models.vlm.model import BridgeVLM
-    from ..tracking import stage_run
+    from ...data.vision.artifact import load_features
+    from ...errors import InputError
+    from ...eval.plots import save_figure
+    from ...io import atomic_write_json
+    from ...layers.mtr_bridge import MTRBridge, half_lives
+    from ...models.vlm.model import BridgeVLM
+    from ...tracking import stage_run
 
     with stage_run("bridge-probe", {}, inputs=[args.model, args.features], outputs=[args.metrics]) as tracker:
         vlm = BridgeVLM.from_pretrained(args.model)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import TowerConfig
-from ._training import Setup, add_output_arguments, run_training
+from ...config.lia_mtr import TowerConfig
+from .._training import Setup, add_output_arguments, run_training
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -20,16 +20,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
-    from ..data.vision.artifact import VisionData
-    from ..models.vlm.tower import build_clip, load_vision_tower, pixel_values
-    from ..train.objectives import build_objective
-    from ..train.sources import RowBatches, pad_rows
-    from ._training import write_outputs
+    from ...data.vision.artifact import VisionData
+    from ...models.vlm.tower import build_clip, load_vision_tower, pixel_values
+    from ...train.objectives import build_objective
+    from ...train.sources import RowBatches, pad_rows
+    from .._training import write_outputs
 
     cfg = sections.get("lia_mtr.tower")
     data = VisionData.load(args.data)
     if cfg.pretrained:
-        from ..tracking import stage_run
+        from ...tracking import stage_run
 
         with stage_run("vision-tower", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
             write_outputs(args, load_vision_tower(cfg.pretrained), data.tokenizer(), [], {"steps": 0}, tracker)

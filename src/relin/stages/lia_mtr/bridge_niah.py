@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import BridgeConfig, BridgeNIAHConfig
+from ...config.lia_mtr import BridgeConfig, BridgeNIAHConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -46,13 +46,13 @@ def heatmap(rows: list[dict], title: str):
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
-    from ..config.loader import as_dict
-    from ..devices import compute_device
-    from ..eval.bridge_niah import NIAHProbe, evaluate_grid, train_probe
-    from ..eval.plots import save_figure
-    from ..io import atomic_write_csv, atomic_write_json
-    from ..tracking import stage_run
-    from ._training import use_thread_budget
+    from ...config.loader import as_dict
+    from ...devices import compute_device
+    from ...eval.bridge_niah import NIAHProbe, evaluate_grid, train_probe
+    from ...eval.plots import save_figure
+    from ...io import atomic_write_csv, atomic_write_json
+    from ...tracking import stage_run
+    from .._training import use_thread_budget
     from ._vlm import flush_denormals
 
     use_thread_budget()

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..artifacts import SPEED_COLUMNS
-from ..config.opal import SpeedConfig
+from ...artifacts import SPEED_COLUMNS
+from ...config.opal import SpeedConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -39,8 +39,8 @@ def measure(model, context: int, cfg: SpeedConfig, vocab: int) -> dict:
 
     import torch
 
-    from ..devices import model_device, synchronize
-    from ..models.cache_api import cache_kwargs, output_cache
+    from ...devices import model_device, synchronize
+    from ...models.cache_api import cache_kwargs, output_cache
 
     device = model_device(model)
     g = torch.Generator().manual_seed(context)
@@ -64,11 +64,11 @@ def measure(model, context: int, cfg: SpeedConfig, vocab: int) -> dict:
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
-    from ..devices import compute_device, device_name
-    from ..io import atomic_write_csv, atomic_write_json
-    from ..models.teachers import load_pretrained
-    from ..tracking import stage_run
-    from ._training import use_thread_budget
+    from ...devices import compute_device, device_name
+    from ...io import atomic_write_csv, atomic_write_json
+    from ...models.teachers import load_pretrained
+    from ...tracking import stage_run
+    from .._training import use_thread_budget
 
     cfg = sections.get("opal.speed")
     use_thread_budget()
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace, sections) -> None:
             model = load_pretrained(path).eval().to(device, dtype)
             too_long = [c for c in cfg.contexts if c + cfg.decode_steps > model.config.max_position_embeddings]
             if too_long:
-                from ..errors import ConfigError
+                from ...errors import ConfigError
 
                 raise ConfigError(f"opal.speed.contexts: {too_long} + decode_steps exceed {path}'s "
                                   f"max_position_embeddings={model.config.max_position_embeddings}")

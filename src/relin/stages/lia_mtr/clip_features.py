@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import TowerConfig
+from ...config.lia_mtr import TowerConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -20,12 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sections) -> None:
     from safetensors.torch import save_file
 
-    from ..data.vision.artifact import VisionData
-    from ..devices import compute_device
-    from ..io import atomic_dir, atomic_write_json
-    from ..models.vlm.tower import load_vision_tower, patch_features
-    from ..stages._training import use_thread_budget
-    from ..tracking import stage_run
+    from ...data.vision.artifact import VisionData
+    from ...devices import compute_device
+    from ...io import atomic_dir, atomic_write_json
+    from ...models.vlm.tower import load_vision_tower, patch_features
+    from ...stages._training import use_thread_budget
+    from ...tracking import stage_run
 
     use_thread_budget()
     cfg = sections.get("lia_mtr.tower")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._training import add_output_arguments
+from .._training import add_output_arguments
 
 
 def flush_denormals() -> None:
@@ -27,7 +27,7 @@ def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list
     """Phase 1 (``align``): LLaVA's plain rows, ``<image>`` then the caption. Phase 2 (``instruct``): the
     conversation through the chat template with ``<image>`` opening the first user turn. Only the caption,
     or the assistant turns, are supervised."""
-    from ..models.vlm.chat import IMAGE, encode_caption, encode_chat, expand_image_tokens
+    from ...models.vlm.chat import IMAGE, encode_caption, encode_chat, expand_image_tokens
 
     image_id = tokenizer.convert_tokens_to_ids(IMAGE)
     rows = []
@@ -45,7 +45,7 @@ def feature_batches(ids, labels, features, pad_id: int, train_cfg, env):
     """Rows with their image's features: ``input_ids``, ``labels``, ``attention_mask`` and ``features``."""
     import torch
 
-    from ..train.sources import RowBatches, pad_rows
+    from ...train.sources import RowBatches, pad_rows
 
     def collate(idx):
         batch = pad_rows([ids[i] for i in idx], [labels[i] for i in idx], pad_id)

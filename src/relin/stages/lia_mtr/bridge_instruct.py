@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import PhaseConfig
-from ._training import Setup, run_training
+from ...config.lia_mtr import PhaseConfig
+from .._training import Setup, run_training
 from ._vlm import add_bridge_arguments, feature_batches, flush_denormals, phase_rows
 
 
@@ -18,10 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..data.vision.artifact import VisionData, load_features
-    from ..models.teachers import load_tokenizer
-    from ..models.vlm.model import BridgeVLM
-    from ..train.objectives import build_objective
+    from ...data.vision.artifact import VisionData, load_features
+    from ...models.teachers import load_tokenizer
+    from ...models.vlm.model import BridgeVLM
+    from ...train.objectives import build_objective
 
     cfg = sections.get("lia_mtr.instruct")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import SynthVisionConfig
+from ...config.lia_mtr import SynthVisionConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -16,12 +16,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ..config.loader import as_dict
-    from ..data.vision.artifact import write_synth_vision
-    from ..data.vision.synth import generate, vocabulary
-    from ..io import atomic_dir
-    from ..models.vlm.chat import build_chat_tokenizer
-    from ..tracking import stage_run
+    from ...config.loader import as_dict
+    from ...data.vision.artifact import write_synth_vision
+    from ...data.vision.synth import generate, vocabulary
+    from ...io import atomic_dir
+    from ...models.vlm.chat import build_chat_tokenizer
+    from ...tracking import stage_run
 
     cfg = sections.get("lia_mtr.data")
     with stage_run("synth-vision", {"lia_mtr.data": as_dict(cfg)}, outputs=[args.out]) as tracker:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.lia_mtr import BridgeMemoryConfig
+from ...config.lia_mtr import BridgeMemoryConfig
 
 COLUMNS = ("bridge", "impl", "n", "status", "peak_bytes")
 
@@ -28,11 +28,11 @@ def run(args: argparse.Namespace, sections) -> None:
     from matplotlib.figure import Figure
     from tqdm import tqdm
 
-    from ..devices import compute_device, device_name
-    from ..eval.bridge_memory import growth_exponent, measure_cpu, measure_cuda, variants
-    from ..eval.plots import save_figure
-    from ..io import atomic_write_csv, atomic_write_json
-    from ..tracking import stage_run
+    from ...devices import compute_device, device_name
+    from ...eval.bridge_memory import growth_exponent, measure_cpu, measure_cuda, variants
+    from ...eval.plots import save_figure
+    from ...io import atomic_write_csv, atomic_write_json
+    from ...tracking import stage_run
 
     cfg = sections.get("lia_mtr.memory")
     points = [(b, impl, n) for b, impl in variants(cfg.bridges, cfg.mha_impls) for n in cfg.lengths]

@@ -1,0 +1,1 @@
+"""hedgemamba stages."""

@@ -1,0 +1,1 @@
+"""lia_mtr stages."""

@@ -1,0 +1,1 @@
+"""opal stages."""
