@@ -5,7 +5,7 @@
 
 Each variant runs in a fresh process (CPU: the growth of peak RSS over the inputs' footprint; GPU:
 ``torch.cuda.max_memory_allocated`` over it), prints a table and writes ``kd-memory.json`` into the
-run's folder ``benchmarks/results/<date>-<device>-<commit>/``.
+``benchmarks/results/kd_memory.json`` (the current figures; earlier ones are in git history).
 """
 from __future__ import annotations
 
@@ -85,9 +85,7 @@ def main() -> int:
     record = {"benchmark": "kd_memory", "device": args.device, "machine": platform.processor() or platform.machine(),
               "torch": torch.__version__, "commit": commit, "date": time.strftime("%Y-%m-%d"),
               "shape": dict(zip(("tokens", "vocab", "hidden", "chunk"), shape[:4])), "rows": rows}
-    folder = ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%d')}-{args.device}-{commit[:7]}"
-    folder.mkdir(parents=True, exist_ok=True)
-    out = folder / "kd-memory.json"
+    out = ROOT / "benchmarks" / "results" / "kd_memory.json"
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(f"-> {out.relative_to(ROOT)}")
     return 0

@@ -11,7 +11,7 @@ marks the induction heads' key match). In those stages the rows are MQAR (and th
 rows), so a run stuck near 0.3 at 8 pairs has learnt to copy a value of the context, not to match its
 key. A screen costs ~200 s per seed on one core against ~900 s for a whole teacher; the full
 evaluation (NIAH) still needs ``snakemake results/eval/teacher-qwen3/metrics.json``. Writes
-``teacher-screen-<time>.json`` into ``benchmarks/results/<date>-cpu-<commit>/``.
+``benchmarks/results/teacher_recall_screen.json`` (the current screen; earlier ones are in git history).
 """
 from __future__ import annotations
 
@@ -102,14 +102,12 @@ def main() -> None:
 
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip() or "unknown"
-    folder = ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%d')}-cpu-{commit}"
-    folder.mkdir(parents=True, exist_ok=True)
     import torch
 
     record = {"commit": commit, "torch": torch.__version__, "machine": f"{platform.machine()} x{os.cpu_count()}",
               "arch": args.arch, "steps": args.steps, "overrides": args.set,
               "formed_threshold": args.formed, "runs": runs}
-    path = folder / f"teacher-screen-{time.strftime('%H%M%S')}.json"
+    path = ROOT / "benchmarks" / "results" / "teacher_recall_screen.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
 
     print(f"\n{args.arch}, {args.steps} steps, overrides: {' '.join(args.set) or 'none'}")

@@ -7,7 +7,7 @@
 # RELIN_GIT_COMMIT names the commit in kernels.json (the lent machine gets the tree without .git).
 source benchmarks/gpu/env.sh
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-OUT=${OUT:-benchmarks/results/local}
+OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT"
 workers=$(( $(nproc) - 1 ))
 pytest_run() {  # log name, time limit, pytest arguments

@@ -11,7 +11,7 @@ source benchmarks/gpu/env.sh
 set -uo pipefail
 cores=$(nproc)  # before OMP_NUM_THREADS is set: nproc reports that instead of the cores
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
-OUT=${OUT:-benchmarks/results/local}
+OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT"
 { nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   python3 -c "import torch, triton, transformers; print('torch', torch.__version__, 'triton', triton.__version__,

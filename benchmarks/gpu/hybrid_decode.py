@@ -121,7 +121,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--decode-steps", type=int, default=32)
     parser.add_argument("--prefill-chunk", type=int, default=4096)
-    parser.add_argument("--out", default="benchmarks/results/local")
+    parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
 
     import transformers

@@ -243,7 +243,7 @@ def main() -> None:
     parser.add_argument("--eager-steps", type=int, default=8, help="timed eager static-cache steps")
     parser.add_argument("--prefill-chunk", type=int, default=4096)
     parser.add_argument("--check-context", type=int, default=512)
-    parser.add_argument("--out", default="benchmarks/results/local")
+    parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
 
     import transformers

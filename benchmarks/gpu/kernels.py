@@ -17,7 +17,7 @@ and any error it raises (e.g. its guard against gated backward on Triton 3.6) is
     python benchmarks/gpu/kernels.py --only dla,gdn   # a fresh H200 compiles and autotunes first (minutes)
     TRITON_INTERPRET=1 python benchmarks/gpu/kernels.py --quick      # tiny shapes, also on a CPU
 
-Writes one JSON per run, ``kernels.json`` in ``--out`` (default $OUT, else benchmarks/results/<date>-<gpu>-<commit>/):
+Writes one JSON per run, ``kernels.json`` in ``--out`` (default $OUT, else benchmarks/results/, the current figures):
 GPU, torch, triton, fla, git commit (RELIN_GIT_COMMIT or ``git rev-parse``), every timing with its shape, and
 every comparison with its baseline, ratio and goal; prints a table last.
 """
@@ -341,8 +341,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
                         help="tiny shapes: a dry run (works on a CPU under TRITON_INTERPRET=1)")
-    parser.add_argument("--out", help="folder of this run's kernels.json (default $OUT, else "
-                                      "benchmarks/results/<date>-<gpu>-<commit>/)")
+    parser.add_argument("--out", help="folder of this run's kernels.json (default $OUT, else benchmarks/results/)")
     parser.add_argument("--only", default="msr,gdn,dla",
                         help="comma-separated subset of msr (multiscale retention), gdn (gated delta rule), "
                              "dla (decayed linear attention); each under ~2 minutes on a fresh H200")
@@ -375,9 +374,7 @@ def main(argv=None):
     result = {"env": env, "quick": args.quick, "ops": sorted(ops), "dtype": str(DTYPE),
               "copy": {"bytes_read_plus_written": 2 * copy_numel * 2, "ms": copy_ms, "bytes_per_s": bandwidth},
               "checks": run.checks, "measurements": run.measurements, "comparisons": run.comparisons}
-    gpu_slug = env["gpu"].lower().replace("nvidia", "").strip().replace(" ", "-") or "gpu"
-    run_id = f"{env['date_utc'][:10]}-{gpu_slug}-{env['git_commit'][:7]}"
-    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parents[1] / "results" / run_id)
+    out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parents[1] / "results")
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "kernels.json"
     path.write_text(json.dumps(result, indent=1))

@@ -10,7 +10,7 @@ Runs ``relin teacher-lm`` (the same entry point and config mechanism as the DAG)
 and checks: both ranks trained, the checkpoint holds N optimizer shards (``[bf16_]zero_pp_rank_*``), only
 rank 0 logged to MLflow (one child run per invocation), the N-process loss curve matches the
 1-process one within noise, and the resumed curve continues it. Prints a table last and writes
-JSON to ``benchmarks/results/zero2-<device>-<date>.json`` (and ``$OUT`` when set).
+JSON to ``benchmarks/results/zero2_scaling.json`` (and ``$OUT`` when set).
 
     python benchmarks/gpu/zero2_scaling.py --nproc 2                 # on a 2-GPU machine (NCCL, bf16)
     python benchmarks/gpu/zero2_scaling.py --nproc 2 --tiny          # on a CPU (gloo, fp32): a dry run
@@ -191,8 +191,7 @@ def main() -> int:
     report["checks"] = checks
     out = Path(args.results_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tag = "cpu" if not torch.cuda.is_available() else f"{torch.cuda.device_count()}xh200"
-    path = out / f"zero2-{tag}-{datetime.date.today().isoformat()}.json"
+    path = out / "zero2_scaling.json"
     path.write_text(json.dumps(report, indent=1) + "\n")
     if os.environ.get("OUT"):
         shutil.copy(path, os.environ["OUT"])

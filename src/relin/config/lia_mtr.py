@@ -138,7 +138,7 @@ class BridgeNIAHConfig:
 @dataclass(kw_only=True)
 class BridgeMemoryConfig:
     """Peak memory and time of each bridge's forward over N patches (CPU: small N; the GPU sizes are
-    benchmarks/bridge_memory.py's)."""
+    benchmarks/gpu/bridge_memory.py's)."""
 
     bridges: list[BridgeName] = option(["lia_mtr", "mha", "linear_attn", "mlp2x_gelu"], "bridges measured")
     mha_impls: list[Literal["sdpa", "naive"]] = option(["naive", "sdpa"], "mha implementations measured")

@@ -15,7 +15,7 @@ class CurriculumStage:
     max_len: int = option(help="longest training example (tokens) in this stage", minimum=4)
     batch_size: int = option(0, "rows per micro-batch in this stage (0 = the training config's batch_size); "
                                 "short stages can afford more rows, which makes the MQAR key match form for "
-                                "more seeds (benchmarks/notes/teacher-niah-cpu.md)", minimum=0)
+                                "more seeds (docs/measurements/teacher-niah-cpu.md)", minimum=0)
 
 
 @dataclass(kw_only=True)

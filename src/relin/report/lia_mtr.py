@@ -350,7 +350,7 @@ def lia_mtr_section(paths: list[str | Path], s: LiaSettings, figure_dir: Path,
     if data["memory"]:
         fig = memory_figure(data["memory"], figure_dir / "lia_mtr_memory.png")
         blocks.append(FigureRef(f"{prefix}/{fig.name}", "Peak forward memory against N on the machine that ran the DAG "
-                                "(GPU: bf16, max_memory_allocated; CPU: fp32, RSS); benchmarks/bridge_memory.py "
+                                "(GPU: bf16, max_memory_allocated; CPU: fp32, RSS); benchmarks/gpu/bridge_memory.py "
                                 "measures the H200 sizes."))
     if data["probe"]:
         blocks.append(probe_table(data["probe"]))

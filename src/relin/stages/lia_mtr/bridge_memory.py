@@ -1,6 +1,6 @@
 """``relin bridge-memory``: each bridge's forward over N visual patches, N doubling: on the GPU when there
 is one (bf16, ``max_memory_allocated`` above the inputs, an out-of-memory recorded as ``oom``), else on the
-CPU (fp32, a forked child's RSS; small N). ``benchmarks/bridge_memory.py`` runs the paper's sizes alone.
+CPU (fp32, a forked child's RSS; small N). ``benchmarks/gpu/bridge_memory.py`` runs the paper's sizes alone.
 ``memory.csv`` one row per point, ``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p),
 ``memory.png`` peak against N."""
 from __future__ import annotations

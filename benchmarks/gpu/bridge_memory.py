@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cpu-max-bytes", type=int, default=2_000_000_000,
                         help="CPU: naive MHA points whose scores alone pass this are skipped")
-    parser.add_argument("--out", default="benchmarks/results/local")
+    parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
     if args.device == "cuda" and not on_triton("cuda"):
         raise SystemExit("RELIN_KERNEL_BACKEND forces the PyTorch path: unset it (or set auto/triton) on CUDA")
