@@ -289,6 +289,15 @@ rule bridge_probe:
         " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 
 
+# LIA-MTR's training histories, named for the report (lia_mtr-<stage>[-<bridge>]).
+LIA_MTR_HISTORIES = {
+    "lia_mtr-tower": "results/lia_mtr/tower/history.csv",
+    "lia_mtr-llm": "results/lia_mtr/llm/history.csv",
+    **{f"lia_mtr-{phase}-{bridge}": f"results/lia_mtr/{phase}/{bridge}/history.csv"
+       for phase in ("align", "instruct") for bridge in LIA_BRIDGES},
+}
+
+
 # Everything the report reads from LIA-MTR.
 LIA_MTR_REPORT = [
     *expand("results/lia_mtr/mme/{bridge}/metrics.json", bridge=LIA_BRIDGES),

@@ -14,6 +14,7 @@ rule report:
         speed="results/opal/speed.csv",
         lia_mtr=LIA_MTR_REPORT,
         hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv", stage=HEDGEMAMBA_MODELS),
+        lia_mtr_histories=LIA_MTR_HISTORIES.values(),
         hedgemamba_init="results/hedgemamba/init/check.json",
         lm_eval=OPAL_LM_EVAL,
     output:
@@ -21,6 +22,7 @@ rule report:
     params:
         cfg=sections("report", "opal.teacher", "opal.swa", "opal.niah_protocol", "hedgemamba.teacher"),
         configs=REPORT_CONFIGS,
+        lia_mtr_histories=" ".join(f"{name}={path}" for name, path in LIA_MTR_HISTORIES.items()),
     log:
         "logs/report.log",
     benchmark:
@@ -33,7 +35,7 @@ rule report:
         gpu=0,
     shell:
         "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.item_scores}"
-        " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories}"
+        " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories} {params.lia_mtr_histories}"
         " --train-metrics {input.opal_budgets} --by-length {input.by_length} --speed {input.speed}"
         " --hedgemamba-init {input.hedgemamba_init} --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"
         " --configs {params.configs} --out {output} > {log} 2>&1"

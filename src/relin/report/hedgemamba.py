@@ -76,7 +76,7 @@ def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | Non
             continue
         ppl = scores.perplexity_share(finetune, s.teacher) - scores.perplexity_share(name(control), s.teacher)
         out.append(Claim(paper, f"{claim}: perplexity", "§3.2 (argued)",
-                         f"difference {ppl.text('+.1f')} points of the teacher's perplexity", beats(ppl)))
+                         f"difference {ppl.text('+.2f')} points of the teacher's perplexity", beats(ppl)))
         ours = scores.recovery(finetune, s.teacher, tasks, s.mastery)
         base = scores.recovery(name(control), s.teacher, tasks, s.mastery)
         if ours.estimate is None:
