@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from relin.cli import main
+from relin.config.opal import SWAConfig
 from relin.config.teacher import TeacherModelConfig
 from relin.eval.harness import harness_lm, run_tasks
 from relin.models.convert.opal import convert
@@ -59,8 +60,8 @@ def _offline(monkeypatch):
 def hybrid_dir(tmp_path_factory):
     """A tiny Qwen3 teacher converted to a hybrid with GDN, SWA and attention layers, saved with its tokenizer."""
     tokenizer = word_tokenizer()
-    model = convert(build_teacher(TEACHER, tokenizer, seed=0), ["gdn", "swa", "gdn", "attention"], swa_window=5,
-                    swa_sinks=2).eval()
+    model = convert(build_teacher(TEACHER, tokenizer, seed=0), ["gdn", "swa", "gdn", "attention"],
+                    swa=SWAConfig(window=5, sinks=2)).eval()
     path = tmp_path_factory.mktemp("hybrid")
     model.save_pretrained(path, safe_serialization=True)
     tokenizer.save_pretrained(path)

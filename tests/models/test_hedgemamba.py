@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from relin.config.hedgemamba import HedgehogLayerConfig
 from relin.config.teacher import TeacherModelConfig
 from relin.errors import InputError
 from relin.layers.hedgehog import HedgehogFeatureMap
@@ -137,7 +138,7 @@ def test_hedgemamba_at_init_gives_the_hedgehog_logits(hedgehog):
 def test_hedgemamba_init_is_not_exact_after_rope_nor_for_a_random_block(teacher, hedgehog):
     ids, mask = _inputs(seed=6)
     real = mask.bool()
-    post = hedgehog_from_teacher(teacher, hedgehog_feature_position="post_rope").eval()
+    post = hedgehog_from_teacher(teacher, hedgehog=HedgehogLayerConfig(feature_position="post_rope")).eval()
     with torch.no_grad():
         gap = (hedgemamba_from_hedgehog(post)(ids, attention_mask=mask).logits
                - post(ids, attention_mask=mask).logits)[real].abs().max()
@@ -157,7 +158,7 @@ def test_cached_decoding_equals_a_full_forward(hedgehog):
                 param.copy_(torch.randn(param.shape, generator=torch.Generator().manual_seed(2)) * 0.3 + (
                     -1.0 if name == "A_log" else 0.0))
     post = hedgehog_from_teacher(build_teacher(TEACHER, word_tokenizer(), seed=1),
-                                 hedgehog_feature_position="post_rope").eval()
+                                 hedgehog=HedgehogLayerConfig(feature_position="post_rope")).eval()
     for model in (hedgehog, mamba, post):
         with torch.no_grad():
             full = model(ids, attention_mask=mask).logits

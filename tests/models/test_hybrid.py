@@ -5,6 +5,7 @@ and save -> load -> generate work through the Auto classes."""
 import pytest
 import torch
 
+from relin.config.opal import SWAConfig
 from relin.config.teacher import TeacherModelConfig
 from relin.errors import ConfigError
 from relin.layers.attention import attention_mask
@@ -37,7 +38,8 @@ def test_attention_layers_and_a_covering_window_reproduce_the_teacher(teacher):
     ids, mask = _inputs()
     expected = teacher(ids, attention_mask=mask).logits
     real = mask.bool()
-    for types, options in ((["attention"] * 4, {}), (["swa", "swa", "swa", "attention"], {"swa_window": 64})):
+    covering = {"swa": SWAConfig(window=64)}
+    for types, options in ((["attention"] * 4, {}), (["swa", "swa", "swa", "attention"], covering)):
         logits = convert(teacher, types, **options).eval()(ids, attention_mask=mask).logits
         torch.testing.assert_close(logits[real], expected[real], rtol=0, atol=1e-5)
 
@@ -63,7 +65,7 @@ def test_window_with_sinks_masks_as_specified():
 
 
 def test_cached_decoding_equals_a_full_forward(teacher):
-    model = convert(teacher, MIXED, swa_window=5, swa_sinks=2).eval()
+    model = convert(teacher, MIXED, swa=SWAConfig(window=5, sinks=2)).eval()
     ids, mask = _inputs(seed=1)
     full = model(ids, attention_mask=mask).logits
     out = model(ids[:, :11], attention_mask=mask[:, :11], use_cache=True)
@@ -101,7 +103,7 @@ def test_each_gdn_layer_chunked_equals_its_recurrence(teacher):
 
 
 def test_save_load_generate(teacher, tmp_path):
-    model = convert(teacher, MIXED, swa_window=5, swa_sinks=2).eval()
+    model = convert(teacher, MIXED, swa=SWAConfig(window=5, sinks=2)).eval()
     model.save_pretrained(tmp_path, safe_serialization=True)
     loaded = load_pretrained(str(tmp_path)).eval()
     ids, mask = _inputs(seed=3)
@@ -112,3 +114,18 @@ def test_save_load_generate(teacher, tmp_path):
     g = torch.Generator().manual_seed(0)
     sampled = loaded.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=True, top_p=0.9, generator=g)
     assert sampled.shape == out.shape
+
+
+def test_an_unknown_or_flat_layer_option_is_one_clear_error():
+    from relin.errors import ConfigError
+    from relin.models.hybrid import HybridConfig
+
+    for kwargs, key in (({"gdn": {"conv_sise": 4}}, "gdn.conv_sise"), ({"swa": {"window": "wide"}}, "swa.window"),
+                        ({"gdn_conv_size": 4}, "gdn_conv_size"), ({"hedgehog": {"feature_map": "relu"}},
+                                                                   "hedgehog.feature_map")):
+        with pytest.raises(ConfigError, match=key) as err:
+            HybridConfig(num_hidden_layers=1, mixer_types=["gdn"], **kwargs)
+        assert len(str(err.value).splitlines()) == 1
+    config = HybridConfig(num_hidden_layers=1, mixer_types=["gdn"], gdn={"conv_size": 2})
+    assert config.layer("gdn").conv_size == 2 and config.layer("swa").window == SWAConfig().window
+    assert HybridConfig(**config.to_dict()).gdn == config.gdn, "the sections survive a save and load"

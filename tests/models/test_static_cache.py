@@ -6,6 +6,7 @@ are refused."""
 import pytest
 import torch
 
+from relin.config.opal import SWAConfig
 from relin.config.teacher import TeacherModelConfig
 from relin.layers.attention import attention_mask, static_attention_mask
 from relin.models.convert.opal import convert
@@ -22,7 +23,7 @@ MIXED = ["gdn", "swa", "gdn", "attention"]
 @pytest.fixture(scope="module")
 def hybrid():
     teacher = build_teacher(TEACHER, word_tokenizer(), seed=0).eval()
-    model = convert(teacher, MIXED, swa_window=5, swa_sinks=2, kernel_backend="torch").eval()
+    model = convert(teacher, MIXED, swa=SWAConfig(window=5, sinks=2), kernel_backend="torch").eval()
     with torch.no_grad():  # non-trivial conv filters, so the conv states matter
         for layer in model.model.layers:
             if layer.kind == "gdn":

@@ -5,6 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from relin.config.lia_mtr import BridgeConfig, MTRConfig
 from relin.errors import ConfigError
 from relin.layers.bridges import Bridge, scan_permutation
 from relin.layers.mtr_bridge import MTRBridge, decay_constants, half_lives
@@ -110,7 +111,7 @@ def test_head_matrix_state_equals_per_head_linear_attention_with_s_decays():
 @pytest.mark.parametrize("name", ["lia_mtr", "mlp2x_gelu", "mha", "linear_attn"])
 def test_every_bridge_maps_patches_to_llm_width_and_is_causal_where_it_mixes(name):
     torch.manual_seed(0)
-    bridge = Bridge(name, 16, 24, {"mtr": {"num_scales": 3}, "attention_heads": 4})
+    bridge = Bridge(name, 16, 24, BridgeConfig(mtr=MTRConfig(num_scales=3), attention_heads=4))
     x = torch.randn(2, 25, 16)
     y = bridge(x)
     assert y.shape == (2, 25, 24)
@@ -121,26 +122,33 @@ def test_every_bridge_maps_patches_to_llm_width_and_is_causal_where_it_mixes(nam
 
 def test_naive_and_sdpa_mha_agree():
     torch.manual_seed(0)
-    a = Bridge("mha", 16, 8, {"mha_impl": "naive"})
-    b = Bridge("mha", 16, 8, {"mha_impl": "sdpa"})
+    a = Bridge("mha", 16, 8, BridgeConfig(mha_impl="naive"))
+    b = Bridge("mha", 16, 8, BridgeConfig(mha_impl="sdpa"))
     b.load_state_dict(a.state_dict())
     x = torch.randn(2, 33, 16)
     assert torch.allclose(a(x), b(x), atol=1e-5)
 
 
-def test_unknown_bridge_and_scan_order_are_one_line_config_errors():
-    with pytest.raises(ConfigError, match="unknown 'mlp3x'.*lia_mtr"):
+def test_unknown_bridge_scan_order_or_option_are_one_line_config_errors():
+    with pytest.raises(ConfigError, match="unknown 'mlp3x'.*lia_mtr") as err:
         Bridge("mlp3x", 8, 8)
-    with pytest.raises(ConfigError, match="scan_order"):
-        Bridge("lia_mtr", 8, 8, {"scan_order": "spiral"})
+    assert len(str(err.value).splitlines()) == 1
+    spec = Bridge("lia_mtr", 8, 8).spec()
+    assert Bridge.from_spec(spec).spec() == spec, "a saved bridge rebuilds from its own spec"
+    for options, key in (({**spec["options"], "scan_order": "spiral"}, "bridge.scan_order"),
+                         ({**spec["options"], "atention_heads": 4}, "atention_heads"),
+                         ({**spec["options"], "mtr": {"num_scale": 2}}, "bridge.mtr.num_scale")):
+        with pytest.raises(ConfigError, match=key) as err:
+            Bridge.from_spec({**spec, "options": options})
+        assert len(str(err.value).splitlines()) == 1
 
 
 def test_scan_orders_permute_the_grid_and_write_back_in_raster_order():
     assert scan_permutation(9, "snake").tolist() == [0, 1, 2, 5, 4, 3, 6, 7, 8]
     assert scan_permutation(9, "column").tolist() == [0, 3, 6, 1, 4, 7, 2, 5, 8]
     torch.manual_seed(0)
-    raster = Bridge("mlp2x_gelu", 8, 8, {"scan_order": "raster"})
-    snake = Bridge("mlp2x_gelu", 8, 8, {"scan_order": "snake"})
+    raster = Bridge("mlp2x_gelu", 8, 8, BridgeConfig(scan_order="raster"))
+    snake = Bridge("mlp2x_gelu", 8, 8, BridgeConfig(scan_order="snake"))
     snake.load_state_dict(raster.state_dict())
     x = torch.randn(1, 16, 8)
     assert torch.allclose(raster(x), snake(x)), "a per-patch bridge must not depend on the scan order"

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from relin.artifacts import IGNORE_INDEX
+from relin.config.lia_mtr import BridgeConfig, MTRConfig
 from relin.data.vision.synth import vocabulary
 from relin.models.vlm.chat import IM_END, IMAGE, build_chat_tokenizer, encode_caption, encode_chat, expand_image_tokens
 
@@ -53,7 +54,7 @@ def test_paper_config_loads_local_tiny_checkpoints_offline(tmp_path, tokenizer, 
     assert type(tower).__name__ == "CLIPVisionModel" and type(lm).__name__ == "Qwen2ForCausalLM"
     features = patch_features(tower, torch.randint(0, 255, (2, 16, 16, 3), dtype=torch.uint8), progress=False)
     assert features.shape == (2, 16, 16), "penultimate layer, 16 patches, CLS dropped"
-    vlm = BridgeVLM(Bridge("lia_mtr", 16, 16, {"mtr": {"num_scales": 2}}), lm,
+    vlm = BridgeVLM(Bridge("lia_mtr", 16, 16, BridgeConfig(mtr=MTRConfig(num_scales=2))), lm,
                     tokenizer.convert_tokens_to_ids(IMAGE))
     ids = torch.tensor([[5] + [vlm.image_token_id] * 16 + [6]] * 2)
     assert vlm(ids, torch.ones_like(ids), features).logits.shape == (2, 18, len(tokenizer))

@@ -11,12 +11,13 @@ import time
 
 import torch
 
+from ..config.lia_mtr import BridgeConfig, MTRConfig
 from ..layers.bridges import Bridge
 
 
-def bridge_options(name: str, impl: str, num_scales: int) -> dict:
-    return {"mtr": {"num_scales": num_scales}, "attention_heads": 8 if name == "mha" else 4, "mha_impl": impl,
-            "causal": True}
+def bridge_options(name: str, impl: str, num_scales: int) -> BridgeConfig:
+    return BridgeConfig(mtr=MTRConfig(num_scales=num_scales), attention_heads=8 if name == "mha" else 4,
+                        mha_impl=impl, causal=True)
 
 
 def attention_bytes(n: int, heads: int = 8, dtype_bytes: int = 4) -> int:

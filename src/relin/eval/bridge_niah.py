@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..config.lia_mtr import BridgeConfig
 from ..devices import model_device
 from ..layers.bridges import Bridge
 
@@ -33,10 +34,10 @@ def niah_batch(rng: np.random.Generator, cfg, batch: int, length: int, depth: fl
 class NIAHProbe(nn.Module):
     """Embedding -> bridge -> linear readout at the last position: ``tokens [B, L] -> logits [B, values]``."""
 
-    def __init__(self, bridge_name: str, cfg, options: dict):
+    def __init__(self, bridge_name: str, cfg, bridge: BridgeConfig):
         super().__init__()
         self.embed = nn.Embedding(cfg.noise_tokens + cfg.num_values + 1, cfg.dim)
-        self.bridge = Bridge(bridge_name, cfg.dim, cfg.dim, options)
+        self.bridge = Bridge(bridge_name, cfg.dim, cfg.dim, bridge)
         self.readout = nn.Linear(cfg.dim, cfg.num_values)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

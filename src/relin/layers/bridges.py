@@ -15,12 +15,14 @@ back in the grid's raster order, so the LLM always sees patch i at position i.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config.lia_mtr import BridgeConfig
+from ..config.loader import as_dict, build
 from ..errors import ConfigError
 from .mtr_bridge import MTRBridge
 
@@ -93,20 +95,21 @@ class LinearAttentionBridge(nn.Module):
         return self.o_proj(o.reshape(B, N, C))
 
 
-def _mixer(name: str, d_in: int, d_out: int, options: dict[str, Any]) -> nn.Module:
-    if name == "lia_mtr":
-        return MTRBridge(d_in, d_out, **options.get("mtr", {}))
-    if name == "mlp2x_gelu":
-        return MLPBridge(d_in, d_out)
-    if name == "mha":
-        return MHABridge(d_in, d_out, num_heads=options.get("attention_heads", 4), impl=options.get("mha_impl", "sdpa"),
-                         causal=options.get("causal", True))
-    if name == "linear_attn":
-        return LinearAttentionBridge(d_in, d_out, num_heads=options.get("attention_heads", 4))
-    raise ConfigError(f"bridge: unknown {name!r} (expected one of: {', '.join(BRIDGES)})")
+# The bridges by name: each builds its mixer from (d_in, d_out, the bridge config).
+BRIDGES: dict[str, Callable[[int, int, BridgeConfig], nn.Module]] = {
+    "lia_mtr": lambda d_in, d_out, cfg: MTRBridge(d_in, d_out, **as_dict(cfg.mtr)),
+    "mlp2x_gelu": lambda d_in, d_out, cfg: MLPBridge(d_in, d_out),
+    "mha": lambda d_in, d_out, cfg: MHABridge(d_in, d_out, num_heads=cfg.attention_heads, impl=cfg.mha_impl,
+                                              causal=cfg.causal),
+    "linear_attn": lambda d_in, d_out, cfg: LinearAttentionBridge(d_in, d_out, num_heads=cfg.attention_heads),
+}
 
 
-BRIDGES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn")
+def build_bridge_mixer(name: str, d_in: int, d_out: int, cfg: BridgeConfig) -> nn.Module:
+    """The mixer of bridge ``name``; an unknown name is a :class:`ConfigError` listing the known ones."""
+    if name not in BRIDGES:
+        raise ConfigError(f"bridge: unknown {name!r} (expected one of: {', '.join(BRIDGES)})")
+    return BRIDGES[name](d_in, d_out, cfg)
 
 
 def scan_permutation(num_patches: int, order: str) -> torch.Tensor:
@@ -131,18 +134,20 @@ def scan_permutation(num_patches: int, order: str) -> torch.Tensor:
 class Bridge(nn.Module):
     """A named bridge with its scan order: ``forward(features [B, N, d_in]) -> [B, N, d_out]``.
 
-    ``options`` is the plain form of :class:`~relin.config.lia_mtr.BridgeConfig` (``as_dict``), kept so
-    a saved bridge rebuilds from its own JSON.
+    ``cfg`` is the ``lia_mtr.bridge`` section (:class:`~relin.config.lia_mtr.BridgeConfig`); :meth:`spec` holds
+    its plain form, from which :meth:`from_spec` rebuilds a saved bridge, checking every key.
     """
 
-    def __init__(self, name: str, d_in: int, d_out: int, options: dict[str, Any] | None = None):
+    def __init__(self, name: str, d_in: int, d_out: int, cfg: BridgeConfig | None = None):
         super().__init__()
-        self.name, self.d_in, self.d_out, self.options = name, d_in, d_out, dict(options or {})
-        self.scan_order = self.options.get("scan_order", "raster")
-        if self.scan_order not in SCAN_ORDERS:
-            raise ConfigError(f"bridge.scan_order: unknown {self.scan_order!r} (expected one of: "
-                              f"{', '.join(SCAN_ORDERS)})")
-        self.mixer = _mixer(name, d_in, d_out, self.options)
+        self.name, self.d_in, self.d_out, self.cfg = name, d_in, d_out, cfg or BridgeConfig()
+        self.scan_order = self.cfg.scan_order
+        self.mixer = build_bridge_mixer(name, d_in, d_out, self.cfg)
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> "Bridge":
+        """The bridge :meth:`spec` describes; an unknown or mistyped option is a :class:`ConfigError`."""
+        return cls(spec["name"], spec["d_in"], spec["d_out"], build(BridgeConfig, spec.get("options"), "bridge"))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         if self.scan_order == "raster":
@@ -153,4 +158,4 @@ class Bridge(nn.Module):
         return out
 
     def spec(self) -> dict[str, Any]:
-        return {"name": self.name, "d_in": self.d_in, "d_out": self.d_out, "options": self.options}
+        return {"name": self.name, "d_in": self.d_in, "d_out": self.d_out, "options": as_dict(self.cfg)}

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config.opal import GDNConfig
 from .norms import GatedRMSNorm, RMSNorm
 from .short_conv import ShortConvolution
 
@@ -60,18 +61,19 @@ class GatedDeltaNet(nn.Module):
         width (int): model width C.
         num_heads (int): H (q, k and v heads alike).
         head_dim (int): K = V per head.
-        conv_size (int): short-convolution taps. Default: 4.
-        conv_activation (str): ``silu`` (fla, Qwen3-Next) or ``none``. Default: ``silu``.
-        qk_norm (bool): per-head RMSNorm on q and k before the kernel's L2 norm. Default: True.
-        allow_neg_eigval (bool): β in (0, 2) instead of (0, 1). Default: False.
+        cfg (GDNConfig): the layer's options: short-convolution taps, its activation (``silu``: fla,
+            Qwen3-Next), the per-head q/k RMSNorm before the kernel's L2 norm, β in (0, 2) (negative eigenvalues).
+        eps (float): the norms' epsilon. Default: 1e-6.
         backend (str): kernel backend, ``auto`` | ``triton`` | ``torch``. Default: ``auto``.
     """
 
-    def __init__(self, width: int, num_heads: int, head_dim: int, *, conv_size: int = 4, conv_activation: str = "silu",
-                 qk_norm: bool = True, allow_neg_eigval: bool = False, eps: float = 1e-6, backend: str = "auto"):
+    def __init__(self, width: int, num_heads: int, head_dim: int, cfg: GDNConfig | None = None, *, eps: float = 1e-6,
+                 backend: str = "auto"):
         super().__init__()
+        cfg = cfg or GDNConfig()
+        conv_size, conv_activation, qk_norm = cfg.conv_size, cfg.conv_activation, cfg.qk_norm
         self.num_heads, self.head_dim = num_heads, head_dim
-        self.allow_neg_eigval, self.backend = allow_neg_eigval, backend
+        self.allow_neg_eigval, self.backend = cfg.allow_neg_eigval, backend
         inner = num_heads * head_dim
         self.q_proj = nn.Linear(width, inner, bias=False)
         self.k_proj = nn.Linear(width, inner, bias=False)
@@ -92,9 +94,9 @@ class GatedDeltaNet(nn.Module):
 
     @torch.no_grad()
     def reset_decay(self, generator: torch.Generator | None = None) -> None:
-        """fla's decay init: A ~ U(1, 16) (``A_log = log A``), dt log-uniform in [1e-3, 0.1] with
+        """fla's and Qwen3-Next's decay init: A ~ U(0, 16) (``A_log = log A``), dt log-uniform in [1e-3, 0.1] with
         ``dt_bias = softplus⁻¹(dt)``."""
-        self.A_log.copy_(torch.empty(self.num_heads).uniform_(1, 16, generator=generator).log())
+        self.A_log.copy_(torch.empty(self.num_heads).uniform_(0, 16, generator=generator).log())
         dt = torch.exp(torch.empty(self.num_heads).uniform_(math.log(1e-3), math.log(0.1), generator=generator))
         self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))
 

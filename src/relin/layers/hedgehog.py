@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ..config.hedgemamba import HedgehogLayerConfig
 from .rotary import apply_rotary
 
 FEATURE_MAPS = ("exp", "softmax")
@@ -76,15 +77,17 @@ class HedgehogAttention(nn.Module):
         width (int): model width C.
         num_heads (int): H (GPT-NeoX has as many key/value heads as query heads).
         head_dim (int): D; the feature dimension is 2D.
+        cfg (HedgehogLayerConfig): the feature map (``exp`` | ``softmax``) and where it sits relative to RoPE
+            (``pre_rope`` | ``post_rope``).
         bias (bool): biases on q/k/v and the output projection (GPT-NeoX's). Default: True.
-        feature_map (str): ``exp`` | ``softmax``. Default: ``exp``.
-        feature_position (str): ``pre_rope`` | ``post_rope``. Default: ``pre_rope``.
         backend (str): kernel backend, ``auto`` | ``triton`` | ``torch``. Default: ``auto``.
     """
 
-    def __init__(self, width: int, num_heads: int, head_dim: int, *, bias: bool = True, feature_map: str = "exp",
-                 feature_position: str = "pre_rope", backend: str = "auto"):
+    def __init__(self, width: int, num_heads: int, head_dim: int, cfg: HedgehogLayerConfig | None = None, *,
+                 bias: bool = True, backend: str = "auto"):
         super().__init__()
+        cfg = cfg or HedgehogLayerConfig()
+        feature_map, feature_position = cfg.feature_map, cfg.feature_position
         if feature_position not in FEATURE_POSITIONS:
             raise ValueError(f"feature position {feature_position!r}: expected one of {', '.join(FEATURE_POSITIONS)}")
         self.num_heads, self.head_dim = num_heads, head_dim

@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config.hedgemamba import MambaBlockConfig
 from .hedgehog import HedgehogFeatureMap
 from .short_conv import ShortConvolution
 
@@ -63,16 +64,18 @@ class HedgeMamba(nn.Module):
         width (int): model width C.
         num_heads (int): H.
         head_dim (int): D, the width of x per head (the teacher's head dim); d_state = 2D.
+        cfg (MambaBlockConfig): conv taps and activation (``identity``: the exact initialisation; ``silu``:
+            stock Mamba).
+        feature_map (str): φ of B and C, ``exp`` | ``softmax`` (the Hedgehog layer's). Default: ``exp``.
         bias (bool): biases on the x/B/C and output projections (GPT-NeoX's attention has them). Default: True.
-        conv_size (int): conv taps. Default: 4.
-        conv_activation (str): ``identity`` (exact initialisation) or ``silu`` (stock Mamba). Default: ``identity``.
-        feature_map (str): φ of B and C, ``exp`` | ``softmax``. Default: ``exp``.
         backend (str): kernel backend, ``auto`` | ``triton`` | ``torch``. Default: ``auto``.
     """
 
-    def __init__(self, width: int, num_heads: int, head_dim: int, *, bias: bool = True, conv_size: int = 4,
-                 conv_activation: str = "identity", feature_map: str = "exp", backend: str = "auto"):
+    def __init__(self, width: int, num_heads: int, head_dim: int, cfg: MambaBlockConfig | None = None, *,
+                 feature_map: str = "exp", bias: bool = True, backend: str = "auto"):
         super().__init__()
+        cfg = cfg or MambaBlockConfig()
+        conv_size, conv_activation = cfg.conv_size, cfg.conv_activation
         if conv_activation not in CONV_ACTIVATIONS:
             raise ValueError(f"conv_activation {conv_activation!r}: expected one of {', '.join(CONV_ACTIVATIONS)}")
         self.num_heads, self.head_dim, self.backend = num_heads, head_dim, backend

@@ -70,9 +70,9 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
         rec = scores.recovery(name("onpolicy"), s.teacher, NIAH_TASKS, s.mastery)
         verdict = (inconclusive(REFERENCE_FAILS, f"the teacher masters no NIAH family (below {s.mastery:g})")
                    if rec.estimate is None else at_least(rec.estimate, RECOVERS))
+        text = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "–"
         out.append(Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
-                         "99.9% (Table 4: 299.6 / 299.8)", f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "–",
-                         verdict))
+                         "99.9% (Table 4: 299.6 / 299.8)", text, verdict))
     if name("swa") in scores:
         outside = _outside_window(s.swa_window)
         if not any(scores.count(f, outside) for f in NIAH_TASKS):

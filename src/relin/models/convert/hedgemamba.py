@@ -8,7 +8,7 @@ GPT-NeoX specifics, handled here rather than hoped for (methods.md §7A.6):
   (``view(H, 3·D)`` in ``GPTNeoXAttention``); :func:`split_fused_qkv` takes the q, k and v rows of each head;
 - its projections have biases (kept: the hybrid's GPT-NeoX block has biased q/k/v/o);
 - RoPE rotates ``rotary_pct`` of each head (the hybrid's rotary width), and where the Hedgehog φ sits
-  relative to it is the ``hedgehog_feature_position`` option;
+  relative to it is the ``hedgehog`` section's ``feature_position``;
 - the residual is parallel, ``x + attn(ln₁ x) + mlp(ln₂ x)`` (``use_parallel_residual``);
 - the embeddings are untied (``embed_in`` and ``embed_out``, named ``lm_head`` by transformers 5).
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from ...config.hedgemamba import HedgehogLayerConfig, MambaBlockConfig
+from ...config.loader import as_dict
 from ...errors import InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
 
@@ -29,29 +31,12 @@ MAMBA_FROM_HEDGEHOG = {"C_proj": "q_proj", "B_proj": "k_proj", "x_proj": "v_proj
                        "feature_map_C": "feature_map_q", "feature_map_B": "feature_map_k"}
 
 
-def _rope(config) -> dict:
-    return getattr(config, "rope_parameters", None) or {}
-
-
-def hybrid_config(teacher_config, mixer_types: list[str], **options) -> HybridConfig:
+def hybrid_config(teacher_config, mixer_types: list[str], **sections) -> HybridConfig:
     """The hybrid config (GPT-NeoX block) of a GPT-NeoX teacher config with the given layer types."""
     if teacher_config.model_type != "gpt_neox":
         raise InputError(f"teacher model type {teacher_config.model_type!r}: HedgeMamba converts gpt_neox "
                          f"(Pythia) teachers")
-    heads = teacher_config.num_attention_heads
-    rope = _rope(teacher_config)
-    return HybridConfig(
-        vocab_size=teacher_config.vocab_size, hidden_size=teacher_config.hidden_size,
-        intermediate_size=teacher_config.intermediate_size, num_hidden_layers=teacher_config.num_hidden_layers,
-        num_attention_heads=heads, num_key_value_heads=heads, head_dim=teacher_config.hidden_size // heads,
-        rope_theta=float(rope.get("rope_theta", getattr(teacher_config, "rotary_emb_base", 10000.0))),
-        rotary_pct=float(rope.get("partial_rotary_factor", getattr(teacher_config, "rotary_pct", 1.0))),
-        max_position_embeddings=teacher_config.max_position_embeddings,
-        initializer_range=teacher_config.initializer_range, tie_word_embeddings=teacher_config.tie_word_embeddings,
-        block="gpt_neox", layer_norm_eps=teacher_config.layer_norm_eps,
-        use_parallel_residual=teacher_config.use_parallel_residual, hidden_act=teacher_config.hidden_act,
-        mixer_types=mixer_types, pad_token_id=teacher_config.pad_token_id, bos_token_id=teacher_config.bos_token_id,
-        eos_token_id=teacher_config.eos_token_id, **options)
+    return HybridConfig.from_teacher(teacher_config, mixer_types, **sections)
 
 
 def split_fused_qkv(weight: torch.Tensor, bias: torch.Tensor | None, num_heads: int) -> dict[str, torch.Tensor]:
@@ -103,11 +88,13 @@ def _load(student: HybridForCausalLM, weights: dict[str, torch.Tensor], new: tup
 
 
 @torch.no_grad()
-def hedgehog_from_teacher(teacher, seed: int = 0, **options) -> HybridForCausalLM:
+def hedgehog_from_teacher(teacher, seed: int = 0, *, hedgehog: HedgehogLayerConfig | None = None,
+                          kernel_backend: str = "auto") -> HybridForCausalLM:
     """Stage 1's student: every attention layer of a ``GPTNeoXForCausalLM`` a Hedgehog layer with the
     teacher's q/k/v/o (split from the fused projection) and identity feature maps (Hedgehog's init)."""
     layers = teacher.config.num_hidden_layers
-    config = hybrid_config(teacher.config, ["hedgehog"] * layers, **options)
+    config = hybrid_config(teacher.config, ["hedgehog"] * layers, hedgehog=hedgehog or HedgehogLayerConfig(),
+                           kernel_backend=kernel_backend)
     torch.manual_seed(seed)
     student = HybridForCausalLM(config).to(torch.float32)
     weights = {k.replace(".attention.", ".linear_attn."): v for k, v in _teacher_weights(teacher).items()}
@@ -125,9 +112,9 @@ def attention_from_teacher(teacher) -> HybridForCausalLM:
     return _load(student, weights, ())
 
 
-def hedgemamba_config(config: HybridConfig, **options) -> HybridConfig:
+def hedgemamba_config(config: HybridConfig, mamba: MambaBlockConfig) -> HybridConfig:
     """The HedgeMamba hybrid's config from a Hedgehog hybrid's: every ``hedgehog`` layer a ``hedgemamba`` one."""
-    values = {**config.to_dict(), **options}
+    values = {**config.to_dict(), "hedgemamba": as_dict(mamba)}
     values["mixer_types"] = ["hedgemamba" if kind == "hedgehog" else kind for kind in config.mixer_types]
     for key in ("model_type", "transformers_version", "architectures"):
         values.pop(key, None)
@@ -135,13 +122,14 @@ def hedgemamba_config(config: HybridConfig, **options) -> HybridConfig:
 
 
 @torch.no_grad()
-def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, **options) -> HybridForCausalLM:
+def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, mamba: MambaBlockConfig | None = None
+                             ) -> HybridForCausalLM:
     """Eq. 7 and App. B: each Hedgehog layer's q/k/v/o and feature maps copied into a HedgeMamba block
     (C <- q, B <- k, x <- v, out <- o, φ_C <- φ_q, φ_B <- φ_k) whose Λ, Δ, conv, gate and D are set to
     the identity (:meth:`~relin.layers.hedgemamba.HedgeMamba.set_identity`). With φ before RoPE the
     model's logits equal the Hedgehog model's to fp32 rounding; with φ after RoPE they do not (the
     block has no RoPE)."""
-    config = hedgemamba_config(hedgehog.config, **options)
+    config = hedgemamba_config(hedgehog.config, mamba or MambaBlockConfig())
     student = HybridForCausalLM(config).to(torch.float32)
     weights = {}
     for key, value in hedgehog.state_dict().items():
@@ -160,11 +148,14 @@ def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, **options) -> HybridFo
 
 
 @torch.no_grad()
-def random_mamba_from_teacher(teacher, seed: int = 0, **options) -> HybridForCausalLM:
+def random_mamba_from_teacher(teacher, seed: int = 0, *, hedgehog: HedgehogLayerConfig | None = None,
+                              mamba: MambaBlockConfig | None = None, kernel_backend: str = "auto"
+                              ) -> HybridForCausalLM:
     """The control: the same HedgeMamba shape with every mixer parameter freshly initialised (Mamba-2's SSM
     init, random projections, identity feature maps) and everything else the teacher's."""
     layers = teacher.config.num_hidden_layers
-    config = hybrid_config(teacher.config, ["hedgemamba"] * layers, **options)
+    config = hybrid_config(teacher.config, ["hedgemamba"] * layers, hedgehog=hedgehog or HedgehogLayerConfig(),
+                           hedgemamba=mamba or MambaBlockConfig(), kernel_backend=kernel_backend)
     torch.manual_seed(seed)
     student = HybridForCausalLM(config).to(torch.float32)
     weights = {k: v for k, v in _teacher_weights(teacher).items() if ".attention." not in k}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import torch
 
+from ...config.opal import GDNConfig, SWAConfig
 from ...errors import ConfigError, InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
 
@@ -27,27 +28,6 @@ def kept_attention_layers(num_layers: int, keep_every: int, explicit: list[int] 
     return kept
 
 
-def _rope_theta(config) -> float:
-    params = getattr(config, "rope_parameters", None) or {}
-    return float(params.get("rope_theta", getattr(config, "rope_theta", 10000.0)))
-
-
-def hybrid_config(teacher_config, mixer_types: list[str], **options) -> HybridConfig:
-    """The hybrid config of a Qwen3 teacher config with the given layer types and mixer options."""
-    if teacher_config.model_type != "qwen3":
-        raise InputError(f"teacher model type {teacher_config.model_type!r}: OPAL converts qwen3 teachers")
-    return HybridConfig(
-        vocab_size=teacher_config.vocab_size, hidden_size=teacher_config.hidden_size,
-        intermediate_size=teacher_config.intermediate_size, num_hidden_layers=teacher_config.num_hidden_layers,
-        num_attention_heads=teacher_config.num_attention_heads,
-        num_key_value_heads=teacher_config.num_key_value_heads, head_dim=teacher_config.head_dim,
-        rms_norm_eps=teacher_config.rms_norm_eps, rope_theta=_rope_theta(teacher_config),
-        max_position_embeddings=teacher_config.max_position_embeddings,
-        initializer_range=teacher_config.initializer_range, tie_word_embeddings=teacher_config.tie_word_embeddings,
-        mixer_types=mixer_types, pad_token_id=teacher_config.pad_token_id, bos_token_id=teacher_config.bos_token_id,
-        eos_token_id=teacher_config.eos_token_id, **options)
-
-
 def expand_heads(weight: torch.Tensor, kv_heads: int, heads: int) -> torch.Tensor:
     """``[kv_heads·D, C]`` -> ``[heads·D, C]``, each kv head's block of D rows repeated heads/kv_heads times."""
     head_dim = weight.shape[0] // kv_heads
@@ -55,9 +35,14 @@ def expand_heads(weight: torch.Tensor, kv_heads: int, heads: int) -> torch.Tenso
 
 
 @torch.no_grad()
-def convert(teacher, mixer_types: list[str], seed: int = 0, **options) -> HybridForCausalLM:
-    """A hybrid with ``mixer_types`` per layer, initialised from ``teacher`` (a ``Qwen3ForCausalLM``)."""
-    config = hybrid_config(teacher.config, mixer_types, **options)
+def convert(teacher, mixer_types: list[str], seed: int = 0, *, gdn: GDNConfig | None = None,
+            swa: SWAConfig | None = None, kernel_backend: str = "auto") -> HybridForCausalLM:
+    """A hybrid with ``mixer_types`` per layer, initialised from ``teacher`` (a ``Qwen3ForCausalLM``); ``gdn`` and
+    ``swa`` are the replaced layers' options."""
+    if teacher.config.model_type != "qwen3":
+        raise InputError(f"teacher model type {teacher.config.model_type!r}: OPAL converts qwen3 teachers")
+    config = HybridConfig.from_teacher(teacher.config, mixer_types, kernel_backend=kernel_backend,
+                                       gdn=gdn or GDNConfig(), swa=swa or SWAConfig())
     torch.manual_seed(seed)
     student = HybridForCausalLM(config).to(torch.float32)
     source = teacher.state_dict()

@@ -89,7 +89,7 @@ class StaticHybridCache:
                                                    torch.zeros(shape, dtype=dtype, device=device), length))
             else:
                 inner = config.num_attention_heads * config.head_dim
-                conv = [torch.zeros(batch, inner, config.gdn_conv_size - 1, dtype=dtype, device=device)
+                conv = [torch.zeros(batch, inner, config.layer("gdn").conv_size - 1, dtype=dtype, device=device)
                         for _ in range(3)]
                 recurrent = torch.zeros(batch, config.num_attention_heads, config.head_dim, config.head_dim,
                                         dtype=torch.float32, device=device)
@@ -134,23 +134,19 @@ def build_mixer(config: HybridConfig, kind: str) -> nn.Module:
     attention = dict(width=config.hidden_size, num_heads=config.num_attention_heads,
                      num_kv_heads=config.num_key_value_heads, head_dim=config.head_dim, eps=config.rms_norm_eps,
                      qk_norm=not neox, bias=neox, out_bias=neox)
+    heads = (config.hidden_size, config.num_attention_heads, config.head_dim)
     if kind == "hedgehog":
-        return HedgehogAttention(config.hidden_size, config.num_attention_heads, config.head_dim, bias=neox,
-                                 feature_map=config.hedgehog_feature_map,
-                                 feature_position=config.hedgehog_feature_position, backend=config.kernel_backend)
+        return HedgehogAttention(*heads, config.layer("hedgehog"), bias=neox, backend=config.kernel_backend)
     if kind == "hedgemamba":
-        return HedgeMamba(config.hidden_size, config.num_attention_heads, config.head_dim, bias=neox,
-                          conv_size=config.hedgemamba_conv_size, conv_activation=config.hedgemamba_conv_activation,
-                          feature_map=config.hedgehog_feature_map, backend=config.kernel_backend)
+        return HedgeMamba(*heads, config.layer("hedgemamba"), feature_map=config.layer("hedgehog").feature_map,
+                          bias=neox, backend=config.kernel_backend)
     if kind == "attention":
         return Attention(**attention)
     if kind == "swa":
-        return Attention(**attention, window=config.swa_window, sinks=config.swa_sinks)
+        swa = config.layer("swa")
+        return Attention(**attention, window=swa.window, sinks=swa.sinks)
     if kind == "gdn":
-        return GatedDeltaNet(config.hidden_size, config.num_attention_heads, config.head_dim,
-                             conv_size=config.gdn_conv_size, conv_activation=config.gdn_conv_activation,
-                             qk_norm=config.gdn_qk_norm, allow_neg_eigval=config.gdn_allow_neg_eigval,
-                             eps=config.rms_norm_eps, backend=config.kernel_backend)
+        return GatedDeltaNet(*heads, config.layer("gdn"), eps=config.rms_norm_eps, backend=config.kernel_backend)
     raise ValueError(f"mixer type {kind!r}: expected one of {', '.join(MIXER_NAMES)}")
 
 

@@ -84,6 +84,6 @@ class BridgeVLM(nn.Module):
             raise InputError(f"VLM {directory}: missing bridge.json or bridge.safetensors (expected a directory "
                              f"written by relin bridge-align or bridge-instruct)")
         spec = json.loads((directory / "bridge.json").read_text())
-        bridge = Bridge(spec["name"], spec["d_in"], spec["d_out"], spec["options"])
+        bridge = Bridge.from_spec(spec)
         bridge.load_state_dict(load_file(directory / "bridge.safetensors"))
         return cls(bridge, load_pretrained(str(directory / "llm")), spec["image_token_id"])

@@ -51,7 +51,6 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...models.convert.hedgemamba import random_mamba_from_teacher
     from ...models.teachers import load_pretrained
     from ...train.objectives import build_objective
-    from ._options import hedgehog_options
 
     cfg = sections.get("hedgemamba.finetune")
     train_cfg = cfg.train
@@ -62,11 +61,10 @@ def run(args: argparse.Namespace, sections) -> None:
     def setup(env):
         data = TextData.load(args.data)
         if args.variant == "random":
-            block = sections.get("hedgemamba.mamba")
-            options = hedgehog_options(sections.get("hedgemamba.hedgehog"), sections.get("hedgemamba.kernel_backend"))
-            student = random_mamba_from_teacher(load_pretrained(args.student), seed=train_cfg.seed, **options,
-                                                hedgemamba_conv_size=block.conv_size,
-                                                hedgemamba_conv_activation=block.conv_activation)
+            student = random_mamba_from_teacher(load_pretrained(args.student), seed=train_cfg.seed,
+                                                hedgehog=sections.get("hedgemamba.hedgehog"),
+                                                mamba=sections.get("hedgemamba.mamba"),
+                                                kernel_backend=sections.get("hedgemamba.kernel_backend"))
         else:
             student = load_pretrained(args.student)
         for name, param in student.named_parameters():

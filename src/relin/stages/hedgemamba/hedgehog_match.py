@@ -7,7 +7,6 @@ import argparse
 
 from ...config.hedgemamba import HedgehogLayerConfig, MatchConfig
 from .._training import Setup, TextData, add_output_arguments, run_training
-from ._options import hedgehog_options
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -28,11 +27,11 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...train.teacher import FrozenTeacher
 
     cfg = sections.get("hedgemamba.match")
-    options = hedgehog_options(sections.get("hedgemamba.hedgehog"), sections.get("hedgemamba.kernel_backend"))
 
     def setup(env):
         data, teacher = TextData.load(args.data), load_pretrained(args.teacher)
-        student = hedgehog_from_teacher(teacher, seed=cfg.train.seed, **options)
+        student = hedgehog_from_teacher(teacher, seed=cfg.train.seed, hedgehog=sections.get("hedgemamba.hedgehog"),
+                                        kernel_backend=sections.get("hedgemamba.kernel_backend"))
         data.check_fits(student.config.max_position_embeddings, "max_position_embeddings")
         for name, param in student.named_parameters():
             param.requires_grad_(".feature_map_" in name)

@@ -47,8 +47,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("hedgemamba-init", sections.raw, inputs=[args.hedgehog, args.data],
                    outputs=[args.out, args.check]) as tracker:
         data, hedgehog = TextData.load(args.data), load_pretrained(args.hedgehog)
-        student = hedgemamba_from_hedgehog(hedgehog, hedgemamba_conv_size=block.conv_size,
-                                           hedgemamba_conv_activation=block.conv_activation)
+        student = hedgemamba_from_hedgehog(hedgehog, block)
         check = logit_gap(hedgehog, student, data.input_ids[:CHECK_ROWS], data.tokenizer.pad_token_id)
         tracker.log_metrics(check)
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})

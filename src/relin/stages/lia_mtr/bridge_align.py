@@ -18,7 +18,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ...config.loader import as_dict
     from ...data.vision.artifact import VisionData, load_features
     from ...layers.bridges import Bridge
     from ...models.teachers import load_pretrained, load_tokenizer
@@ -36,7 +35,7 @@ def run(args: argparse.Namespace, sections) -> None:
         features = load_features(args.features)["train"]
         ids, labels = phase_rows(VisionData.load(args.data), tokenizer, "align", features.shape[1])
         torch.manual_seed(cfg.train.seed)
-        bridge = Bridge(args.bridge, features.shape[-1], llm.config.hidden_size, as_dict(bridge_cfg))
+        bridge = Bridge(args.bridge, features.shape[-1], llm.config.hidden_size, bridge_cfg)
         llm.requires_grad_(False)
         model = BridgeVLM(bridge, llm, tokenizer.convert_tokens_to_ids(IMAGE))
         batches = feature_batches(ids, labels, features, tokenizer.pad_token_id, cfg.train, env)

@@ -46,7 +46,6 @@ def heatmap(rows: list[dict], title: str):
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
-    from ...config.loader import as_dict
     from ...devices import compute_device
     from ...eval.bridge_niah import NIAHProbe, evaluate_grid, train_probe
     from ...eval.plots import save_figure
@@ -61,7 +60,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("bridge-niah", sections.raw, outputs=[args.table, args.items, args.metrics]) as tracker:
         tracker.set_tags({"bridge": args.bridge})
         torch.manual_seed(cfg.train.seed)
-        model = NIAHProbe(args.bridge, cfg, as_dict(bridge_cfg)).to(compute_device())
+        model = NIAHProbe(args.bridge, cfg, bridge_cfg).to(compute_device())
         history = train_probe(model, cfg, cfg.train.seed)
         rows, items = evaluate_grid(model, cfg, cfg.train.seed)
         atomic_write_csv(args.table, rows, ["length", "depth", "accuracy", "n"])

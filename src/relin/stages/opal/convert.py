@@ -42,8 +42,7 @@ def run(args: argparse.Namespace, sections) -> None:
         teacher = load_pretrained(args.teacher)
         types = mixer_types(sections.get("opal.keep_every"), sections.get("opal.attention_layers"),
                             teacher.config.num_hidden_layers, args.mixer)
-        options = {f"{args.mixer}_{k}": v for k, v in vars(mixer).items()}
-        student = convert(teacher, types, kernel_backend=sections.get("opal.kernel_backend"), **options)
+        student = convert(teacher, types, kernel_backend=sections.get("opal.kernel_backend"), **{args.mixer: mixer})
         tracker.set_tags({"relin.mixer": args.mixer, "relin.mixer_types": ",".join(types)})
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters()),
                             "teacher_parameters": sum(p.numel() for p in teacher.parameters())})
