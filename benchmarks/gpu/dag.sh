@@ -36,7 +36,7 @@ print("job seconds")
 for s, name in sorted(rows, reverse=True):
     print(f"{name:40s} {s:8.1f}")
 EOF
-for log in logs/*.log logs/*/*.log; do
+for log in logs/*.log logs/*/*.log logs/*/*/*.log; do
     if grep -q "Traceback\|Error" "$log" 2>/dev/null; then echo "== $log"; grep -B2 -A3 "Error" "$log" | tail -8; fi
 done
 exit $rc

@@ -46,7 +46,7 @@ def randomise(module: torch.nn.Module, seed: int = 0) -> None:
 @pytest.mark.parametrize("N", [1, 37, 130])
 def test_bridge_equals_fp64_loop_of_eqs_1_to_5(gate, N):
     torch.manual_seed(0)
-    bridge = MTRBridge(12, 20, num_scales=5, gate=gate, conv_size=3)
+    bridge = MTRBridge(12, 20, MTRConfig(num_scales=5, gate=gate, conv_size=3))
     randomise(bridge)  # a random (not identity) conv and nonzero gate/mixer biases
     x = torch.randn(2, N, 12)
     ours, ref = bridge(x).double(), loop_eqs_1_to_5(bridge, x)
@@ -57,7 +57,7 @@ def test_bridge_equals_fp64_loop_of_eqs_1_to_5(gate, N):
 
 def test_fp64_loop_catches_a_wrong_decay():
     """The comparison can fail: a bridge whose decays differ from the loop's gives a large error."""
-    bridge = MTRBridge(8, 8, num_scales=3)
+    bridge = MTRBridge(8, 8, MTRConfig(num_scales=3))
     randomise(bridge)
     x = torch.randn(1, 40, 8)
     ref = loop_eqs_1_to_5(bridge, x)
@@ -80,14 +80,14 @@ def test_half_lives_equal_the_papers(spacing, S):
 
 
 def test_bridge_buffer_holds_the_fixed_decays():
-    bridge = MTRBridge(8, 8, num_scales=8)
+    bridge = MTRBridge(8, 8, MTRConfig(num_scales=8))
     assert not bridge.log_decays.requires_grad and "log_decays" in bridge.state_dict()
     assert round(half_lives(bridge.log_decays.double().exp())[-1].item(), 2) == 138.28  # fp32 buffer
 
 
 def test_head_matrix_state_equals_per_head_linear_attention_with_s_decays():
     torch.manual_seed(1)
-    bridge = MTRBridge(8, 6, num_scales=2, state="head_matrix", num_heads=2)
+    bridge = MTRBridge(8, 6, MTRConfig(num_scales=2, state="head_matrix", num_heads=2))
     randomise(bridge)
     x = torch.randn(1, 9, 8)
     W = {n: p.detach().double() for n, p in bridge.named_parameters()}
@@ -152,3 +152,10 @@ def test_scan_orders_permute_the_grid_and_write_back_in_raster_order():
     snake.load_state_dict(raster.state_dict())
     x = torch.randn(1, 16, 8)
     assert torch.allclose(raster(x), snake(x)), "a per-patch bridge must not depend on the scan order"
+
+
+def test_the_bridge_registry_builds_every_bridge_the_config_can_name():
+    from relin.config.lia_mtr import BRIDGE_NAMES
+    from relin.layers.bridges import BRIDGES
+
+    assert tuple(BRIDGES) == tuple(BRIDGE_NAMES)

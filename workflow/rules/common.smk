@@ -2,7 +2,9 @@
 import json
 import re
 
+from relin.config.hedgemamba import FINETUNES as HEDGEMAMBA_FINETUNES
 from relin.config.hedgemamba import MODELS as HEDGEMAMBA_MODELS
+from relin.config.lia_mtr import BRIDGE_NAMES
 from relin.config.opal import LM_EVAL_MODELS
 from relin.config.opal import MODELS as OPAL_MODELS
 from relin.config.params import lookup

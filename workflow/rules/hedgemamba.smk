@@ -10,9 +10,9 @@ rule hedgehog_match:
     params:
         cfg=sections("hedgemamba.hedgehog", "hedgemamba.match", "hedgemamba.kernel_backend"),
     log:
-        "logs/hedgehog_match.log",
+        "logs/hedgemamba/hedgehog_match.log",
     benchmark:
-        "results/benchmarks/hedgehog_match.tsv"
+        "results/benchmarks/hedgemamba/hedgehog_match.tsv"
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -36,9 +36,9 @@ rule hedgemamba_init:
     params:
         cfg=sections("hedgemamba.mamba"),
     log:
-        "logs/hedgemamba_init.log",
+        "logs/hedgemamba/init.log",
     benchmark:
-        "results/benchmarks/hedgemamba_init.tsv"
+        "results/benchmarks/hedgemamba/init.tsv"
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -50,21 +50,39 @@ rule hedgemamba_init:
         " --out {output.model} --check {output.check} > {log} 2>&1"
 
 
+def hedgemamba_start(wildcards):
+    """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random control) or stage 1."""
+    return {"hedgemamba": "results/hedgemamba/init/model", "random": HEDGEMAMBA_TEACHER,
+            "hedgehog": "results/hedgemamba/hedgehog/model"}[HEDGEMAMBA_FINETUNES[wildcards.model]]
+
+
+def hedgemamba_finetune_sections(wildcards):
+    """The random control also reads stage 1's budget and the layers' options it builds from scratch."""
+    if HEDGEMAMBA_FINETUNES[wildcards.model] == "random":
+        return sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
+                        "hedgemamba.kernel_backend")
+    return sections("hedgemamba.finetune")
+
+
 rule hedgemamba_finetune:
-    """HedgeMamba stage 2: all but the embeddings trained with CE, conv and gate unlocked."""
+    """HedgeMamba stage 2 (finetune) and its controls (random: same shape from random init, same budget;
+    hedgehog_only: stage 1 fine-tuned without the conversion): CE fine-tune of all but the embeddings."""
     input:
-        student="results/hedgemamba/init/model",
+        student=hedgemamba_start,
         data="results/data/synth_text",
     output:
-        model=directory("results/hedgemamba/finetune/model"),
-        history="results/hedgemamba/finetune/history.csv",
-        metrics="results/hedgemamba/finetune/train_metrics.json",
+        model=directory("results/hedgemamba/{model}/model"),
+        history="results/hedgemamba/{model}/history.csv",
+        metrics="results/hedgemamba/{model}/train_metrics.json",
     params:
-        cfg=sections("hedgemamba.finetune"),
+        cfg=hedgemamba_finetune_sections,
+        variant=lambda wildcards: HEDGEMAMBA_FINETUNES[wildcards.model],
     log:
-        "logs/hedgemamba_finetune.log",
+        "logs/hedgemamba/finetune/{model}.log",
     benchmark:
-        "results/benchmarks/hedgemamba_finetune.tsv"
+        "results/benchmarks/hedgemamba/finetune/{model}.tsv"
+    wildcard_constraints:
+        model="|".join(HEDGEMAMBA_FINETUNES),
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -72,61 +90,6 @@ rule hedgemamba_finetune:
         mem_mb=4000,
         gpu=1,
     shell:
-        "relin hedgemamba-finetune --config {params.cfg:q} --variant hedgemamba"
+        "relin hedgemamba-finetune --config {params.cfg:q} --variant {params.variant}"
         " --student {input.student} --data {input.data} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} --checkpoints checkpoints/hedgemamba/finetune > {log} 2>&1"
-
-
-rule mamba_random_finetune:
-    """HedgeMamba control: the same block shape from random init, stage 2 for stage 1 + 2's rows."""
-    input:
-        teacher=HEDGEMAMBA_TEACHER,
-        data="results/data/synth_text",
-    output:
-        model=directory("results/hedgemamba/random/model"),
-        history="results/hedgemamba/random/history.csv",
-        metrics="results/hedgemamba/random/train_metrics.json",
-    params:
-        cfg=sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
-                     "hedgemamba.kernel_backend"),
-    log:
-        "logs/mamba_random_finetune.log",
-    benchmark:
-        "results/benchmarks/mamba_random_finetune.tsv"
-    threads: 1
-    conda:
-        "../envs/relin.yaml"
-    resources:
-        mem_mb=4000,
-        gpu=1,
-    shell:
-        "relin hedgemamba-finetune --config {params.cfg:q} --variant random --student {input.teacher}"
-        " --data {input.data} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} --checkpoints checkpoints/hedgemamba/random > {log} 2>&1"
-
-
-rule hedgehog_only:
-    """HedgeMamba control: the stage-1 Hedgehog model fine-tuned like stage 2, without the conversion."""
-    input:
-        student="results/hedgemamba/hedgehog/model",
-        data="results/data/synth_text",
-    output:
-        model=directory("results/hedgemamba/hedgehog_only/model"),
-        history="results/hedgemamba/hedgehog_only/history.csv",
-        metrics="results/hedgemamba/hedgehog_only/train_metrics.json",
-    params:
-        cfg=sections("hedgemamba.finetune"),
-    log:
-        "logs/hedgehog_only.log",
-    benchmark:
-        "results/benchmarks/hedgehog_only.tsv"
-    threads: 1
-    conda:
-        "../envs/relin.yaml"
-    resources:
-        mem_mb=4000,
-        gpu=1,
-    shell:
-        "relin hedgemamba-finetune --config {params.cfg:q} --variant hedgehog"
-        " --student {input.student} --data {input.data} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} --checkpoints checkpoints/hedgemamba/hedgehog_only > {log} 2>&1"
+        " --metrics {output.metrics} --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"

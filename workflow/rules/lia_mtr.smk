@@ -1,6 +1,8 @@
 # LIA-MTR (seed 000): synthetic scenes -> CLIP tower -> cached patch features; a chat LLM; per bridge,
 # LLaVA's phase 1 (align) and phase 2 (instruct), then the MME-style evaluation of both phases.
 LIA_BRIDGES = config["lia_mtr"]["bridges"]
+# Every bridge the config may name (relin.config.lia_mtr.BRIDGE_NAMES), as a wildcard constraint.
+BRIDGE_WILDCARD = "|".join(BRIDGE_NAMES)
 
 
 rule synth_vision:
@@ -108,13 +110,13 @@ rule bridge_align:
         history="results/lia_mtr/align/{bridge}/history.csv",
         metrics="results/lia_mtr/align/{bridge}/train_metrics.json",
     params:
-        cfg=sections("lia_mtr.align", "lia_mtr.bridge"),
+        cfg=sections("lia_mtr.align", "lia_mtr.bridge", "lia_mtr.kernel_backend"),
     log:
         "logs/lia_mtr/bridge_align/{bridge}.log",
     benchmark:
         "results/benchmarks/lia_mtr/bridge_align/{bridge}.tsv"
     wildcard_constraints:
-        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+        bridge=BRIDGE_WILDCARD,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -144,7 +146,7 @@ rule bridge_instruct:
     benchmark:
         "results/benchmarks/lia_mtr/bridge_instruct/{bridge}.tsv"
     wildcard_constraints:
-        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+        bridge=BRIDGE_WILDCARD,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -175,7 +177,7 @@ rule eval_mme:
     benchmark:
         "results/benchmarks/lia_mtr/eval_mme/{bridge}.tsv"
     wildcard_constraints:
-        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+        bridge=BRIDGE_WILDCARD,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -222,13 +224,13 @@ rule bridge_niah:
         metrics="results/lia_mtr/niah/{bridge}/metrics.json",
         figure="results/lia_mtr/niah/{bridge}/niah.png",
     params:
-        cfg=sections("lia_mtr.niah", "lia_mtr.bridge"),
+        cfg=sections("lia_mtr.niah", "lia_mtr.bridge", "lia_mtr.kernel_backend"),
     log:
         "logs/lia_mtr/bridge_niah/{bridge}.log",
     benchmark:
         "results/benchmarks/lia_mtr/bridge_niah/{bridge}.tsv"
     wildcard_constraints:
-        bridge="lia_mtr|mlp2x_gelu|mha|linear_attn",
+        bridge=BRIDGE_WILDCARD,
     threads: 1
     conda:
         "../envs/relin.yaml"

@@ -7,9 +7,9 @@ rule opal_convert:
     params:
         cfg=sections("opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.{mixer}"),
     log:
-        "logs/opal_convert/{mixer}.log",
+        "logs/opal/convert/{mixer}.log",
     benchmark:
-        "results/benchmarks/opal_convert/{mixer}.tsv"
+        "results/benchmarks/opal/convert/{mixer}.tsv"
     wildcard_constraints:
         mixer="gdn|swa",
     # OPAL's chain after the teacher is the default DAG's critical path: its rules start first when a core is free
@@ -38,9 +38,9 @@ rule opal_align:
     params:
         cfg=sections("opal.align", "opal.niah_protocol"),
     log:
-        "logs/opal_align.log",
+        "logs/opal/align.log",
     benchmark:
-        "results/benchmarks/opal_align.tsv"
+        "results/benchmarks/opal/align.tsv"
     priority: 10
     threads: 1
     conda:
@@ -70,9 +70,9 @@ rule opal_offpolicy:
         cfg=opal_offpolicy_sections,
         budget=lambda wildcards, input: f"--budget {input.budget}" if input.budget else "",
     log:
-        "logs/opal_offpolicy/{phase}.log",
+        "logs/opal/offpolicy/{phase}.log",
     benchmark:
-        "results/benchmarks/opal_offpolicy/{phase}.tsv"
+        "results/benchmarks/opal/offpolicy/{phase}.tsv"
     wildcard_constraints:
         phase="short|long|matched|teacher",
     priority: 10
@@ -102,9 +102,9 @@ rule opal_onpolicy:
     params:
         cfg=sections("opal.onpolicy", "opal.niah_protocol"),
     log:
-        "logs/opal_onpolicy.log",
+        "logs/opal/onpolicy.log",
     benchmark:
-        "results/benchmarks/opal_onpolicy.tsv"
+        "results/benchmarks/opal/onpolicy.tsv"
     priority: 10
     threads: 1
     conda:
@@ -129,9 +129,9 @@ rule hybrid_speed:
     params:
         cfg=sections("opal.speed"),
     log:
-        "logs/hybrid_speed.log",
+        "logs/opal/hybrid_speed.log",
     benchmark:
-        "results/benchmarks/hybrid_speed.tsv"
+        "results/benchmarks/opal/hybrid_speed.tsv"
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -153,9 +153,9 @@ rule opal_lm_eval:
     params:
         cfg=sections("opal.lm_eval"),
     log:
-        "logs/opal_lm_eval/{name}.log",
+        "logs/opal/lm_eval/{name}.log",
     benchmark:
-        "results/benchmarks/opal_lm_eval/{name}.tsv"
+        "results/benchmarks/opal/lm_eval/{name}.tsv"
     wildcard_constraints:
         name="|".join(LM_EVAL_MODELS),
     threads: 1

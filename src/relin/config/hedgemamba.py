@@ -18,6 +18,8 @@ MODELS = {
     "random": "Mamba from random init, same budget (control)",
     "finetune": "HedgeMamba (stage 2)",
 }
+# Stage 2 and its controls, one rule with a wildcard: model name -> the ``relin hedgemamba-finetune`` variant.
+FINETUNES = {"finetune": "hedgemamba", "random": "random", "hedgehog_only": "hedgehog"}
 
 
 @dataclass(kw_only=True)

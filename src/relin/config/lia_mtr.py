@@ -159,6 +159,8 @@ class LiaMtrConfig:
     llm: LLMConfig = option(default_factory=LLMConfig, help="chat LLM")
     bridges: list[BridgeName] = option(list(BRIDGE_NAMES), "bridges trained and evaluated (Table I analogue)")
     bridge: BridgeConfig = option(default_factory=BridgeConfig, help="bridge options")
+    kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the recurrent bridges (auto: "
+                                                                          "Triton on CUDA tensors)")
     align: PhaseConfig = option(default_factory=PhaseConfig, help="phase 1: the bridge alone on captions")
     instruct: PhaseConfig = option(default_factory=PhaseConfig, help="phase 2: bridge + LLM on conversations")
     niah: BridgeNIAHConfig = option(default_factory=BridgeNIAHConfig, help="bridge-isolated NIAH (Fig. 2)")

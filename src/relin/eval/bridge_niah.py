@@ -34,10 +34,10 @@ def niah_batch(rng: np.random.Generator, cfg, batch: int, length: int, depth: fl
 class NIAHProbe(nn.Module):
     """Embedding -> bridge -> linear readout at the last position: ``tokens [B, L] -> logits [B, values]``."""
 
-    def __init__(self, bridge_name: str, cfg, bridge: BridgeConfig):
+    def __init__(self, bridge_name: str, cfg, bridge: BridgeConfig, backend: str = "auto"):
         super().__init__()
         self.embed = nn.Embedding(cfg.noise_tokens + cfg.num_values + 1, cfg.dim)
-        self.bridge = Bridge(bridge_name, cfg.dim, cfg.dim, bridge)
+        self.bridge = Bridge(bridge_name, cfg.dim, cfg.dim, bridge, backend)
         self.readout = nn.Linear(cfg.dim, cfg.num_values)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -75,11 +75,11 @@ class MHABridge(nn.Module):
 class LinearAttentionBridge(nn.Module):
     """Ungated linear attention: o_t = φ(q_t)ᵀ Σ_{j≤t} φ(k_j) v_jᵀ / φ(q_t)ᵀ Σ_{j≤t} φ(k_j), φ = ELU + 1."""
 
-    def __init__(self, d_in: int, d_out: int, *, num_heads: int = 4):
+    def __init__(self, d_in: int, d_out: int, *, num_heads: int = 4, backend: str = "auto"):
         super().__init__()
         if d_in % num_heads:
             raise ValueError(f"d_in {d_in}: expected a multiple of num_heads ({num_heads})")
-        self.num_heads = num_heads
+        self.num_heads, self.backend = num_heads, backend
         self.q_proj = nn.Linear(d_in, d_in, bias=False)
         self.k_proj = nn.Linear(d_in, d_in, bias=False)
         self.v_proj = nn.Linear(d_in, d_in, bias=False)
@@ -91,25 +91,27 @@ class LinearAttentionBridge(nn.Module):
         B, N, C = x.shape
         heads = (B, N, self.num_heads, C // self.num_heads)
         q, k = (F.elu(p(x)) + 1 for p in (self.q_proj, self.k_proj))
-        o, _ = chunk_decayed_linear_attn(q.view(heads), k.view(heads), self.v_proj(x).view(heads), normalize=True)
+        o, _ = chunk_decayed_linear_attn(q.view(heads), k.view(heads), self.v_proj(x).view(heads), normalize=True,
+                                         backend=self.backend)
         return self.o_proj(o.reshape(B, N, C))
 
 
-# The bridges by name: each builds its mixer from (d_in, d_out, the bridge config).
-BRIDGES: dict[str, Callable[[int, int, BridgeConfig], nn.Module]] = {
-    "lia_mtr": lambda d_in, d_out, cfg: MTRBridge(d_in, d_out, **as_dict(cfg.mtr)),
-    "mlp2x_gelu": lambda d_in, d_out, cfg: MLPBridge(d_in, d_out),
-    "mha": lambda d_in, d_out, cfg: MHABridge(d_in, d_out, num_heads=cfg.attention_heads, impl=cfg.mha_impl,
-                                              causal=cfg.causal),
-    "linear_attn": lambda d_in, d_out, cfg: LinearAttentionBridge(d_in, d_out, num_heads=cfg.attention_heads),
+# The bridges by name: each builds its mixer from (d_in, d_out, the bridge config, the kernel backend).
+BRIDGES: dict[str, Callable[[int, int, BridgeConfig, str], nn.Module]] = {
+    "lia_mtr": lambda d_in, d_out, cfg, backend: MTRBridge(d_in, d_out, cfg.mtr, backend=backend),
+    "mlp2x_gelu": lambda d_in, d_out, cfg, backend: MLPBridge(d_in, d_out),
+    "mha": lambda d_in, d_out, cfg, backend: MHABridge(d_in, d_out, num_heads=cfg.attention_heads, impl=cfg.mha_impl,
+                                                       causal=cfg.causal),
+    "linear_attn": lambda d_in, d_out, cfg, backend: LinearAttentionBridge(d_in, d_out, num_heads=cfg.attention_heads,
+                                                                           backend=backend),
 }
 
 
-def build_bridge_mixer(name: str, d_in: int, d_out: int, cfg: BridgeConfig) -> nn.Module:
+def build_bridge_mixer(name: str, d_in: int, d_out: int, cfg: BridgeConfig, backend: str = "auto") -> nn.Module:
     """The mixer of bridge ``name``; an unknown name is a :class:`ConfigError` listing the known ones."""
     if name not in BRIDGES:
         raise ConfigError(f"bridge: unknown {name!r} (expected one of: {', '.join(BRIDGES)})")
-    return BRIDGES[name](d_in, d_out, cfg)
+    return BRIDGES[name](d_in, d_out, cfg, backend)
 
 
 def scan_permutation(num_patches: int, order: str) -> torch.Tensor:
@@ -138,16 +140,17 @@ class Bridge(nn.Module):
     its plain form, from which :meth:`from_spec` rebuilds a saved bridge, checking every key.
     """
 
-    def __init__(self, name: str, d_in: int, d_out: int, cfg: BridgeConfig | None = None):
+    def __init__(self, name: str, d_in: int, d_out: int, cfg: BridgeConfig | None = None, backend: str = "auto"):
         super().__init__()
         self.name, self.d_in, self.d_out, self.cfg = name, d_in, d_out, cfg or BridgeConfig()
-        self.scan_order = self.cfg.scan_order
-        self.mixer = build_bridge_mixer(name, d_in, d_out, self.cfg)
+        self.scan_order, self.backend = self.cfg.scan_order, backend
+        self.mixer = build_bridge_mixer(name, d_in, d_out, self.cfg, backend)
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> "Bridge":
         """The bridge :meth:`spec` describes; an unknown or mistyped option is a :class:`ConfigError`."""
-        return cls(spec["name"], spec["d_in"], spec["d_out"], build(BridgeConfig, spec.get("options"), "bridge"))
+        return cls(spec["name"], spec["d_in"], spec["d_out"], build(BridgeConfig, spec.get("options"), "bridge"),
+                   spec.get("kernel_backend", "auto"))
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         if self.scan_order == "raster":
@@ -158,4 +161,5 @@ class Bridge(nn.Module):
         return out
 
     def spec(self) -> dict[str, Any]:
-        return {"name": self.name, "d_in": self.d_in, "d_out": self.d_out, "options": as_dict(self.cfg)}
+        return {"name": self.name, "d_in": self.d_in, "d_out": self.d_out, "options": as_dict(self.cfg),
+                "kernel_backend": self.backend}

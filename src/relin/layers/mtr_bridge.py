@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..config.lia_mtr import MTRConfig
 from .short_conv import ShortConvolution
 
 
@@ -57,20 +58,19 @@ class MTRBridge(nn.Module):
     Args:
         d_in (int): vision feature width.
         d_out (int): LLM embedding width.
-        width (int): inner width C of q, k, v (0 = d_in). Default: ``0``.
-        num_scales (int): S. Default: ``4``.
-        decay_min, decay_max (float): the decay range. Default: ``0.70``, ``0.995``.
-        decay_spacing (str): ``log_lambda`` or ``log_half_life``. Default: ``log_lambda``.
-        gate (str): ``token`` (g_t scalar) or ``channel`` (g_t in R^C). Default: ``token``.
-        state (str): ``diagonal`` (eq. 3) or ``head_matrix``. Default: ``diagonal``.
-        num_heads (int): heads of the head_matrix state. Default: ``4``.
-        conv_size (int): short-convolution taps. Default: ``4``.
+        cfg (MTRConfig): the bridge's options (``lia_mtr.bridge.mtr``): inner width C of q, k, v (0 = d_in), S,
+            the decay range and spacing, the write gate (``token``: g_t scalar; ``channel``: g_t in R^C), the state
+            (``diagonal``, eq. 3, or ``head_matrix``), its heads, the short-convolution taps.
+        backend (str): kernel backend, ``auto`` | ``triton`` | ``torch``. Default: ``auto``.
     """
 
-    def __init__(self, d_in: int, d_out: int, *, width: int = 0, num_scales: int = 4, decay_min: float = 0.70,
-                 decay_max: float = 0.995, decay_spacing: str = "log_lambda", gate: str = "token",
-                 state: str = "diagonal", num_heads: int = 4, conv_size: int = 4):
+    def __init__(self, d_in: int, d_out: int, cfg: MTRConfig | None = None, *, backend: str = "auto"):
         super().__init__()
+        cfg = cfg or MTRConfig()
+        width, num_scales, gate, state = cfg.width, cfg.num_scales, cfg.gate, cfg.state
+        decay_min, decay_max, decay_spacing = cfg.decay_min, cfg.decay_max, cfg.decay_spacing
+        num_heads, conv_size = cfg.num_heads, cfg.conv_size
+        self.backend = backend
         if gate not in ("token", "channel"):
             raise ValueError(f"gate: expected 'token' or 'channel', got {gate!r}")
         if state not in ("diagonal", "head_matrix"):
@@ -119,7 +119,7 @@ class MTRBridge(nn.Module):
         q, k, v = self.q_proj(x), F.elu(self.k_proj(x)) + 1, self.v_proj(x)
         gate, mix = self.gates(x)
         if self.state == "diagonal":
-            o, _ = multiscale_diag_retention(q, k, v, gate, mix, self.log_decays)
+            o, _ = multiscale_diag_retention(q, k, v, gate, mix, self.log_decays, backend=self.backend)
             # Without autograd nothing else holds q, k, v: freed here, the output projection's [B, N, d_out]
             # does not stack on them (the no-grad peak is then the kernel's inputs + o, not + y).
             del q, k, v, gate, mix
@@ -131,6 +131,6 @@ class MTRBridge(nn.Module):
         # One constant log-decay per scale; a per-head K x V state each, mixed by α_s (eq. 4).
         for s, log_decay in enumerate(self.log_decays):
             g = torch.full((B, N, self.num_heads), float(log_decay), device=x.device)
-            o_s, _ = chunk_decayed_linear_attn(q_h, k_h, v_h, g=g)
+            o_s, _ = chunk_decayed_linear_attn(q_h, k_h, v_h, g=g, backend=self.backend)
             o = o + mix[..., s, None, None] * o_s
         return self.o_proj(o.reshape(B, N, C))

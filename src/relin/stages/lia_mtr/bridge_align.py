@@ -10,7 +10,7 @@ from ._vlm import add_bridge_arguments, feature_batches, flush_denormals, phase_
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {"lia_mtr.align": PhaseConfig, "lia_mtr.bridge": BridgeConfig}
+    return {"lia_mtr.align": PhaseConfig, "lia_mtr.bridge": BridgeConfig, "lia_mtr.kernel_backend": str}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +35,8 @@ def run(args: argparse.Namespace, sections) -> None:
         features = load_features(args.features)["train"]
         ids, labels = phase_rows(VisionData.load(args.data), tokenizer, "align", features.shape[1])
         torch.manual_seed(cfg.train.seed)
-        bridge = Bridge(args.bridge, features.shape[-1], llm.config.hidden_size, bridge_cfg)
+        bridge = Bridge(args.bridge, features.shape[-1], llm.config.hidden_size, bridge_cfg,
+                        sections.get("lia_mtr.kernel_backend"))
         llm.requires_grad_(False)
         model = BridgeVLM(bridge, llm, tokenizer.convert_tokens_to_ids(IMAGE))
         batches = feature_batches(ids, labels, features, tokenizer.pad_token_id, cfg.train, env)

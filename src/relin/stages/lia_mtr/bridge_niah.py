@@ -11,7 +11,7 @@ from ...config.lia_mtr import BridgeConfig, BridgeNIAHConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {"lia_mtr.niah": BridgeNIAHConfig, "lia_mtr.bridge": BridgeConfig}
+    return {"lia_mtr.niah": BridgeNIAHConfig, "lia_mtr.bridge": BridgeConfig, "lia_mtr.kernel_backend": str}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("bridge-niah", sections.raw, outputs=[args.table, args.items, args.metrics]) as tracker:
         tracker.set_tags({"bridge": args.bridge})
         torch.manual_seed(cfg.train.seed)
-        model = NIAHProbe(args.bridge, cfg, bridge_cfg).to(compute_device())
+        model = NIAHProbe(args.bridge, cfg, bridge_cfg, sections.get("lia_mtr.kernel_backend")).to(compute_device())
         history = train_probe(model, cfg, cfg.train.seed)
         rows, items = evaluate_grid(model, cfg, cfg.train.seed)
         atomic_write_csv(args.table, rows, ["length", "depth", "accuracy", "n"])
