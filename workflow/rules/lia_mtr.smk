@@ -216,11 +216,13 @@ rule mme_text:
 
 
 rule bridge_niah:
-    """Bridge-isolated NIAH (Fig. 2): one bridge alone, depth x length accuracy."""
+    """Bridge-isolated NIAH (Fig. 2): one bridge alone, trained through the loop, depth x length accuracy."""
     output:
+        model=directory("results/lia_mtr/niah/{bridge}/model"),
+        history="results/lia_mtr/niah/{bridge}/history.csv",
+        train_metrics="results/lia_mtr/niah/{bridge}/train_metrics.json",
         table="results/lia_mtr/niah/{bridge}/niah.csv",
         item_scores="results/lia_mtr/niah/{bridge}/items.csv",
-        history="results/lia_mtr/niah/{bridge}/history.csv",
         metrics="results/lia_mtr/niah/{bridge}/metrics.json",
         figure="results/lia_mtr/niah/{bridge}/niah.png",
     params:
@@ -239,8 +241,9 @@ rule bridge_niah:
         gpu=1,
     shell:
         "relin bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
-        " --items {output.item_scores}"
-        " --history {output.history} --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
+        " --items {output.item_scores} --scores {output.metrics} --figure {output.figure} --out {output.model}"
+        " --history {output.history} --metrics {output.train_metrics}"
+        " --checkpoints checkpoints/lia_mtr/niah/{wildcards.bridge} > {log} 2>&1"
 
 
 rule bridge_memory:

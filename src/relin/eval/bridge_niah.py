@@ -1,6 +1,8 @@
 """Bridge-isolated needle in a haystack (seed 000, Fig. 2): a bridge alone, between a token embedding and a
 linear readout at the last position, learns to name the one needle token (one of ``num_values``) hidden at a
-depth of a sequence of distractor tokens, then is scored over a depth x length grid.
+depth of a sequence of distractor tokens, then is scored over a depth x length grid. It trains through the
+one training loop (:func:`relin.train.loop.train`: its batch source :class:`NIAHBatches`, the ``readout_ce``
+objective), so every option of its ``train`` section applies, with resume and per-step metrics.
 
 Sequence: distractors drawn from ``noise_tokens``, the needle at position round(depth·(L−2)), and a query
 token last. The readout reads the bridge's output at the query, so every causal bridge has seen the whole
@@ -43,41 +45,43 @@ class NIAHProbe(nn.Module):
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         return self.readout(self.bridge(self.embed(tokens))[:, -1])
 
+    def save_pretrained(self, directory, safe_serialization: bool = True) -> None:
+        """The weights (safetensors) and the bridge's spec, as every trained model of the DAG is saved."""
+        import json
+        from pathlib import Path
 
-def train_probe(model: NIAHProbe, cfg, seed: int, progress: bool = True) -> list[dict]:
-    """AdamW on random depths, cycling through ``train_lengths``, on the model's device; returns the logged
-    history."""
-    import math
-    import sys
+        from safetensors.torch import save_file
 
-    from tqdm import tqdm
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in self.state_dict().items()}, directory / "model.safetensors")
+        (directory / "probe.json").write_text(json.dumps(self.bridge.spec(), indent=1))
 
-    train = cfg.train
-    device = model_device(model)
-    rng = np.random.default_rng([seed, 1])
-    opt = torch.optim.AdamW(model.parameters(), lr=train.lr, weight_decay=train.weight_decay,
-                            betas=tuple(train.betas))
-    history, window = [], []
-    for step in tqdm(range(1, train.steps + 1), desc="niah", file=sys.stderr, disable=not progress):
-        warm = min(1.0, step / max(1, train.warmup_steps))
-        cosine = 0.5 * (1 + math.cos(math.pi * step / train.steps))
-        for group in opt.param_groups:
-            group["lr"] = train.lr * warm * (train.min_lr_ratio + (1 - train.min_lr_ratio) * cosine)
-        tokens, targets = niah_batch(rng, cfg, train.batch_size, cfg.train_lengths[step % len(cfg.train_lengths)])
-        tokens, targets = tokens.to(device), targets.to(device)
-        logits = model(tokens)
-        loss = nn.functional.cross_entropy(logits, targets)
-        opt.zero_grad()
-        loss.backward()
-        if train.clip_grad_norm:
-            nn.utils.clip_grad_norm_(model.parameters(), train.clip_grad_norm)
-        opt.step()
-        window.append((loss.item(), (logits.argmax(-1) == targets).float().mean().item()))
-        if step % train.log_every == 0 or step == train.steps:
-            history.append({"step": step, "loss": sum(w[0] for w in window) / len(window),
-                            "accuracy": sum(w[1] for w in window) / len(window)})
-            window = []
-    return history
+
+class NIAHBatches:
+    """The probe's training batches: ``batch_size`` sequences at random depths per step, drawn from a generator
+    seeded by ``(seed, step)`` (a resumed run sees the batches an uninterrupted one would). The length cycles
+    through the ``train_lengths`` the curriculum allows at that step (all of them without one)."""
+
+    def __init__(self, cfg, seed: int):
+        self.cfg, self.seed = cfg, seed
+        self.stages = sorted(cfg.train.curriculum, key=lambda stage: stage.until_step)
+
+    def max_len(self, step: int) -> int:
+        stage = next((s for s in self.stages if step <= s.until_step), None)
+        return stage.max_len if stage is not None else max(self.cfg.train_lengths)
+
+    def length(self, step: int) -> int:
+        allowed = [n for n in self.cfg.train_lengths if n <= self.max_len(step)] or [min(self.cfg.train_lengths)]
+        return allowed[step % len(allowed)]
+
+    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
+        rng = np.random.default_rng([self.seed, 1, step])
+        out = []
+        for _ in range(count):
+            tokens, targets = niah_batch(rng, self.cfg, self.cfg.train.batch_size, self.length(step))
+            out.append({"input_ids": tokens, "targets": targets, "attention_mask": torch.ones_like(tokens)})
+        return out
 
 
 @torch.no_grad()

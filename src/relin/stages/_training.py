@@ -136,7 +136,8 @@ def history_columns(rows: list[dict]) -> list[str]:
 
 
 def write_model(out: str | Path, model, tokenizer) -> None:
-    """``save_pretrained`` (fp32, safetensors) of the model and its tokenizer into ``out``, atomically."""
+    """``save_pretrained`` (fp32, safetensors) of the model and its tokenizer (when it has one) into ``out``,
+    atomically."""
     import torch
 
     from ..io import atomic_dir
@@ -144,7 +145,8 @@ def write_model(out: str | Path, model, tokenizer) -> None:
     model = model.to("cpu", torch.float32)
     with atomic_dir(out) as tmp:
         model.save_pretrained(tmp, safe_serialization=True)
-        tokenizer.save_pretrained(tmp)
+        if tokenizer is not None:
+            tokenizer.save_pretrained(tmp)
 
 
 def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker) -> None:
@@ -161,11 +163,13 @@ def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict
 
 def run_training(stage: str, module: str, args: argparse.Namespace, sections, train_cfg,
                  setup: Callable[["DistEnv"], Setup], *, inputs: list[str | Path],
-                 tags: dict[str, str] | None = None) -> None:
+                 tags: dict[str, str] | None = None, finish: Callable[[Any, Any], None] | None = None,
+                 outputs: list[str | Path] = ()) -> None:
     """Build (``setup``), train and save one model inside the stage's MLflow run.
 
     ``module`` is the stage module's name: its code, with the config sections and the digests of
-    ``inputs``, keys the checkpoints (:func:`~relin.train.checkpoint.run_identity`).
+    ``inputs``, keys the checkpoints (:func:`~relin.train.checkpoint.run_identity`). ``finish(model,
+    tracker)`` (rank 0) evaluates the trained model on its device before it is saved, writing ``outputs``.
     """
     from ..tracking import stage_run
     from ..train.checkpoint import release, run_directory, run_identity
@@ -174,8 +178,8 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
 
     use_thread_budget()
     env = dist_env()
-    outputs = [args.out, args.history, args.metrics] if env.is_main else []
-    with stage_run(stage, sections.raw, inputs=inputs if env.is_main else [], outputs=outputs) as tracker:
+    written = [args.out, args.history, args.metrics, *outputs] if env.is_main else []
+    with stage_run(stage, sections.raw, inputs=inputs if env.is_main else [], outputs=written) as tracker:
         tracker.set_tags(tags or {})
         built = setup(env)
         tracker.log_params({"num_parameters": sum(p.numel() for p in built.model.parameters()),
@@ -186,6 +190,8 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
                        tracker=tracker, env=env)
         tracker.record({"wall_s": round(result.wall_s, 2), "resumed_from": result.resumed_from})
         if env.is_main:
+            if finish is not None:
+                finish(result.model, tracker)
             last = result.history[-1] if result.history else {}
             summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
                        "backend": train_cfg.backend,

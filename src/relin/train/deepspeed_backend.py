@@ -8,12 +8,13 @@ scheduler); each rank's RNG state travels beside them.
 from __future__ import annotations
 
 import contextlib
+import math
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-from ..errors import InputError
+from ..errors import InputError, TrainingDiverged
 from .checkpoint import rng_state, set_rng_state
 from .distributed import DistEnv
 from .torch_backend import adamw
@@ -64,9 +65,15 @@ class DeepSpeedEngine:
             self.engine.step()
 
     def step(self) -> float:
+        """Clip, update, advance the schedule; returns the pre-clip gradient norm. A non-finite norm raises
+        :class:`TrainingDiverged` as the torch engine does (ZeRO reduces the gradients inside ``step``, so the
+        norm is known only after it; the loop then stops without checkpointing this step)."""
         self.engine.step()
         norm = self.engine.get_global_grad_norm()
-        return float(norm) if norm is not None else float("nan")
+        norm = float(norm) if norm is not None else float("nan")
+        if not math.isfinite(norm):
+            raise TrainingDiverged(f"gradient norm became {norm}")
+        return norm
 
     def lr(self) -> float:
         return self.engine.get_lr()[0]

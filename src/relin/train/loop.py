@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import torch
 
@@ -42,14 +42,55 @@ class BatchSource(Protocol):
     def max_len(self, step: int) -> int:
         """The longest sequence step ``step`` may hold (logged; a curriculum raises it)."""
 
-    # Optional, for sources that adapt to training (on-policy rollouts and their horizon curriculum):
-    #   observe(step, metrics) -> dict   after each step: its reduced metrics in, extra metrics to log out
-    #   state_dict() -> dict / load_state_dict(dict)   saved in and restored from every checkpoint
-    #   budget() -> dict   what producing the batches cost (e.g. rollout tokens), added to the run's budget
+
+
+@runtime_checkable
+class AdaptiveSource(Protocol):
+    """A :class:`BatchSource` that adapts to training (on-policy rollouts and their horizon curriculum)."""
+
+    def observe(self, step: int, metrics: dict[str, float]) -> dict[str, float]:
+        """After each step: its reduced metrics in, extra metrics to log out."""
+
+    def state_dict(self) -> dict:
+        """Saved in every checkpoint."""
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restored from the checkpoint a run resumes from."""
+
+
+@runtime_checkable
+class CostedSource(Protocol):
+    """A :class:`BatchSource` whose batches cost something beyond the training forward (rollout tokens)."""
+
+    def budget(self) -> dict:
+        """What producing the batches cost, added to the run's :class:`Budget`."""
+
+
+class Engine(Protocol):
+    """An optimizer backend (:class:`~relin.train.torch_backend.TorchEngine`, DeepSpeed ZeRO-2): ``model`` runs the
+    forward (wrapped for data parallelism), ``module`` is the bare model."""
+
+    model: torch.nn.Module
+    module: torch.nn.Module
+
+    def micro_step(self, last: bool):
+        """Context of one micro-batch's forward and backward."""
+
+    def backward(self, loss: torch.Tensor, last: bool) -> None: ...
+
+    def step(self) -> float:
+        """Clip, update, advance the schedule; the pre-clip gradient norm. A non-finite one raises
+        :class:`~relin.errors.TrainingDiverged`."""
+
+    def lr(self) -> float: ...
+
+    def save(self, directory: Path) -> None: ...
+
+    def load(self, directory: Path) -> None: ...
 
 
 def _source_state(batches) -> dict | None:
-    return batches.state_dict() if hasattr(batches, "state_dict") else None
+    return batches.state_dict() if isinstance(batches, AdaptiveSource) else None
 
 
 @dataclass
@@ -90,7 +131,7 @@ def use_bf16(precision: str, device: torch.device) -> bool:
     return precision == "auto" and device.type == "cuda"
 
 
-def make_engine(model: torch.nn.Module, cfg, env: DistEnv, device: torch.device):
+def make_engine(model: torch.nn.Module, cfg, env: DistEnv, device: torch.device) -> Engine:
     lr_fn = lr_multiplier(cfg.schedule, cfg.steps, cfg.warmup_steps, cfg.min_lr_ratio, cfg.decay_fraction)
     bf16 = use_bf16(cfg.precision, device)
     if cfg.backend == "deepspeed":
@@ -192,7 +233,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
         lr = engine.lr()
         metrics["grad_norm"] = engine.step()
-        if hasattr(batches, "observe"):
+        if isinstance(batches, AdaptiveSource):
             metrics.update(batches.observe(step, metrics))
         bar.update(1)
         interval_steps += 1
@@ -216,7 +257,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
     bar.close()
     final_loss = history[-1]["loss"] if history else loss_value
     spent = budget.as_dict()
-    if hasattr(batches, "budget"):
+    if isinstance(batches, CostedSource):
         spent.update(batches.budget())
     return TrainResult(model=engine.module, history=history, steps=cfg.steps, final_loss=final_loss,
                        wall_s=wall_before + time.perf_counter() - began, resumed_from=start, budget=spent)
