@@ -88,8 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 
             print(format_scores(score_results_dir(args.results_dir)))
             return 0
+        from .logs import quiet_libraries
         from .stages import load_stage
 
+        quiet_libraries()
         stage = load_stage(args.command)
         stage.run(args, _sections(args, stage))
         return 0

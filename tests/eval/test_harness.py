@@ -9,10 +9,11 @@ import torch
 from relin.cli import main
 from relin.config.opal import SWAConfig
 from relin.config.teacher import TeacherModelConfig
+from relin.data.tokenizer import load_tokenizer
 from relin.eval.harness import harness_lm, run_tasks
 from relin.models.convert.opal import convert
 from relin.models.generation import generate
-from relin.models.teachers import build_teacher, load_pretrained, load_tokenizer
+from relin.models.teachers import build_teacher, load_pretrained
 
 from ..train.toydata import KEYS, VALUES, word_tokenizer
 

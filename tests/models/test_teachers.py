@@ -3,8 +3,9 @@ import pytest
 import torch
 
 from relin.config.teacher import TeacherModelConfig
+from relin.data.tokenizer import load_tokenizer
 from relin.errors import InputError
-from relin.models.teachers import build_teacher, load_pretrained, load_tokenizer
+from relin.models.teachers import build_teacher, load_pretrained
 
 from ..train.toydata import word_tokenizer
 

@@ -2,7 +2,7 @@
 stages write it) loads back as the same word tokenizer, so the bridge stages encode real words."""
 from __future__ import annotations
 
-from relin.models.teachers import load_tokenizer
+from relin.data.tokenizer import load_tokenizer
 from relin.models.vlm.chat import build_chat_tokenizer
 
 

@@ -49,22 +49,6 @@ def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def section_type(root: type, dotted: str) -> Any:
-    """The declared type of a dotted config path, e.g. ``teacher.models.qwen3`` -> TeacherModelConfig."""
-    tp: Any = root
-    for part in dotted.split("."):
-        if dataclasses.is_dataclass(tp):
-            hints = _type_hints(tp)
-            if part not in hints:
-                raise ConfigError(f"{dotted}: unknown config section ({part!r} is not a key of {tp.__name__})")
-            tp = hints[part]
-        elif get_origin(tp) is dict:
-            tp = get_args(tp)[1]
-        else:
-            raise ConfigError(f"{dotted}: {part!r} is below a plain value")
-    return tp
-
-
 def _describe(tp: Any) -> str:
     origin = get_origin(tp)
     if origin is Literal:

@@ -151,7 +151,7 @@ class Sections:
         from .loader import as_dict
 
         full = as_dict(load_params(paths[0], paths[1:]))  # validates the whole file
-        return cls({key: _lookup(full, key) for key in types}, types)
+        return cls({key: lookup(full, key) for key in types}, types)
 
     def get(self, dotted: str) -> Any:
         if dotted not in self.types or dotted not in self.raw:
@@ -162,7 +162,8 @@ class Sections:
         return convert(self.types[dotted], self.raw[dotted], dotted)
 
 
-def _lookup(mapping: dict, dotted: str) -> Any:
+def lookup(mapping: dict, dotted: str) -> Any:
+    """The value at a dotted path of a plain config mapping."""
     node: Any = mapping
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -170,7 +171,3 @@ def _lookup(mapping: dict, dotted: str) -> Any:
         node = node[part]
     return node
 
-
-def lookup(mapping: dict, dotted: str) -> Any:
-    """The value at a dotted path of a plain config mapping."""
-    return _lookup(mapping, dotted)

@@ -8,9 +8,13 @@ the text exactly. Word level isolates punctuation and splits numbers into single
 """
 from __future__ import annotations
 
-from typing import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
@@ -75,3 +79,39 @@ class WordEncoder:
         """Ids of space-separated words (a string, or a list of words)."""
         words = text.split(" ") if isinstance(text, str) else text
         return [i for w in words for i in self.word(w)]
+
+
+def _saved_class(path: Path) -> str | None:
+    """``tokenizer_class`` of a saved tokenizer's ``tokenizer_config.json`` (None when absent or unreadable)."""
+    import json
+
+    try:
+        return json.loads((path / "tokenizer_config.json").read_text()).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
+    """The project's tokenizer saved with ``save_pretrained`` (pad/bos/eos/unk special tokens)."""
+    from transformers import AutoTokenizer, PreTrainedTokenizerFast
+
+    path = Path(path)
+    if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
+        raise InputError(f"tokenizer {path}: not a save_pretrained tokenizer directory "
+                         f"(expected tokenizer.json)")
+    # A tokenizer saved beside a model's config.json would be rebuilt by AutoTokenizer as that model type's
+    # class (qwen2 -> Qwen2Tokenizer, byte-level), which drops the project's word pre-tokenizer: every word
+    # vanishes. A tokenizer saved as the generic backend is therefore loaded as exactly that.
+    generic = _saved_class(path) in ("TokenizersBackend", "PreTrainedTokenizerFast")
+    try:
+        if generic:
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    except Exception as err:  # noqa: BLE001 - json, tokenizers and OS errors all mean a damaged file
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise InputError(f"tokenizer {path}: unreadable, a file is damaged ({first}); regenerate it "
+                         f"(the stage that wrote it, e.g. relin synth-text)") from None
+    if tokenizer.pad_token_id is None:
+        raise InputError(f"tokenizer {path}: has no pad token (expected pad/bos/eos/unk special tokens)")
+    return tokenizer

@@ -4,13 +4,12 @@ in the chat format; answers are written and scored in the official layout (:mod:
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from ..devices import model_device
+from ..logs import progress
 from .mme import MMEAnswer, score_results_dir, write_results_file
 
 # The yes/no answer is one word and the end of turn; a few tokens more leave room for a verbose model.
@@ -28,7 +27,7 @@ def answer_with_images(model, tokenizer, questions: list[dict], features: torch.
     device = model_device(model)
     preds = []
     model.eval()
-    for lo in tqdm(range(0, len(questions), batch_size), desc="mme", file=sys.stderr):
+    for lo in progress(range(0, len(questions), batch_size), desc="mme"):
         chunk = questions[lo:lo + batch_size]
         rows = [expand_image_tokens(ids, ids, image_id, features.shape[1])[0] for ids in
                 (encode_prompt(tokenizer, [{"role": "user", "content": f"{IMAGE} {q['question']}"}]) for q in chunk)]
@@ -51,7 +50,7 @@ def answer_from_captions(llm, tokenizer, questions: list[dict], captions: list[s
     device = model_device(llm)
     preds = []
     llm.eval()
-    for lo in tqdm(range(0, len(questions), batch_size), desc="mme text", file=sys.stderr):
+    for lo in progress(range(0, len(questions), batch_size), desc="mme text"):
         chunk = questions[lo:lo + batch_size]
         rows = [encode_prompt(tokenizer, [{"role": "user", "content": f"{captions[q['index']]} . {q['question']}"}])
                 for q in chunk]

@@ -85,39 +85,3 @@ def load_pretrained(reference: str, *, allow_network: bool = False) -> "PreTrain
         where = "local directory" if is_local else ("hub" if allow_network else "local hub cache (network off)")
         first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"model {reference}: could not load from the {where} ({first_line})") from None
-
-
-def _saved_class(path: Path) -> str | None:
-    """``tokenizer_class`` of a saved tokenizer's ``tokenizer_config.json`` (None when absent or unreadable)."""
-    import json
-
-    try:
-        return json.loads((path / "tokenizer_config.json").read_text()).get("tokenizer_class")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
-    """The project's tokenizer saved with ``save_pretrained`` (pad/bos/eos/unk special tokens)."""
-    from transformers import AutoTokenizer, PreTrainedTokenizerFast
-
-    path = Path(path)
-    if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
-        raise InputError(f"tokenizer {path}: not a save_pretrained tokenizer directory "
-                         f"(expected tokenizer.json)")
-    # A tokenizer saved beside a model's config.json would be rebuilt by AutoTokenizer as that model type's
-    # class (qwen2 -> Qwen2Tokenizer, byte-level), which drops the project's word pre-tokenizer: every word
-    # vanishes. A tokenizer saved as the generic backend is therefore loaded as exactly that.
-    generic = _saved_class(path) in ("TokenizersBackend", "PreTrainedTokenizerFast")
-    try:
-        if generic:
-            tokenizer = PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
-    except Exception as err:  # noqa: BLE001 - json, tokenizers and OS errors all mean a damaged file
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-        raise InputError(f"tokenizer {path}: unreadable, a file is damaged ({first}); regenerate it "
-                         f"(the stage that wrote it, e.g. relin synth-text)") from None
-    if tokenizer.pad_token_id is None:
-        raise InputError(f"tokenizer {path}: has no pad token (expected pad/bos/eos/unk special tokens)")
-    return tokenizer

@@ -11,12 +11,12 @@ import numpy as np
 from matplotlib import colormaps
 from matplotlib.figure import Figure
 
+from ..eval.plots import DPI
 from .inputs import EvalResult, NamedRows
 
 if TYPE_CHECKING:
     from .lm_scores import ItemScores
 
-DPI = 120
 CURVES = (("loss", "training loss", "log"), ("accuracy", "training token accuracy", "linear"),
           ("lr", "learning rate", "linear"))
 

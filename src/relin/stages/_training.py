@@ -71,7 +71,7 @@ class TextData:
     @classmethod
     def load(cls, path: str | Path) -> "TextData":
         from ..data.loaders import load_split
-        from ..models.teachers import load_tokenizer
+        from ..data.tokenizer import load_tokenizer
 
         path = Path(path)
         train = load_split(path, "train", ("task", "input_ids", "labels", "prompt_len"))

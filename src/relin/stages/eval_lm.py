@@ -39,12 +39,13 @@ def run(args: argparse.Namespace, sections) -> None:
     from .. import tracking
     from ..artifacts import BY_LENGTH_COLUMNS, ITEM_COLUMNS
     from ..config.loader import as_dict
+    from ..data.tokenizer import load_tokenizer
     from ..devices import compute_device
     from ..errors import InputError
     from ..eval.data import load_eval_split, tokenizer_dir
     from ..eval.lm import evaluate_lm
     from ..io import atomic_write_csv, atomic_write_json
-    from ..models.teachers import load_pretrained, load_tokenizer
+    from ..models.teachers import load_pretrained
 
     cfg = sections.get("eval")
     rows = load_eval_split(args.data)

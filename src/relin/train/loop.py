@@ -197,10 +197,12 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         if state.get("source") is not None:
             batches.load_state_dict(state["source"])
 
-    from tqdm import tqdm
+    from ..logs import progress as progress_bar
+    from ..logs import to_terminal
 
-    bar = tqdm(total=cfg.steps, initial=start, file=sys.stderr, disable=not (progress and env.is_main),
-               desc="train", dynamic_ncols=True, mininterval=1.0)
+    bar = progress_bar(total=cfg.steps, initial=start, disable=not (progress and env.is_main), desc="train",
+                       dynamic_ncols=True, mininterval=1.0)
+    lines = progress and env.is_main and not to_terminal()  # a log file gets a line per logged step
     began = time.perf_counter()
     interval_tokens, interval_start, interval_sums, interval_steps = 0, time.perf_counter(), {}, 0
     loss_value = history[-1]["loss"] if history else float("nan")
@@ -247,6 +249,9 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             history.append(row)
             tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step)
             bar.set_postfix(loss=f"{means['loss']:.4f}", refresh=False)
+            if lines:
+                print(f"step {step}/{cfg.steps}  loss {means['loss']:.4f}  lr {lr:.2e}  "
+                      f"{row['tokens_per_s']:.0f} tokens/s", file=sys.stderr, flush=True)
             interval_tokens, interval_start, interval_sums, interval_steps = 0, now, {}, 0
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             staging = checkpoints.staging(step)

@@ -75,7 +75,7 @@ class VisionData:
         return load_tensors(self.path / "images.safetensors", "synth-vision images")
 
     def tokenizer(self):
-        from ...models.teachers import load_tokenizer
+        from ..tokenizer import load_tokenizer
 
         return load_tokenizer(self.path / "tokenizer")
 

@@ -14,6 +14,7 @@ from torch import nn
 
 from ...errors import InputError
 from ...layers.bridges import Bridge
+from ..cache_api import cache_kwargs, output_cache
 
 
 class BridgeVLM(nn.Module):
@@ -51,8 +52,8 @@ class BridgeVLM(nn.Module):
         for _ in range(max_new_tokens):
             positions = (mask.long().cumsum(-1) - 1).clamp_min(0)[:, -step_embeds.shape[1]:]
             result = self.llm(inputs_embeds=step_embeds, attention_mask=mask, position_ids=positions,
-                              past_key_values=past, use_cache=True)
-            past = result.past_key_values
+                              use_cache=True, **cache_kwargs(self.llm, past))
+            past = output_cache(result)
             token = result.logits[:, -1].argmax(-1)
             for i, t in enumerate(token.tolist()):
                 if not done[i]:

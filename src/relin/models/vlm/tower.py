@@ -70,19 +70,18 @@ def patch_features(vision, images: "torch.Tensor", select_layer: int = -2, batch
                    progress: bool = True) -> "torch.Tensor":
     """Features ``[N, P, d_vision]`` (fp32) of uint8 images ``[N, H, W, 3]``: hidden state ``select_layer``
     of the vision transformer without its CLS token, computed on the tower's device."""
-    import sys
 
     import torch
-    from tqdm import tqdm
 
     from ...devices import model_device
+    from ...logs import progress as bar
 
     vision.eval()
     device = model_device(vision)
     size = vision.config.image_size
     out = []
     with torch.no_grad():
-        for lo in tqdm(range(0, len(images), batch_size), desc="features", file=sys.stderr, disable=not progress):
+        for lo in bar(range(0, len(images), batch_size), desc="features", disable=not progress):
             pixels = pixel_values(images[lo:lo + batch_size], size).to(device)
             hidden = vision(pixel_values=pixels, output_hidden_states=True).hidden_states
             out.append(hidden[select_layer][:, 1:].float().cpu())

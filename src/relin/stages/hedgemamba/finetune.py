@@ -51,6 +51,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...models.convert.hedgemamba import random_mamba_from_teacher
     from ...models.teachers import load_pretrained
     from ...train.objectives import build_objective
+    from ...train.trainable import train_only
 
     cfg = sections.get("hedgemamba.finetune")
     train_cfg = cfg.train
@@ -67,8 +68,7 @@ def run(args: argparse.Namespace, sections) -> None:
                                                 kernel_backend=sections.get("hedgemamba.kernel_backend"))
         else:
             student = load_pretrained(args.student)
-        for name, param in student.named_parameters():
-            param.requires_grad_(not frozen(name, cfg.freeze))
+        train_only(student, lambda name: not frozen(name, cfg.freeze))
         return Setup(student, data.tokenizer, build_objective("ce"), data.step_batches(train_cfg, env))
 
     run_training("hedgemamba-finetune", __name__, args, sections, train_cfg, setup,

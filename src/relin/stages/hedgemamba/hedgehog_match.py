@@ -25,6 +25,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...models.teachers import load_pretrained
     from ...train.objectives import AttentionMatch
     from ...train.teacher import FrozenTeacher
+    from ...train.trainable import train_only
 
     cfg = sections.get("hedgemamba.match")
 
@@ -33,8 +34,7 @@ def run(args: argparse.Namespace, sections) -> None:
         student = hedgehog_from_teacher(teacher, seed=cfg.train.seed, hedgehog=sections.get("hedgemamba.hedgehog"),
                                         kernel_backend=sections.get("hedgemamba.kernel_backend"))
         data.check_fits(student.config.max_position_embeddings, "max_position_embeddings")
-        for name, param in student.named_parameters():
-            param.requires_grad_(".feature_map_" in name)
+        train_only(student, lambda name: ".feature_map_" in name)
         prefix = teacher.base_model_prefix
         layers = {f"model.layers.{i}.linear_attn": f"{prefix}.layers.{i}.attention"
                   for i in range(student.config.num_hidden_layers)}

@@ -18,9 +18,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
+    from ...data.tokenizer import load_tokenizer
     from ...data.vision.artifact import VisionData, load_features
     from ...layers.bridges import Bridge
-    from ...models.teachers import load_pretrained, load_tokenizer
+    from ...models.teachers import load_pretrained
     from ...models.vlm.chat import IMAGE
     from ...models.vlm.model import BridgeVLM
     from ...train.objectives import build_objective

@@ -18,8 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
+    from ...data.tokenizer import load_tokenizer
     from ...data.vision.artifact import VisionData, load_features
-    from ...models.teachers import load_tokenizer
     from ...models.vlm.model import BridgeVLM
     from ...train.objectives import build_objective
 

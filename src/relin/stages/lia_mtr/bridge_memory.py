@@ -23,15 +23,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    import sys
 
     from matplotlib.figure import Figure
-    from tqdm import tqdm
 
     from ...devices import compute_device, device_name
     from ...eval.bridge_memory import growth_exponent, measure_cpu, measure_cuda, variants
     from ...eval.plots import save_figure
     from ...io import atomic_write_csv, atomic_write_json
+    from ...logs import progress
     from ...tracking import stage_run
 
     cfg = sections.get("lia_mtr.memory")
@@ -39,7 +38,7 @@ def run(args: argparse.Namespace, sections) -> None:
     rows = []
     device = compute_device()
     with stage_run("bridge-memory", sections.raw, outputs=[args.table, args.metrics]) as tracker:
-        for bridge, impl, n in tqdm(points, desc="memory", file=sys.stderr):
+        for bridge, impl, n in progress(points, desc="memory"):
             if device.type == "cuda":
                 result = measure_cuda(bridge, impl, n, cfg.d_vision, cfg.d_llm, cfg.num_scales)
             else:

@@ -46,7 +46,8 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("lia_mtr.llm")
     data = VisionData.load(args.data)
     if cfg.pretrained:
-        from ...models.teachers import load_pretrained, load_tokenizer
+        from ...data.tokenizer import load_tokenizer
+        from ...models.teachers import load_pretrained
         from ...tracking import stage_run
         from .._training import write_outputs
 

@@ -30,13 +30,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
+    from ...data.tokenizer import load_tokenizer
     from ...data.vision.artifact import VisionData, load_features
     from ...devices import compute_device
     from ...errors import InputError
     from ...eval.mme_answers import answer_with_images, write_and_score
     from ...eval.plots import save_figure
     from ...io import atomic_dir, atomic_write_json
-    from ...models.teachers import load_tokenizer
     from ...models.vlm.model import BridgeVLM
     from ...tracking import stage_run
     from .._training import use_thread_budget

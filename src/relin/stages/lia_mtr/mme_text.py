@@ -24,12 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
+    from ...data.tokenizer import load_tokenizer
     from ...data.vision.artifact import VisionData
     from ...data.vision.synth import Scene, caption
     from ...devices import compute_device
     from ...eval.mme_answers import answer_from_captions, write_and_score
     from ...io import atomic_dir, atomic_write_json
-    from ...models.teachers import load_pretrained, load_tokenizer
+    from ...models.teachers import load_pretrained
     from ...tracking import stage_run
     from .._training import use_thread_budget
 

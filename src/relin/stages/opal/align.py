@@ -20,6 +20,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...models.teachers import load_pretrained
     from ...train.objectives import LayerAlignment
     from ...train.teacher import FrozenTeacher
+    from ...train.trainable import train_only
 
     cfg = sections.get("opal.align")
 
@@ -27,8 +28,7 @@ def run(args: argparse.Namespace, sections) -> None:
         data, student = TextData.load(args.data), load_pretrained(args.student)
         layers = {f"model.layers.{i}.linear_attn": f"model.layers.{i}.self_attn"
                   for i, layer in enumerate(student.model.layers) if layer.kind == "gdn"}
-        for name, param in student.named_parameters():
-            param.requires_grad_(".linear_attn." in name)
+        train_only(student, lambda name: ".linear_attn." in name)
         objective = LayerAlignment(FrozenTeacher(load_pretrained(args.teacher)), layers, cfg.loss, cfg.inputs)
         batches = data.step_batches(cfg.train, env, held_out(sections.get("opal.niah_protocol")))
         return Setup(student, data.tokenizer, objective, batches)

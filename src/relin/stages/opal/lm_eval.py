@@ -26,11 +26,12 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from ... import tracking
     from ...config.loader import as_dict
+    from ...data.tokenizer import load_tokenizer
     from ...devices import compute_device
     from ...errors import ConfigError
     from ...eval.harness import harness_lm, run_tasks
     from ...io import atomic_write_json
-    from ...models.teachers import load_pretrained, load_tokenizer
+    from ...models.teachers import load_pretrained
 
     cfg = sections.get("opal.lm_eval")
     if not cfg.tasks:

@@ -1,0 +1,44 @@
+"""What a stage writes to its log: its own lines, not the libraries' chatter.
+
+Every stage runs with :func:`quiet_libraries` (called by the CLI): transformers, datasets and the hub keep
+their warnings and errors but drop progress bars and load reports, DeepSpeed is told the accelerator on a
+machine without a GPU instead of warning that it guessed, MLflow logs at warning level. :func:`progress` is
+a tqdm bar on a terminal and nothing in a log file (a bar there is a ``\\r`` stream); long loops print a plain
+line per logged step instead (the training loop does).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+
+def to_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+def quiet_libraries() -> None:
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    if "DS_ACCELERATOR" not in os.environ:
+        import torch
+
+        if not torch.cuda.is_available():
+            os.environ["DS_ACCELERATOR"] = "cpu"
+    for name in ("mlflow", "deepspeed", "DeepSpeed"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    import datasets
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    datasets.disable_progress_bars()
+
+
+def progress(iterable: Any = None, **kwargs: Any):
+    """``tqdm`` on stderr when it is a terminal; a pass-through in a log file."""
+    from tqdm import tqdm
+
+    disable = kwargs.pop("disable", False) or not to_terminal()
+    return tqdm(iterable, file=sys.stderr, disable=disable, **kwargs)
