@@ -84,3 +84,13 @@ def test_onpolicy_against_a_control_needs_its_interval_clear_of_zero(onpolicy, c
               _items("opal-offpolicy_matched", {f: control for f in FAMILIES}, offset=offset)]
     verdict = _claims(models)[0]["On-policy beats off-policy on dataset text"].verdict
     assert verdict.outcome == outcome and verdict.reason.startswith(reason)
+
+
+def test_every_declared_opal_model_is_a_row_of_table4():
+    from relin.config.opal import MODELS
+    from relin.report.opal import name
+
+    models = [_items("teacher-qwen3", STRONG), *(_items(name(m), {}) for m in MODELS)]
+    scores = ItemScores(models, resamples=100)
+    rows = [row[0] for row in table4(scores, SETTINGS, [name(m) for m in MODELS]).rows]
+    assert rows[:len(MODELS) + 1] == ["teacher-qwen3", *(name(m) for m in MODELS)]

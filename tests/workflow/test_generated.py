@@ -56,7 +56,8 @@ def test_dvc_stages_mirror_the_snakemake_jobs(generated_dvc_yaml):
     assert not any(dep.startswith(("src/relin/eval", "src/relin/report")) for dep in teacher["deps"]), \
         "a teacher stage depends only on the code it runs"
     assert {d for d in teacher["deps"] if d.startswith("src/relin/data")} == {
-        "src/relin/data/__init__.py", "src/relin/data/loaders.py"}, "not the generators"
+        "src/relin/data/__init__.py", "src/relin/data/loaders.py", "src/relin/data/tokenizer.py"}, \
+        "the loaders and the tokenizer, not the generators"
     assert teacher["cmd"].startswith("relin run-job teacher_lm results/teacher/qwen3/model ")
     assert all(spec == {"persist": True} for key in ("outs", "metrics", "plots") for out in teacher[key]
                for spec in out.values()), "DVC must never delete an output Snakemake may be reading"
@@ -126,3 +127,22 @@ def test_typed_config_override_reaches_the_stage(tmp_path):
     repo = copy_repository(tmp_path)
     out = snakemake(repo, "-n", "-p", "--config", "teacher={train: {lr: 0.003}}").stdout
     assert '"lr": 0.003' in out and '"lr": "0.003"' not in out, out
+
+
+def test_every_declared_model_is_a_dag_target_and_a_report_input():
+    """A paper's table in config/<paper>.py is the one place a model is declared: each is built by a job, scored,
+    and read by the report."""
+    from relin.config.hedgemamba import MODELS as HEDGEMAMBA
+    from relin.config.lia_mtr import LiaMtrConfig
+    from relin.config.opal import MODELS as OPAL
+
+    jobs = gen_dvc.snakemake_jobs(ROOT)
+    built = {str(path) for job in jobs for path in job.output}
+    report = {str(path) for job in jobs if job.rule.name == "report" for path in job.input}
+    for paper, models in (("opal", OPAL), ("hedgemamba", HEDGEMAMBA)):
+        for name in models:
+            assert f"results/{paper}/{name}/model" in built, (paper, name)
+            assert {f"results/eval/{paper}-{name}/metrics.json", f"results/eval/{paper}-{name}/items.csv"} <= report
+    for bridge in LiaMtrConfig().bridges:
+        assert f"results/lia_mtr/instruct/{bridge}/model" in built, bridge
+        assert f"results/lia_mtr/mme/{bridge}/answers" in report, bridge
