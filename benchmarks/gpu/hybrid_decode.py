@@ -25,6 +25,8 @@ from pathlib import Path
 
 import torch
 
+from relin.eval.decode_speed import cache_bytes
+
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 DTYPE = torch.bfloat16 if DEVICE == "cuda" else torch.float32
 
@@ -61,13 +63,6 @@ def hybrid_of(teacher):
     kept = set(kept_attention_layers(layers, 4))
     types = ["attention" if i in kept else "gdn" for i in range(layers)]
     return convert(teacher, types, kernel_backend="auto").to(DEVICE, DTYPE).eval()
-
-
-def cache_bytes(cache) -> tuple[int, int]:
-    if hasattr(cache, "nbytes"):
-        held = cache.nbytes()
-        return held["kv"], held["recurrent"]
-    return sum(layer.keys.nbytes + layer.values.nbytes for layer in cache.layers), 0
 
 
 def step(model, ids, mask, cache):
