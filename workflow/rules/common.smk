@@ -40,12 +40,14 @@ def lm_model(wildcards):
     return LM_MODELS[wildcards.name]
 
 
-# HedgeMamba's GPT-NeoX teacher.
+# HedgeMamba's GPT-NeoX teacher, and its evaluation's name.
 HEDGEMAMBA_TEACHER = f"results/teacher/{config['hedgemamba']['teacher']}/model"
+HEDGEMAMBA_TEACHER_EVAL = f"teacher-{config['hedgemamba']['teacher']}"
 
 
-# OPAL: the teacher it converts, and what each off-policy phase starts from.
+# OPAL: the teacher it converts (and its evaluation's name), and what each off-policy phase starts from.
 OPAL_TEACHER = f"results/teacher/{config['opal']['teacher']}/model"
+OPAL_TEACHER_EVAL = f"teacher-{config['opal']['teacher']}"
 
 
 def opal_previous(wildcards):
@@ -73,3 +75,17 @@ def opal_budget(wildcards):
 def opal_offpolicy_sections(wildcards):
     extra = ["opal.onpolicy"] if wildcards.phase == "teacher" else []
     return sections(f"opal.offpolicy_{wildcards.phase}", "opal.niah_protocol", *extra)
+
+
+def hedgemamba_start(wildcards):
+    """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random control) or stage 1."""
+    return {"hedgemamba": "results/hedgemamba/init/model", "random": HEDGEMAMBA_TEACHER,
+            "hedgehog": "results/hedgemamba/hedgehog/model"}[HEDGEMAMBA_FINETUNES[wildcards.model]]
+
+
+def hedgemamba_finetune_sections(wildcards):
+    """The random control also reads stage 1's budget and the layers' options it builds from scratch."""
+    if HEDGEMAMBA_FINETUNES[wildcards.model] == "random":
+        return sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
+                        "hedgemamba.kernel_backend")
+    return sections("hedgemamba.finetune")

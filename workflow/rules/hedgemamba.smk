@@ -50,20 +50,6 @@ rule hedgemamba_init:
         " --out {output.model} --check {output.check} > {log} 2>&1"
 
 
-def hedgemamba_start(wildcards):
-    """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random control) or stage 1."""
-    return {"hedgemamba": "results/hedgemamba/init/model", "random": HEDGEMAMBA_TEACHER,
-            "hedgehog": "results/hedgemamba/hedgehog/model"}[HEDGEMAMBA_FINETUNES[wildcards.model]]
-
-
-def hedgemamba_finetune_sections(wildcards):
-    """The random control also reads stage 1's budget and the layers' options it builds from scratch."""
-    if HEDGEMAMBA_FINETUNES[wildcards.model] == "random":
-        return sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
-                        "hedgemamba.kernel_backend")
-    return sections("hedgemamba.finetune")
-
-
 rule hedgemamba_finetune:
     """HedgeMamba stage 2 (finetune) and its controls (random: same shape from random init, same budget;
     hedgehog_only: stage 1 fine-tuned without the conversion): CE fine-tune of all but the embeddings."""
@@ -93,3 +79,12 @@ rule hedgemamba_finetune:
         "relin hedgemamba-finetune --config {params.cfg:q} --variant {params.variant}"
         " --student {input.student} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"
+
+
+rule hedgemamba:
+    """HedgeMamba alone (`snakemake --cores 2 hedgemamba`): the teacher, stage 1, the exact initialisation,
+    stage 2 and its controls, evaluated."""
+    input:
+        expand("results/eval/{name}/metrics.json",
+               name=[HEDGEMAMBA_TEACHER_EVAL, *(f"hedgemamba-{m}" for m in HEDGEMAMBA_MODELS)]),
+        "results/hedgemamba/init/check.json",

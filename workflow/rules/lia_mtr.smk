@@ -316,3 +316,10 @@ LIA_MTR_REPORT = [
     "results/lia_mtr/memory/memory.csv",
     "results/lia_mtr/probe/probe.json",
 ]
+
+
+rule lia_mtr:
+    """LIA-MTR alone (`snakemake --cores 2 lia_mtr`): every bridge through both phases and MME, the text-only
+    reference, the bridge NIAH, memory against N and the gate probe."""
+    input:
+        LIA_MTR_REPORT,

@@ -167,3 +167,12 @@ rule opal_lm_eval:
     shell:
         "relin lm-eval --config {params.cfg:q} --model {input.model} --name {wildcards.name} --out {output}"
         " > {log} 2>&1"
+
+
+rule opal:
+    """OPAL alone (`snakemake --cores 2 opal`): the teacher, every converted, trained and control model evaluated,
+    and the decode benchmark."""
+    input:
+        expand("results/eval/{name}/metrics.json", name=[OPAL_TEACHER_EVAL, *(f"opal-{m}" for m in OPAL_MODELS)]),
+        "results/opal/speed.csv",
+        OPAL_LM_EVAL,
