@@ -62,3 +62,15 @@ def test_command_line_overrides_get_their_declared_types():
                      "report": {"title": "123"}}
     with pytest.raises(ConfigError, match=r"^--config: teacher.train.lr: expected a number, got 'fast'"):
         load_layers([("params.yaml", PARAMS), ("--config", typed_overrides({"teacher": {"train": {"lr": "fast"}}}))])
+
+
+@pytest.mark.parametrize("family, key, value", [("qwen3", "rotary_pct", 0.5), ("gpt_neox", "num_key_value_heads", 2),
+                                                 ("gpt_neox", "head_dim", 16)])
+def test_a_teacher_option_its_architecture_ignores_is_one_clear_error(family, key, value):
+    from relin.config.loader import build
+    from relin.config.teacher import TeacherModelConfig
+
+    with pytest.raises(ConfigError, match=f"teacher.models.x.{key}: a {family} teacher has no such option") as err:
+        build(TeacherModelConfig, {"family": family, key: value}, "teacher.models.x")
+    assert len(str(err.value).splitlines()) == 1
+    assert build(TeacherModelConfig, {"family": "gpt_neox"}, "t").rotary_fraction == 0.25, "Pythia's by default"

@@ -207,3 +207,51 @@ def test_a_qwen3_teacher_is_one_line():
 
 def test_identity_decay_rounds_to_one_in_fp32():
     assert torch.exp(torch.tensor(-math.exp(-20.0) * 1.0, dtype=torch.float32)).item() == 1.0
+
+
+def _one_step(model, lr):
+    from relin.config.train import TrainConfig
+    from relin.train.torch_backend import adamw
+
+    optimizer = adamw(model, TrainConfig(lr=lr, weight_decay=0.0))  # stage 2's (params.yaml)
+    ids, mask = _inputs(seed=3)
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if n.endswith(("A_log", "dt_bias"))}
+    loss = F.cross_entropy(model(ids, attention_mask=mask).logits[:, :-1].flatten(0, 1), ids[:, 1:].flatten())
+    loss.backward()
+    optimizer.step()
+    return {n: (p.detach() - before[n]).abs().max().item() for n, p in model.named_parameters() if n in before}
+
+
+def test_stage_2_moves_the_decay_and_its_step_from_the_exact_init(hedgehog):
+    """At A_log = -20 the gradient of A_log is ~1e-12: stage 2's optimizer settings move A_log and dt_bias by more
+    than 1e-3 · lr in one step; the default AdamW leaves A_log within float32 rounding of -20."""
+    import copy
+
+    from relin.config.hedgemamba import FinetuneConfig
+    from relin.stages.hedgemamba.finetune import unlock
+
+    lr = 1e-3
+    tuned = hedgemamba_from_hedgehog(copy.deepcopy(hedgehog)).train()
+    unlock(tuned, FinetuneConfig())
+    moved = _one_step(tuned, lr)
+    assert len(moved) == 2 * TEACHER.num_hidden_layers and min(moved.values()) > 1e-3 * lr, moved
+    plain = hedgemamba_from_hedgehog(copy.deepcopy(hedgehog)).train()
+    stuck = {n: d for n, d in _one_step(plain, lr).items() if n.endswith("A_log")}
+    assert max(stuck.values()) < 1e-3 * min(d for n, d in moved.items() if n.endswith("A_log")), stuck
+
+
+def test_the_mil_initialisation_copies_the_teachers_projections_exactly(teacher):
+    """Mamba-in-the-Llama's control: C <- q, B <- k, x <- v, out <- o of each layer, the feature maps untrained."""
+    from relin.models.convert.hedgemamba import split_fused_qkv
+
+    mil = hedgemamba_from_hedgehog(hedgehog_from_teacher(teacher))
+    heads = TEACHER.num_attention_heads
+    for i, layer in enumerate(mil.model.layers):
+        attention = teacher.gpt_neox.layers[i].attention
+        qkv = split_fused_qkv(attention.query_key_value.weight, attention.query_key_value.bias, heads)
+        for mamba_name, proj in (("C_proj", "q_proj"), ("B_proj", "k_proj"), ("x_proj", "v_proj")):
+            block = getattr(layer.mamba, mamba_name)
+            assert torch.equal(block.weight, qkv[f"{proj}.weight"]) and torch.equal(block.bias, qkv[f"{proj}.bias"])
+        assert torch.equal(layer.mamba.out_proj.weight, attention.dense.weight)
+        fmap = layer.mamba.feature_map_B
+        assert torch.equal(fmap.weight, torch.eye(fmap.weight.shape[-1]).expand_as(fmap.weight)), "φ at its init"

@@ -90,3 +90,41 @@ def test_bad_options_are_one_line(teacher):
     with pytest.raises(ConfigError, match="query_block: expected >= 1"):
         _objective(teacher, block=0)
     assert "attention_match" in str(pytest.raises(ConfigError, build_objective, "attention_mtch").value)
+
+
+@pytest.mark.parametrize("loss", ["cosine", "output_mse", "attention_ce"])
+def test_each_loss_equals_its_hand_computed_value(teacher, loss):
+    """The objective's per-layer loss against the formula on the layer's output and the teacher's: cosine
+    1 - cos(y, y_T), MSE mean over features of (y - y_T)², CE -Σ_j A_ij log Â_ij (mean over heads), summed over
+    real positions."""
+
+    student = hedgehog_from_teacher(teacher)
+    batch = _batch(seed=4)
+    objective = _objective(teacher, loss)
+    with torch.no_grad():
+        out = objective(student, batch)
+        reference = objective.teacher(batch)
+    real = batch["attention_mask"].bool()
+    positions = (batch["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+    for i in range(2):
+        layer = student.model.layers[i].linear_attn
+        x = reference.inputs[f"gpt_neox.layers.{i}.attention"]
+        rope = student.model.rotary(positions, x.dtype)
+        with torch.no_grad():
+            y = layer(x, rope, batch["attention_mask"])[0].float()
+            y_t = reference.outputs[f"gpt_neox.layers.{i}.attention"].float()
+            q, k, _, q_rot, k_rot = layer.projections(x, rope)
+            fq, fk = layer.features(q, k, q_rot, k_rot, real.float())
+        if loss == "cosine":
+            expected = (1 - (y * y_t).sum(-1) / (y.norm(dim=-1) * y_t.norm(dim=-1)))[real].sum()
+        elif loss == "output_mse":
+            expected = ((y - y_t) ** 2).mean(-1)[real].sum()
+        else:
+            steps = x.shape[1]
+            allowed = torch.ones(steps, steps).tril().bool()[None, None] & real[:, None, None, :]
+            a = (torch.einsum("bihd,bjhd->bhij", q_rot, k_rot) * q_rot.shape[-1] ** -0.5).masked_fill(
+                ~allowed, float("-inf")).softmax(-1)
+            scores = torch.einsum("bihf,bjhf->bhij", fq, fk) * allowed
+            a_hat = scores / scores.sum(-1, keepdim=True)
+            expected = (-(a * a_hat.clamp_min(1e-12).log()).sum(-1).mean(1))[real].sum()
+        torch.testing.assert_close(out.sums[f"match_loss/layer{i}"], expected, rtol=1e-4, atol=1e-4)

@@ -76,16 +76,24 @@ def test_paper_config_runs_every_stage_from_a_local_pythia_offline(checkpoint, t
     assert check["max_abs_logit_diff"] < 1e-4 < check["max_abs_logit"]
 
     assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "hedgemamba", "--student", tmp_path / "init",
-                  "--data", toy_dataset, *_outputs(tmp_path, "finetune")) == 0
+                  "--data", toy_dataset, "--decays", tmp_path / "finetune-decays.json",
+                  *_outputs(tmp_path, "finetune")) == 0
     init, tuned = load_pretrained(str(tmp_path / "init")), load_pretrained(str(tmp_path / "finetune"))
     assert tuned.model.embed_tokens.weight.equal(init.model.embed_tokens.weight)
     assert tuned.lm_head.weight.equal(init.lm_head.weight)
     assert not tuned.model.layers[0].mamba.conv.weight.equal(init.model.layers[0].mamba.conv.weight)
     assert not tuned.model.layers[1].mamba.z_proj.weight.equal(init.model.layers[1].mamba.z_proj.weight)
+    decays = json.loads((tmp_path / "finetune-decays.json").read_text())
+    assert [layer["layer"] for layer in decays["init"]] == [0, 1] and decays["init"][0]["A_log"][0] == -20.0
+    assert abs(decays["trained"][0]["A_log"][0] + 20.0) > 1e-3, "Λ moves in stage 2"
 
     assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "random", "--student", teacher,
-                  "--data", toy_dataset, *_outputs(tmp_path, "random")) == 0
+                  "--data", toy_dataset, "--decays", tmp_path / "random-decays.json",
+                  *_outputs(tmp_path, "random")) == 0
     assert json.loads((tmp_path / "random.json").read_text())["steps"] == 4     # stage 1's 2 steps + stage 2's 2
+    assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "mil", "--student", teacher,
+                  "--data", toy_dataset, "--decays", tmp_path / "mil-decays.json", *_outputs(tmp_path, "mil")) == 0
+    assert json.loads((tmp_path / "mil.json").read_text())["steps"] == 4
 
 
 def test_the_control_budget_counts_rows():

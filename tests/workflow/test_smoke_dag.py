@@ -87,10 +87,12 @@ OPAL_JOBS = {"opal_convert[mixer=gdn]", "opal_convert[mixer=swa]", "opal_align",
                                                    "onpolicy", "offpolicy_matched", "offpolicy_teacher"))}
 
 
-HEDGEMAMBA_MODELS = ("hedgehog", "finetune", "random", "hedgehog_only")
-HEDGEMAMBA_FINETUNE_JOBS = {f"hedgemamba_finetune[model={n}]" for n in ("finetune", "random", "hedgehog_only")}
-HEDGEMAMBA_JOBS = {"hedgehog_match", "hedgemamba_init", *HEDGEMAMBA_FINETUNE_JOBS,
-                   *(f"eval_lm[name=hedgemamba-{n}]" for n in HEDGEMAMBA_MODELS)}
+HEDGEMAMBA_STAGE1 = ("hedgehog", "hedgehog_attention_ce", "hedgehog_output_mse")
+HEDGEMAMBA_STAGE2 = ("finetune", "random", "mil", "hedgehog_only")
+HEDGEMAMBA_MODELS = (*HEDGEMAMBA_STAGE1, *HEDGEMAMBA_STAGE2)
+HEDGEMAMBA_FINETUNE_JOBS = {f"hedgemamba_finetune[model={n}]" for n in HEDGEMAMBA_STAGE2}
+HEDGEMAMBA_JOBS = {*(f"hedgehog_match[model={n}]" for n in HEDGEMAMBA_STAGE1), "hedgemamba_init",
+                   *HEDGEMAMBA_FINETUNE_JOBS, *(f"eval_lm[name=hedgemamba-{n}]" for n in HEDGEMAMBA_MODELS)}
 
 
 def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
@@ -98,8 +100,8 @@ def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
     import json
 
     root = smoke_run / "results/hedgemamba"
-    kinds = {"hedgehog": "hedgehog", "init": "hedgemamba", "finetune": "hedgemamba", "random": "hedgemamba",
-             "hedgehog_only": "hedgehog"}
+    kinds = {"hedgehog": "hedgehog", "hedgehog_output_mse": "hedgehog", "init": "hedgemamba",
+             "finetune": "hedgemamba", "random": "hedgemamba", "mil": "hedgemamba", "hedgehog_only": "hedgehog"}
     for name, kind in kinds.items():
         config = json.loads((root / name / "model/config.json").read_text())
         assert config["model_type"] == "relin_hybrid" and config["block"] == "gpt_neox", name
@@ -109,14 +111,17 @@ def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
     assert json.loads((root / "init/check.json").read_text())["max_abs_logit_diff"] < 1e-4
     history = list(csv.DictReader(open(root / "hedgehog/history.csv")))
     assert {"attn_kl/layer0", "match_loss/layer0"} <= set(history[0]) and len(history) == 4    # every step
-    steps = {name: json.loads((root / name / "train_metrics.json").read_text())["steps"]
-             for name in ("finetune", "random", "hedgehog_only")}
-    assert steps == {"finetune": 4, "random": 8, "hedgehog_only": 4}     # the control: stage 1 + stage 2's rows
+    steps = {name: json.loads((root / name / "train_metrics.json").read_text())["steps"] for name in HEDGEMAMBA_STAGE2}
+    assert steps == {"finetune": 4, "random": 8, "mil": 8, "hedgehog_only": 4}   # controls: stage 1 + 2's rows
+    decays = json.loads((root / "finetune/decays.json").read_text())
+    assert decays["init"][0]["A_log"][0] == -20.0 and decays["trained"][0]["A_log"][0] != -20.0, "Λ trains"
     report = (smoke_run / "results/report/summary.md").read_text()
     for heading in ("HedgeMamba: the paper's claims", "HedgeMamba: teacher, Hedgehog (stage 1)",
                     "Stage 1: attention matching per layer"):
         assert heading in report
-    assert (smoke_run / "results/report/figures/hedgemamba_matching.png").is_file()
+    assert "Λ's half-lives per layer" in report
+    for figure in ("hedgemamba_matching.png", "hedgemamba_half_lives.png"):
+        assert (smoke_run / "results/report/figures" / figure).is_file()
 
 
 LIA_MTR_BRIDGES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn")
@@ -183,7 +188,7 @@ LIA_MTR_INSTRUCT_JOBS = {*(f"{rule}[bridge={b}]" for rule in ("bridge_instruct",
       "report"}),
     ({"hedgemamba": {"finetune": {"freeze": "input_embedding"}}},
      {*HEDGEMAMBA_FINETUNE_JOBS, "report",
-      *(f"eval_lm[name=hedgemamba-{n}]" for n in ("finetune", "random", "hedgehog_only"))}),
+      *(f"eval_lm[name=hedgemamba-{n}]" for n in HEDGEMAMBA_STAGE2)}),
     ({"lia_mtr": {"instruct": {"train": {"lr": 0.001}}}}, {*LIA_MTR_INSTRUCT_JOBS, "report"}),
 ], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta", "opal.onpolicy.max_horizon",
         "hedgemamba.finetune.freeze", "lia_mtr.instruct.train.lr"])

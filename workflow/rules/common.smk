@@ -3,6 +3,7 @@ import json
 import re
 
 from relin.config.hedgemamba import FINETUNES as HEDGEMAMBA_FINETUNES
+from relin.config.hedgemamba import MATCH_VARIANTS as HEDGEMAMBA_MATCH_VARIANTS
 from relin.config.hedgemamba import MODELS as HEDGEMAMBA_MODELS
 from relin.config.lia_mtr import BRIDGE_NAMES
 from relin.config.opal import LM_EVAL_MODELS
@@ -79,13 +80,22 @@ def opal_offpolicy_sections(wildcards):
 
 def hedgemamba_start(wildcards):
     """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random control) or stage 1."""
-    return {"hedgemamba": "results/hedgemamba/init/model", "random": HEDGEMAMBA_TEACHER,
+    return {"hedgemamba": "results/hedgemamba/init/model", "random": HEDGEMAMBA_TEACHER, "mil": HEDGEMAMBA_TEACHER,
             "hedgehog": "results/hedgemamba/hedgehog/model"}[HEDGEMAMBA_FINETUNES[wildcards.model]]
 
 
 def hedgemamba_finetune_sections(wildcards):
-    """The random control also reads stage 1's budget and the layers' options it builds from scratch."""
-    if HEDGEMAMBA_FINETUNES[wildcards.model] == "random":
+    """The controls built from the teacher also read stage 1's budget and the layers' options they build."""
+    if HEDGEMAMBA_FINETUNES[wildcards.model] in ("random", "mil"):
         return sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
                         "hedgemamba.kernel_backend")
     return sections("hedgemamba.finetune")
+
+
+def hedgehog_match_sections(wildcards):
+    """Stage 1's sections; a loss variant is the same config with its loss (a named config, not a flag)."""
+    rendered = json.loads(sections("hedgemamba.hedgehog", "hedgemamba.match", "hedgemamba.kernel_backend"))
+    loss = HEDGEMAMBA_MATCH_VARIANTS[wildcards.model]
+    if loss is not None:
+        rendered["hedgemamba.match"] = {**rendered["hedgemamba.match"], "loss": loss}
+    return json.dumps(rendered, sort_keys=True)

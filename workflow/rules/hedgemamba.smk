@@ -1,18 +1,21 @@
 rule hedgehog_match:
-    """HedgeMamba stage 1: the GPT-NeoX teacher's attention as Hedgehog layers; only the feature maps train."""
+    """HedgeMamba stage 1: the GPT-NeoX teacher's attention as Hedgehog layers; only the feature maps train. The
+    model wildcard names the configured loss (hedgehog) or a loss variant (MATCH_VARIANTS)."""
     input:
         teacher=HEDGEMAMBA_TEACHER,
         data="results/data/synth_text",
     output:
-        model=directory("results/hedgemamba/hedgehog/model"),
-        history="results/hedgemamba/hedgehog/history.csv",
-        metrics="results/hedgemamba/hedgehog/train_metrics.json",
+        model=directory("results/hedgemamba/{model}/model"),
+        history="results/hedgemamba/{model}/history.csv",
+        metrics="results/hedgemamba/{model}/train_metrics.json",
     params:
-        cfg=sections("hedgemamba.hedgehog", "hedgemamba.match", "hedgemamba.kernel_backend"),
+        cfg=hedgehog_match_sections,
     log:
-        "logs/hedgemamba/hedgehog_match.log",
+        "logs/hedgemamba/hedgehog_match/{model}.log",
     benchmark:
-        "results/benchmarks/hedgemamba/hedgehog_match.tsv"
+        "results/benchmarks/hedgemamba/hedgehog_match/{model}.tsv"
+    wildcard_constraints:
+        model="|".join(HEDGEMAMBA_MATCH_VARIANTS),
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -22,7 +25,7 @@ rule hedgehog_match:
     shell:
         "relin hedgehog-match --config {params.cfg:q} --teacher {input.teacher} --data {input.data}"
         " --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/hedgemamba/hedgehog > {log} 2>&1"
+        " --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"
 
 
 rule hedgemamba_init:
@@ -51,8 +54,9 @@ rule hedgemamba_init:
 
 
 rule hedgemamba_finetune:
-    """HedgeMamba stage 2 (finetune) and its controls (random: same shape from random init, same budget;
-    hedgehog_only: stage 1 fine-tuned without the conversion): CE fine-tune of all but the embeddings."""
+    """HedgeMamba stage 2 (finetune) and its controls (random: same shape from random init, same budget; mil: the
+    teacher's projections copied, no stage 1, same budget; hedgehog_only: stage 1 fine-tuned without the
+    conversion): CE fine-tune of all but the embeddings."""
     input:
         student=hedgemamba_start,
         data="results/data/synth_text",
@@ -60,6 +64,7 @@ rule hedgemamba_finetune:
         model=directory("results/hedgemamba/{model}/model"),
         history="results/hedgemamba/{model}/history.csv",
         metrics="results/hedgemamba/{model}/train_metrics.json",
+        decays="results/hedgemamba/{model}/decays.json",
     params:
         cfg=hedgemamba_finetune_sections,
         variant=lambda wildcards: HEDGEMAMBA_FINETUNES[wildcards.model],
@@ -78,7 +83,8 @@ rule hedgemamba_finetune:
     shell:
         "relin hedgemamba-finetune --config {params.cfg:q} --variant {params.variant}"
         " --student {input.student} --data {input.data} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"
+        " --metrics {output.metrics} --decays {output.decays}"
+        " --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"
 
 
 rule hedgemamba:

@@ -16,6 +16,7 @@ rule report:
         hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv", stage=HEDGEMAMBA_MODELS),
         lia_mtr_histories=LIA_MTR_HISTORIES.values(),
         hedgemamba_init="results/hedgemamba/init/check.json",
+        hedgemamba_decays=expand("results/hedgemamba/{model}/decays.json", model=HEDGEMAMBA_FINETUNES),
         lm_eval=OPAL_LM_EVAL,
     output:
         directory("results/report"),
@@ -37,5 +38,6 @@ rule report:
         "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.item_scores}"
         " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories} {params.lia_mtr_histories}"
         " --train-metrics {input.opal_budgets} --by-length {input.by_length} --speed {input.speed}"
-        " --hedgemamba-init {input.hedgemamba_init} --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"
+        " --hedgemamba-init {input.hedgemamba_init} --hedgemamba-decays {input.hedgemamba_decays}"
+        " --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"
         " --configs {params.configs} --out {output} > {log} 2>&1"

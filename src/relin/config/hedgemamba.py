@@ -13,13 +13,19 @@ from .train import TrainConfig
 # HedgeMamba's models in report order, each a directory results/hedgemamba/<name>/model and an evaluation
 # hedgemamba-<name>: the rules, the report rule and the report's section read this one table.
 MODELS = {
-    "hedgehog": "Hedgehog (stage 1)",
+    "hedgehog": "Hedgehog (stage 1, hedgemamba.match.loss)",
+    "hedgehog_attention_ce": "Hedgehog (stage 1, Hedgehog's attention-row CE)",
+    "hedgehog_output_mse": "Hedgehog (stage 1, LoLCATs' output MSE)",
     "hedgehog_only": "Hedgehog + stage 2, no conversion (control)",
     "random": "Mamba from random init, same budget (control)",
+    "mil": "Mamba from the teacher's copied projections, no stage 1 (Mamba-in-the-Llama, control)",
     "finetune": "HedgeMamba (stage 2)",
 }
+# Stage 1 and its loss variants, one rule with a wildcard: model name -> the stage-1 loss it trains with (None: the
+# configured hedgemamba.match.loss, which stage 2 starts from).
+MATCH_VARIANTS = {"hedgehog": None, "hedgehog_attention_ce": "attention_ce", "hedgehog_output_mse": "output_mse"}
 # Stage 2 and its controls, one rule with a wildcard: model name -> the ``relin hedgemamba-finetune`` variant.
-FINETUNES = {"finetune": "hedgemamba", "random": "random", "hedgehog_only": "hedgehog"}
+FINETUNES = {"finetune": "hedgemamba", "random": "random", "mil": "mil", "hedgehog_only": "hedgehog"}
 
 
 @dataclass(kw_only=True)
@@ -45,9 +51,10 @@ class MambaBlockConfig:
 class MatchConfig:
     """Stage 1: the teacher frozen, only the feature maps train, each layer on the teacher's layer input."""
 
-    loss: Literal["attention_ce", "output_mse", "cosine"] = option(
-        "attention_ce", "soft-label cross-entropy on attention rows (Hedgehog), the layer output's MSE (LoLCATs) "
-                        "or 1 - cosine (the paper's summaries)")
+    loss: Literal["cosine", "attention_ce", "output_mse"] = option(
+        "cosine", "1 - cosine of each attention block's output with the teacher's (the paper's §3.1), soft-label "
+                  "cross-entropy on attention rows (Hedgehog) or the output's MSE (LoLCATs); the other two run as "
+                  "named variants in the DAG")
     query_block: int = option(64, "queries per block of attention rows (memory O(block · T) per layer)", minimum=1)
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-1 training")
 
@@ -58,6 +65,11 @@ class FinetuneConfig:
 
     freeze: Literal["embeddings", "input_embedding"] = option(
         "embeddings", "frozen: embed_in and embed_out (Pythia's untied pair), or embed_in only (methods.md §7A.7)")
+    decay_lr_scale: float = option(
+        100.0, "learning-rate multiple of each block's Λ (A_log) and Δ bias (dt_bias), which AdamW updates with eps "
+               "1e-20 and no weight decay: at the exact init (A_log = -20) their gradients are ~1e-12, which the "
+               "default eps (1e-8) would scale to nothing, and Λ must travel ~15 units of A_log to forget",
+        exclusive_minimum=0)
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-2 training (the controls use it too)")
 
 

@@ -16,10 +16,13 @@ class TeacherModelConfig:
     hidden_size: int = option(128, "model width", minimum=8)
     num_hidden_layers: int = option(2, "decoder layers", minimum=1)
     num_attention_heads: int = option(4, "query heads", minimum=1)
-    num_key_value_heads: int = option(4, "key/value heads (GQA; Qwen3 only)", minimum=1)
-    head_dim: int = option(32, "per-head width (Qwen3 only; GPT-NeoX uses hidden/heads)", minimum=4)
+    num_key_value_heads: int | None = option(None, "key/value heads (Qwen3's GQA; unset: one per query head; "
+                                                   "GPT-NeoX has no GQA)", minimum=1)
+    head_dim: int | None = option(None, "per-head width (Qwen3; unset: hidden / heads; GPT-NeoX always uses "
+                                        "hidden / heads)", minimum=4)
     intermediate_size: int = option(384, "MLP width", minimum=8)
-    rotary_pct: float = option(0.25, "fraction of head dims with RoPE (GPT-NeoX only)", minimum=0, maximum=1)
+    rotary_pct: float | None = option(None, "fraction of each head's dims RoPE rotates (GPT-NeoX; unset: Pythia's "
+                                            "0.25; Qwen3 rotates them all)", minimum=0, maximum=1)
     rope_theta: float = option(10000.0, "RoPE base", exclusive_minimum=0)
     max_position_embeddings: int = option(1024, "longest position", minimum=8)
     initializer_range: float = option(0.02, "std of the normal initialisation of every weight matrix; without "
@@ -29,11 +32,30 @@ class TeacherModelConfig:
                                  "(empty = build from this config and train)")
 
     def validate(self, prefix: str) -> None:
-        if self.num_attention_heads % self.num_key_value_heads:
+        ignored = {"qwen3": ("rotary_pct",), "gpt_neox": ("num_key_value_heads", "head_dim")}[self.family]
+        for key in ignored:
+            if getattr(self, key) is not None:
+                raise ConfigError(f"{prefix}.{key}: a {self.family} teacher has no such option (it would be ignored); "
+                                  f"expected it unset")
+        if self.num_attention_heads % self.kv_heads:
             raise ConfigError(f"{prefix}.num_key_value_heads: expected a divisor of num_attention_heads "
                               f"({self.num_attention_heads}), got {self.num_key_value_heads}")
-        if self.family == "gpt_neox" and self.hidden_size % self.num_attention_heads:
-            raise ConfigError(f"{prefix}.hidden_size: expected a multiple of num_attention_heads for GPT-NeoX")
+        if self.head_dim is None and self.hidden_size % self.num_attention_heads:
+            raise ConfigError(f"{prefix}.hidden_size: expected a multiple of num_attention_heads (the head width is "
+                              f"hidden / heads)")
+
+    @property
+    def kv_heads(self) -> int:
+        return self.num_key_value_heads or self.num_attention_heads
+
+    @property
+    def head_width(self) -> int:
+        return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def rotary_fraction(self) -> float:
+        """RoPE's share of each head: Qwen3 all of it, GPT-NeoX ``rotary_pct`` (Pythia's 0.25 unset)."""
+        return 1.0 if self.family == "qwen3" else (0.25 if self.rotary_pct is None else self.rotary_pct)
 
 
 @dataclass(kw_only=True)

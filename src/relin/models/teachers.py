@@ -33,8 +33,8 @@ def teacher_config(cfg: "TeacherModelConfig", vocab_size: int, special_ids: dict
     if cfg.family == "qwen3":
         return Qwen3Config(
             vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
-            num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.num_key_value_heads,
-            head_dim=cfg.head_dim, intermediate_size=cfg.intermediate_size,
+            num_attention_heads=cfg.num_attention_heads, num_key_value_heads=cfg.kv_heads,
+            head_dim=cfg.head_width, intermediate_size=cfg.intermediate_size,
             max_position_embeddings=cfg.max_position_embeddings, rope_parameters=rope,
             initializer_range=cfg.initializer_range, tie_word_embeddings=True, **special_ids)
     if cfg.family == "gpt_neox":
@@ -42,7 +42,7 @@ def teacher_config(cfg: "TeacherModelConfig", vocab_size: int, special_ids: dict
             vocab_size=vocab_size, hidden_size=cfg.hidden_size, num_hidden_layers=cfg.num_hidden_layers,
             num_attention_heads=cfg.num_attention_heads, intermediate_size=cfg.intermediate_size,
             max_position_embeddings=cfg.max_position_embeddings,
-            rope_parameters={**rope, "partial_rotary_factor": cfg.rotary_pct},
+            rope_parameters={**rope, "partial_rotary_factor": cfg.rotary_fraction},
             initializer_range=cfg.initializer_range, tie_word_embeddings=False, **special_ids)
     raise InputError(f"teacher family {cfg.family!r} is not supported (expected qwen3 or gpt_neox)")
 

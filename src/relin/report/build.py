@@ -37,12 +37,13 @@ class ReportInputs:
     train_metrics: list[NamedJson] = field(default_factory=list)
     speed: NamedRows | None = None
     hedgemamba_init: dict | None = None
+    hedgemamba_decays: list[NamedJson] = field(default_factory=list)
     lia_mtr: list[str] = field(default_factory=list)
     lm_eval: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
         out = [x.path for x in (*self.evals, *self.items, *self.by_length, *self.histories, *self.train_metrics,
-                                *([self.speed] if self.speed else []))]
+                                *self.hedgemamba_decays, *([self.speed] if self.speed else []))]
         return out + [Path(p) for p in (*self.lia_mtr, *self.lm_eval)]
 
 
@@ -122,8 +123,9 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
     if lia is not None:
         papers.append(lia[0])
         claims += lia[1]
+    decays = {d.name.removeprefix("hedgemamba-"): d.data for d in inputs.hedgemamba_decays}
     if (hedgemamba := hedgemamba_section(scores, settings.hedgemamba, histories, inputs.hedgemamba_init, evals,
-                                         figure_dir, FIGURES)) is not None:
+                                         figure_dir, FIGURES, decays)) is not None:
         papers.append(hedgemamba[0])
         claims += hedgemamba[1]
     sections = ([claims_overview(claims)] if claims else []) + papers

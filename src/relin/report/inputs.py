@@ -97,11 +97,12 @@ class NamedJson:
     path: Path
 
 
-def read_train_metrics(spec: str) -> NamedJson:
-    """``[NAME=]train_metrics.json`` of a training stage, named ``<role>-<stage>`` after its directory as a
-    history is (``results/opal/onpolicy/train_metrics.json`` -> ``opal-onpolicy``)."""
+def read_train_metrics(spec: str, what: str = "a train_metrics.json of a training stage") -> NamedJson:
+    """``[NAME=]<file>.json`` of a training stage (its ``train_metrics.json``, HedgeMamba's ``decays.json``),
+    named ``<role>-<stage>`` after its directory as a history is (``results/opal/onpolicy/train_metrics.json``
+    -> ``opal-onpolicy``)."""
     name, path = split_name(spec)
-    data = read_json(path, "a train_metrics.json of a training stage")
+    data = read_json(path, what)
     role_stage = [p.name for p in (path.parent.parent, path.parent) if p.name]
     return NamedJson(name=name or "-".join(role_stage), data=data, path=path)
 

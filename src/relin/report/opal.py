@@ -39,8 +39,9 @@ TASKS = ("mqar", *NIAH_TASKS, "arithmetic")
 PAPER_TABLE4 = {"teacher": (100.0, 99.8, 100.0), "swa": (0.0, 1.0, 0.2), "gdn": (100.0, 99.6, 100.0)}
 # Paper, Table 3 (MATH-500 at 400M tokens, %): on-policy vs off-policy on dataset traces.
 PAPER_TABLE3 = {"onpolicy": 87.0, "offpolicy": 78.1}
-# "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
-RECOVERS, COLLAPSES = 90.0, 10.0
+# "Recovers" reads as at least this share of the teacher; "collapses" as at most this share; a difference of
+# recovery under TIE points is a tie (the paper's Table 3 gap is 9 points).
+RECOVERS, COLLAPSES, TIE = 90.0, 10.0, 1.0
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
         mean = {m: mean_of([scores.accuracy(m, f) for f in on.families]) for m in (name("onpolicy"), name(control))}
         chance = max(scores.chance(f) for f in on.families)
         difference = on.estimate - off.estimate
-        verdict = chance_guard(mean, chance) or beats(difference)
+        verdict = chance_guard(mean, chance) or beats(difference, TIE)
         out.append(Claim(paper, claim, "87.0 vs 78.1 (Table 3, MATH-500)",
                          f"{on.text()} vs {off.text()}; difference {difference.text('+.1f')} points", verdict))
     if speed is not None:

@@ -202,8 +202,10 @@ def beats(difference: Estimate, tie: float = 0.0) -> Verdict:
     inconclusive (within noise) when it straddles that edge."""
     if difference.low > tie:
         return Verdict(REPRODUCED)
+    if difference.high < -tie:
+        return Verdict(CONTRADICTED, "the other way round")
     if difference.high < tie:
-        return Verdict(CONTRADICTED)
+        return Verdict(CONTRADICTED, f"a tie: the difference lies within ±{tie:g}" if tie else "")
     return inconclusive(WITHIN_NOISE, f"the difference's interval contains {tie:g}" if tie else
                         "the difference's interval contains 0")
 

@@ -17,7 +17,7 @@ import torch
 from ..errors import InputError, TrainingDiverged
 from .checkpoint import rng_state, set_rng_state
 from .distributed import DistEnv
-from .torch_backend import adamw
+from .torch_backend import adamw, schedule_lr
 
 TAG = "zero2"
 
@@ -76,7 +76,7 @@ class DeepSpeedEngine:
         return norm
 
     def lr(self) -> float:
-        return self.engine.get_lr()[0]
+        return schedule_lr(self.optimizer)
 
     def save(self, directory: Path) -> None:
         self.engine.save_checkpoint(str(directory), tag=TAG, save_latest=False)

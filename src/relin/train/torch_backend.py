@@ -15,8 +15,26 @@ STATE_FILE = "state.pt"
 
 
 def adamw(model: torch.nn.Module, cfg) -> torch.optim.AdamW:
-    params = [p for p in model.parameters() if p.requires_grad]
-    return torch.optim.AdamW(params, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+    """AdamW over the trainable parameters; a parameter tagged by :func:`~relin.train.trainable.set_optimizer`
+    joins a group with its own lr multiple, eps and weight decay (the schedule scales every group alike)."""
+    groups: dict[tuple, list[torch.nn.Parameter]] = {}
+    for p in model.parameters():
+        if p.requires_grad:
+            tag = getattr(p, "optimizer_settings", None) or {}
+            groups.setdefault(tuple(sorted(tag.items())), []).append(p)
+    param_groups = []
+    for key, params in groups.items():
+        tag = dict(key)
+        scale = tag.get("lr_scale", 1.0)
+        param_groups.append({"params": params, "lr": cfg.lr * scale, "lr_scale": scale, "eps": tag.get("eps", 1e-8),
+                             "weight_decay": tag.get("weight_decay", cfg.weight_decay)})
+    return torch.optim.AdamW(param_groups, lr=cfg.lr, betas=tuple(cfg.betas), weight_decay=cfg.weight_decay)
+
+
+def schedule_lr(optimizer: torch.optim.Optimizer) -> float:
+    """The schedule's current lr (what an untagged parameter gets)."""
+    group = optimizer.param_groups[0]
+    return group["lr"] / group.get("lr_scale", 1.0)
 
 
 class TorchEngine:
@@ -60,7 +78,7 @@ class TorchEngine:
         return float(norm)
 
     def lr(self) -> float:
-        return self.optimizer.param_groups[0]["lr"]
+        return schedule_lr(self.optimizer)
 
     def save(self, directory: Path) -> None:
         if self.env.is_main:
