@@ -15,23 +15,12 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from ..config.hedgemamba import MODELS
+from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, colours, legend_outside
 from .inputs import NamedRows
 from .lm_scores import ItemScores, excluded_note
 from .page import FigureRef, Section
 from .table import Table
-from .verdicts import (
-    REFERENCE_FAILS,
-    Claim,
-    Estimate,
-    at_least,
-    at_most,
-    beats,
-    chance_guard,
-    claims_table,
-    inconclusive,
-    mean_of,
-)
 
 # The paper (Pythia-1B, 10B tokens; secondary summaries, methods.md §2, unconfirmed): perplexity 14.11 vs 13.86.
 PAPER_PPL = {"teacher": 13.86, "hedgemamba": 14.11}
@@ -55,21 +44,22 @@ def _tasks(scores: ItemScores) -> list[str]:
     return scores.families()
 
 
-def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None) -> list[Claim]:
+def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None) -> list[vd.Claim]:
     out, paper = [], "HedgeMamba"
     if init is not None:
-        gap = Estimate.exact(init["max_abs_logit_diff"])
-        out.append(Claim(paper, f"The Mamba block initialised from Hedgehog reproduces it (max |Δlogit| ≤ {EXACT:g})",
+        gap = vd.Estimate.exact(init["max_abs_logit_diff"])
+        claim = f"The Mamba block initialised from Hedgehog reproduces it (max |Δlogit| ≤ {EXACT:g})"
+        out.append(vd.Claim(paper, claim,
                          "exact by construction (eqs. 7-10)",
                          f"{gap.value:.1e} at logits up to {init['max_abs_logit']:.1f} (measured, exact)",
-                         at_most(gap, EXACT)))
+                         vd.at_most(gap, EXACT)))
     finetune = name("finetune")
     if finetune not in scores:
         return out
     share = scores.perplexity_share(finetune, s.teacher)
-    out.append(Claim(paper, f"HedgeMamba nearly matches the teacher's perplexity (≥ {NEAR:g}% of it)",
+    out.append(vd.Claim(paper, f"HedgeMamba nearly matches the teacher's perplexity (≥ {NEAR:g}% of it)",
                      f"{100 * PAPER_PPL['teacher'] / PAPER_PPL['hedgemamba']:.1f}% (14.11 vs 13.86)",
-                     share.text(".1f", unit="%"), at_least(share, NEAR)))
+                     share.text(".1f", unit="%"), vd.at_least(share, NEAR)))
     tasks = _tasks(scores)
     for control, claim in (("random", "The Hedgehog initialisation beats a random-init Mamba at the same budget"),
                            ("mil", "Attention matching (stage 1) beats copying the projections alone "
@@ -78,19 +68,19 @@ def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | Non
         if name(control) not in scores:
             continue
         ppl = scores.perplexity_share(finetune, s.teacher) - scores.perplexity_share(name(control), s.teacher)
-        out.append(Claim(paper, f"{claim}: perplexity", "§3.2 (argued)",
-                         f"difference {ppl.text('+.2f')} points of the teacher's perplexity", beats(ppl, TIE)))
+        out.append(vd.Claim(paper, f"{claim}: perplexity", "§3.2 (argued)",
+                         f"difference {ppl.text('+.2f')} points of the teacher's perplexity", vd.beats(ppl, TIE)))
         ours = scores.recovery(finetune, s.teacher, tasks, s.mastery)
         base = scores.recovery(name(control), s.teacher, tasks, s.mastery)
         if ours.estimate is None:
-            verdict = inconclusive(REFERENCE_FAILS, f"the teacher masters no task family (below {s.mastery:g})")
+            verdict = vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no task family (below {s.mastery:g})")
             text = "–"
         else:
-            means = {m: mean_of([scores.accuracy(m, f) for f in ours.families]) for m in (finetune, name(control))}
+            means = {m: vd.mean_of([scores.accuracy(m, f) for f in ours.families]) for m in (finetune, name(control))}
             difference = ours.estimate - base.estimate
-            verdict = chance_guard(means, max(scores.chance(f) for f in ours.families)) or beats(difference, TIE)
+            verdict = vd.chance_guard(means, max(scores.chance(f) for f in ours.families)) or vd.beats(difference, TIE)
             text = f"{ours.text()} vs {base.text()}; difference {difference.text('+.1f')} points"
-        out.append(Claim(paper, f"{claim}: task recovery", "§3.2 (argued)", text, verdict))
+        out.append(vd.Claim(paper, f"{claim}: task recovery", "§3.2 (argued)", text, verdict))
     return out
 
 
@@ -184,11 +174,11 @@ def matching_table(history: NamedRows) -> Table:
 
 def hedgemamba_section(scores: ItemScores | None, s: HedgeMambaSettings, histories: dict[str, NamedRows],
                        init: dict[str, Any] | None, evals: dict, figure_dir: Path, prefix: str,
-                       decays: dict[str, dict] | None = None) -> tuple[Section, list[Claim]] | None:
+                       decays: dict[str, dict] | None = None) -> tuple[Section, list[vd.Claim]] | None:
     if scores is None or s.teacher not in scores or not any(name(m) in scores for m in MODELS):
         return None
     found = claims(scores, s, init)
-    blocks: list = [claims_table("HedgeMamba: the paper's claims", found), results_table(scores, s)]
+    blocks: list = [vd.claims_table("HedgeMamba: the paper's claims", found), results_table(scores, s)]
     shown = [s.teacher, *(name(m) for m in MODELS)]
     fig = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "hedgemamba_by_length.png")
     blocks.append(FigureRef(f"{prefix}/{fig.name}", "HedgeMamba: accuracy against context length per task family "

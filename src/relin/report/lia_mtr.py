@@ -23,25 +23,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..eval.mme import parse_answer, read_results_file
+from . import verdicts as vd
 from .figures import DPI, colours, legend_outside
 from .page import FigureRef, Section
 from .table import Table
-from .verdicts import (
-    NOT_TESTABLE,
-    REFERENCE_FAILS,
-    REPRODUCED,
-    Claim,
-    Estimate,
-    Resampler,
-    Verdict,
-    at_least,
-    at_most,
-    beats,
-    chance_guard,
-    claims_table,
-    inconclusive,
-    within,
-)
 
 CATEGORIES = ("existence", "count", "position", "color", "scene")
 PHASES = ("align", "instruct")
@@ -114,23 +99,23 @@ class MMEScores:
                                 for t in CATEGORIES for i in range(0, len(tasks.get(t, [])), 2)], dtype=float)
                 self.cells[(model, phase)] = {"correct": right.sum(1), "both": right.prod(1), "yes": yes.sum(1)}
         self.task = np.array([t for t, _ in images or []])
-        self.resampler = Resampler(list(self.task), resamples=resamples)
+        self.resampler = vd.Resampler(list(self.task), resamples=resamples)
 
     def __contains__(self, key: tuple[str, str]) -> bool:
         return key in self.cells
 
-    def accuracy(self, model: str, phase: str, task: str | None = None) -> Estimate:
+    def accuracy(self, model: str, phase: str, task: str | None = None) -> vd.Estimate:
         where = None if task is None else self.task == task
         return self.resampler.ratio(self.cells[(model, phase)]["correct"], np.full(len(self.task), 2.0), where)
 
-    def acc_plus(self, model: str, phase: str) -> Estimate:
+    def acc_plus(self, model: str, phase: str) -> vd.Estimate:
         return self.resampler.mean(self.cells[(model, phase)]["both"])
 
     def yes_share(self, model: str, phase: str) -> float:
         return float(self.cells[(model, phase)]["yes"].sum() / (2 * len(self.task)))
 
 
-def mme_claims(mme: MMEScores, s: LiaSettings) -> list[Claim]:
+def mme_claims(mme: MMEScores, s: LiaSettings) -> list[vd.Claim]:
     out = []
     reference = mme.accuracy(TEXT, "text") if (TEXT, "text") in mme else None
     for phase, key, claim in (("align", "existence", "After phase 1 LIA-MTR beats the MLP on existence"),
@@ -145,26 +130,26 @@ def mme_claims(mme: MMEScores, s: LiaSettings) -> list[Claim]:
         difference = (ours[first] - ours[second]) * 100
         if reference is None or reference.value < s.mastery:
             shown = "missing" if reference is None else f"{100 * reference.value:.0f}%"
-            verdict = inconclusive(REFERENCE_FAILS, f"the LLM answers from captions at {shown}, below "
+            verdict = vd.inconclusive(vd.REFERENCE_FAILS, f"the LLM answers from captions at {shown}, below "
                                                     f"{100 * s.mastery:.0f}%")
         else:
-            verdict = chance_guard(ours, MME_CHANCE, "yes/no") or beats(difference, TIE)
+            verdict = vd.chance_guard(ours, MME_CHANCE, "yes/no") or vd.beats(difference, TIE)
         text = f"{ours['lia_mtr'].text('.1f', 100, '%')} vs {ours['mlp2x_gelu'].text('.1f', 100, '%')}"
-        out.append(Claim("LIA-MTR", claim, f"{paper[0]} vs {paper[1]} (LIA-MTR vs MLP, Table I)", text, verdict))
+        out.append(vd.Claim("LIA-MTR", claim, f"{paper[0]} vs {paper[1]} (LIA-MTR vs MLP, Table I)", text, verdict))
     return out
 
 
-def niah_estimates(items: dict[str, list[dict]], resamples: int) -> tuple[Resampler, dict[str, np.ndarray]] | None:
+def niah_estimates(items: dict[str, list[dict]], resamples: int) -> tuple[vd.Resampler, dict[str, np.ndarray]] | None:
     bridges = list(items)
     if not bridges:
         return None
     cells = [(r["length"], r["depth"]) for r in items[bridges[0]]]
     same = {b: np.array([r["correct"] for r in rows], float) for b, rows in items.items()
             if [(r["length"], r["depth"]) for r in rows] == cells}
-    return Resampler(cells, resamples=resamples), same
+    return vd.Resampler(cells, resamples=resamples), same
 
 
-def niah_claims(data: dict, s: LiaSettings) -> list[Claim]:
+def niah_claims(data: dict, s: LiaSettings) -> list[vd.Claim]:
     out = []
     found = niah_estimates(data["niah_items"], s.resamples)
     if found is None or "lia_mtr" not in found[1]:
@@ -182,32 +167,32 @@ def niah_claims(data: dict, s: LiaSettings) -> list[Claim]:
         reference = cell("mha", worst)
     per_cell = {c: cell("lia_mtr", c) for c in cells}
     worst = min(cells, key=lambda c: per_cell[c].value)
-    verdicts = [at_least(e, RETRIEVES) for e in per_cell.values()]
+    cell_verdicts = [vd.at_least(e, RETRIEVES) for e in per_cell.values()]
     if reference is not None and reference.value < s.mastery:
-        verdict = inconclusive(REFERENCE_FAILS, f"MHA's worst cell {reference.value:.2f} < {s.mastery:g}: the probe "
-                                                f"does not train")
-    elif any(v.outcome == "contradicted" for v in verdicts):
-        verdict = Verdict("contradicted")
-    elif all(v.outcome == REPRODUCED for v in verdicts):
-        verdict = Verdict(REPRODUCED)
+        verdict = vd.inconclusive(vd.REFERENCE_FAILS, f"MHA's worst cell {reference.value:.2f} < {s.mastery:g}: "
+                                                      f"the probe does not train")
+    elif any(v.outcome == "contradicted" for v in cell_verdicts):
+        verdict = vd.Verdict("contradicted")
+    elif all(v.outcome == vd.REPRODUCED for v in cell_verdicts):
+        verdict = vd.Verdict(vd.REPRODUCED)
     else:
-        verdict = inconclusive("within noise", f"some cells' intervals contain {RETRIEVES:g}")
-    out.append(Claim("LIA-MTR", f"Bridge NIAH: LIA-MTR retrieves at every depth and length (≥ {RETRIEVES:g})",
+        verdict = vd.inconclusive("within noise", f"some cells' intervals contain {RETRIEVES:g}")
+    out.append(vd.Claim("LIA-MTR", f"Bridge NIAH: LIA-MTR retrieves at every depth and length (≥ {RETRIEVES:g})",
                      "1.0 everywhere (Fig. 2)",
                      f"worst cell {per_cell[worst].text('.2f')} (length {worst[0]}, depth {worst[1]:g}); "
-                     f"{sum(v.outcome == REPRODUCED for v in verdicts)} of {len(cells)} cells ≥ {RETRIEVES:g}",
+                     f"{sum(v.outcome == vd.REPRODUCED for v in cell_verdicts)} of {len(cells)} cells ≥ {RETRIEVES:g}",
                      verdict))
     if "linear_attn" in correct:
         means = {b: resampler.mean(correct[b]) for b in ("lia_mtr", "linear_attn")}
         difference = means["lia_mtr"] - means["linear_attn"]
-        verdict = chance_guard(means, chance, "1 / values") or beats(difference, TIE / 100)
-        out.append(Claim("LIA-MTR", "Bridge NIAH: ungated linear attention loses needles LIA-MTR keeps",
+        verdict = vd.chance_guard(means, chance, "1 / values") or vd.beats(difference, TIE / 100)
+        out.append(vd.Claim("LIA-MTR", "Bridge NIAH: ungated linear attention loses needles LIA-MTR keeps",
                          "fails early depths (Fig. 2)",
                          f"mean {means['lia_mtr'].text('.2f')} vs {means['linear_attn'].text('.2f')}", verdict))
     return out
 
 
-def exponent(rows: list[dict], resamples: int, seed: int = 0) -> Estimate | None:
+def exponent(rows: list[dict], resamples: int, seed: int = 0) -> vd.Estimate | None:
     """Least-squares slope of log peak on log N, with draws from its t distribution (n - 2 d.o.f.)."""
     points = [(math.log(r["n"]), math.log(r["peak_bytes"])) for r in rows if r["status"] == "ok" and r["peak_bytes"]]
     if len(points) < 3:
@@ -217,35 +202,35 @@ def exponent(rows: list[dict], resamples: int, seed: int = 0) -> Estimate | None
     residual = y - (slope * x + intercept)
     se = math.sqrt((residual ** 2).sum() / (len(x) - 2) / ((x - x.mean()) ** 2).sum())
     draws = slope + se * np.random.default_rng(seed).standard_t(len(x) - 2, resamples)
-    return Estimate(float(slope), draws)
+    return vd.Estimate(float(slope), draws)
 
 
-def memory_claims(rows: list[dict], s: LiaSettings) -> list[Claim]:
+def memory_claims(rows: list[dict], s: LiaSettings) -> list[vd.Claim]:
     out = []
     largest = max((r["n"] for r in rows), default=0)
     paper = "11.2 GB at N = 262,144; MHA OOM at 16,384 on 32 GB"
-    parts = [("lia_mtr", "-", "LIA-MTR's forward memory grows linearly in N", at_most, LINEAR)]
-    parts += [("mha", impl, f"softmax MHA ({impl}) memory grows quadratically in N", at_least, QUADRATIC)
+    parts = [("lia_mtr", "-", "LIA-MTR's forward memory grows linearly in N", vd.at_most, LINEAR)]
+    parts += [("mha", impl, f"softmax MHA ({impl}) memory grows quadratically in N", vd.at_least, QUADRATIC)
               for impl in ("naive", "sdpa") if any(r["bridge"] == "mha" and r["impl"] == impl for r in rows)]
     for bridge, impl, claim, test, threshold in parts:
         estimate = exponent([r for r in rows if r["bridge"] == bridge and r["impl"] == impl], s.resamples)
         if largest < MEMORY_MIN_N or estimate is None:
-            verdict, text = inconclusive(NOT_TESTABLE, f"N ≤ {largest} (needs ≥ {MEMORY_MIN_N} and 3 sizes)"), "–"
+            verdict, text = vd.inconclusive(vd.NOT_TESTABLE, f"N ≤ {largest} (needs ≥ {MEMORY_MIN_N} and 3 sizes)"), "–"
         else:
             verdict, text = test(estimate, threshold), f"peak ∝ N^{estimate.text('.2f')} (N ≤ {largest})"
-        out.append(Claim("LIA-MTR", f"{claim} (exponent {'≤' if test is at_most else '≥'} {threshold:g})", paper,
+        out.append(vd.Claim("LIA-MTR", f"{claim} (exponent {'≤' if test is vd.at_most else '≥'} {threshold:g})", paper,
                          text, verdict))
     return out
 
 
-def probe_claims(probe: dict | None) -> list[Claim]:
+def probe_claims(probe: dict | None) -> list[vd.Claim]:
     if not probe or "gate_per_image" not in probe:
         return []
     gates = np.array(probe["gate_per_image"])
-    mean = Resampler(["image"] * len(gates)).mean(gates)
-    return [Claim("LIA-MTR", "The write gate averages about one half on evaluation data",
+    mean = vd.Resampler(["image"] * len(gates)).mean(gates)
+    return [vd.Claim("LIA-MTR", "The write gate averages about one half on evaluation data",
                   f"{PAPER_GATE[0]} ± {PAPER_GATE[1]}", f"{mean.text('.3f')} (token std {probe['gate_std']:.3f})",
-                  within(mean, *PAPER_GATE))]
+                  vd.within(mean, *PAPER_GATE))]
 
 
 def table1(mme: MMEScores, metrics: dict) -> Table:
@@ -331,14 +316,14 @@ def probe_table(probe: dict) -> Table:
 
 
 def lia_mtr_section(paths: list[str | Path], s: LiaSettings, figure_dir: Path,
-                    prefix: str) -> tuple[Section, list[Claim]] | None:
+                    prefix: str) -> tuple[Section, list[vd.Claim]] | None:
     if not paths:
         return None
     data = read_inputs(paths)
     mme = MMEScores(data["answers"], s.resamples) if data["answers"] else None
     found = [*(mme_claims(mme, s) if mme else []), *niah_claims(data, s), *memory_claims(data["memory"], s),
              *probe_claims(data["probe"])]
-    blocks: list = [claims_table("LIA-MTR: the paper's claims", found)]
+    blocks: list = [vd.claims_table("LIA-MTR: the paper's claims", found)]
     if mme is not None:
         blocks.append(table1(mme, data["mme"]))
     if data["niah_items"]:

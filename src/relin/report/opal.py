@@ -13,24 +13,12 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..config.opal import CONTROLS, MODELS, NIAH_TASKS
+from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, niah_depth_figure
 from .inputs import NamedJson, NamedRows
 from .lm_scores import ItemScores, excluded_note
 from .page import FigureRef, Section
 from .table import Table
-from .verdicts import (
-    NOT_TESTABLE,
-    REFERENCE_FAILS,
-    Claim,
-    Estimate,
-    at_least,
-    at_most,
-    beats,
-    chance_guard,
-    claims_table,
-    inconclusive,
-    mean_of,
-)
 
 # Every family the students are scored on: MQAR (recall, the teacher's strongest), the needles, arithmetic (the
 # reasoning family, as the paper's math).
@@ -64,26 +52,27 @@ def _outside_window(window: int):
     return lambda columns: columns["needle_distance"] >= window
 
 
-def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list[Claim]:
+def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list[vd.Claim]:
     out = []
     paper = "OPAL"
     if name("onpolicy") in scores:
         rec = scores.recovery(name("onpolicy"), s.teacher, NIAH_TASKS, s.mastery)
-        verdict = (inconclusive(REFERENCE_FAILS, f"the teacher masters no NIAH family (below {s.mastery:g})")
-                   if rec.estimate is None else at_least(rec.estimate, RECOVERS))
+        verdict = (vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no NIAH family (below {s.mastery:g})")
+                   if rec.estimate is None else vd.at_least(rec.estimate, RECOVERS))
         text = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "–"
-        out.append(Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
+        out.append(vd.Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
                          "99.9% (Table 4: 299.6 / 299.8)", text, verdict))
     if name("swa") in scores:
         outside = _outside_window(s.swa_window)
         if not any(scores.count(f, outside) for f in NIAH_TASKS):
-            verdict, text = inconclusive(NOT_TESTABLE, f"no needle lies beyond the {s.swa_window}-token window"), "–"
+            text = "–"
+            verdict = vd.inconclusive(vd.NOT_TESTABLE, f"no needle lies beyond the {s.swa_window}-token window")
         else:
             rec = scores.recovery(name("swa"), s.teacher, NIAH_TASKS, s.mastery, outside)
-            verdict = (inconclusive(REFERENCE_FAILS, "the teacher masters no NIAH family beyond the window")
-                       if rec.estimate is None else at_most(rec.estimate, COLLAPSES))
+            verdict = (vd.inconclusive(vd.REFERENCE_FAILS, "the teacher masters no NIAH family beyond the window")
+                       if rec.estimate is None else vd.at_most(rec.estimate, COLLAPSES))
             text = f"{rec.text()} of the teacher, needles ≥ {s.swa_window} tokens back"
-        out.append(Claim(paper, f"SWA collapses on NIAH beyond its window (≤ {COLLAPSES:g}% of the teacher)",
+        out.append(vd.Claim(paper, f"SWA collapses on NIAH beyond its window (≤ {COLLAPSES:g}% of the teacher)",
                          "0.4% (Table 4: 1.2 / 299.8)", text, verdict))
     for control, what in (("offpolicy_matched", "off-policy on dataset text"),
                           ("offpolicy_teacher", "off-policy on the teacher's continuations")):
@@ -93,23 +82,23 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
         off = scores.recovery(name(control), s.teacher, TASKS, s.mastery)
         claim = f"On-policy beats {what} at a matched budget"
         if on.estimate is None:
-            out.append(Claim(paper, claim, "87.0 vs 78.1 (Table 3)", "–",
-                             inconclusive(REFERENCE_FAILS, f"the teacher masters no family (below {s.mastery:g})")))
+            fails = vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no family (below {s.mastery:g})")
+            out.append(vd.Claim(paper, claim, "87.0 vs 78.1 (Table 3)", "–", fails))
             continue
-        mean = {m: mean_of([scores.accuracy(m, f) for f in on.families]) for m in (name("onpolicy"), name(control))}
+        mean = {m: vd.mean_of([scores.accuracy(m, f) for f in on.families]) for m in (name("onpolicy"), name(control))}
         chance = max(scores.chance(f) for f in on.families)
         difference = on.estimate - off.estimate
-        verdict = chance_guard(mean, chance) or beats(difference, TIE)
-        out.append(Claim(paper, claim, "87.0 vs 78.1 (Table 3, MATH-500)",
+        verdict = vd.chance_guard(mean, chance) or vd.beats(difference, TIE)
+        out.append(vd.Claim(paper, claim, "87.0 vs 78.1 (Table 3, MATH-500)",
                          f"{on.text()} vs {off.text()}; difference {difference.text('+.1f')} points", verdict))
     if speed is not None:
         longest = max(r["context"] for r in speed.rows)
         at = {r["model"]: r for r in speed.rows if r["context"] == longest}
         if {"teacher", "hybrid"} <= set(at):
-            share = Estimate.exact(100 * at["hybrid"]["cache_bytes"] / at["teacher"]["cache_bytes"])
-            out.append(Claim(paper, f"The hybrid's decode cache is at most half the teacher's (context {longest})",
+            share = vd.Estimate.exact(100 * at["hybrid"]["cache_bytes"] / at["teacher"]["cache_bytes"])
+            out.append(vd.Claim(paper, f"The hybrid's decode cache is at most half the teacher's (context {longest})",
                              "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)",
-                             at_most(share, 50)))
+                             vd.at_most(share, 50)))
     return out
 
 
@@ -228,12 +217,12 @@ def speed_table(speed: NamedRows) -> Table:
 
 def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str, NamedRows],
                  train: dict[str, NamedJson], speed: NamedRows | None, evals: dict, figure_dir: Path,
-                 prefix: str) -> tuple[Section, list[Claim]] | None:
+                 prefix: str) -> tuple[Section, list[vd.Claim]] | None:
     names = [name(m) for m in MODELS if scores is not None and name(m) in scores]
     if scores is None or s.teacher not in scores or not names:
         return None
     found = claims(scores, s, speed)
-    blocks: list = [claims_table("OPAL: the paper's claims", found), table4(scores, s, names),
+    blocks: list = [vd.claims_table("OPAL: the paper's claims", found), table4(scores, s, names),
                     window_table(scores, s)]
     if (t3 := table3(scores, s, train)) is not None:
         blocks.append(t3)
