@@ -21,6 +21,7 @@ def to_terminal() -> bool:
 def quiet_libraries() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # mlflow sets its loggers' level when imported
     if "DS_ACCELERATOR" not in os.environ:
         import torch
 
