@@ -111,9 +111,9 @@ class Pipeline:
 
 
 def dvc_stage_name(rule: str, wildcards: dict) -> str:
-    """The ``dvc.yaml`` stage of one Snakemake job: its rule and wildcard values joined by "-" (DVC
-    stage names allow only letters, digits, "_" and "-")."""
-    return "-".join([rule, *(str(v) for v in wildcards.values())])
+    """The ``dvc.yaml`` stage of one Snakemake job: its rule and non-empty wildcard values joined by "-" (DVC
+    stage names allow only letters, digits, "_" and "-"; a replica's ``-s<seed>`` keeps one dash)."""
+    return "-".join([rule, *(str(v).lstrip("-") for v in wildcards.values() if str(v))])
 
 
 def dvc_stage_outputs(root: Path = Path(".")) -> dict[str, list[str]]:

@@ -130,3 +130,15 @@ def test_an_inconclusive_verdict_needs_a_reason_from_the_vocabulary():
     with pytest.raises(ValueError):
         Verdict("holds in part")
     assert str(Verdict(INCONCLUSIVE, f"{AT_CHANCE}: both 0.5")) == "inconclusive (at chance: both 0.5)"
+
+
+def test_replicas_of_a_model_widen_its_interval_by_their_spread():
+    from relin.report.verdicts import over_seeds
+
+    r = Resampler(["t"] * 400, seed=7)
+    one = r.mean(np.r_[np.ones(200), np.zeros(200)])
+    other = r.mean(np.r_[np.ones(280), np.zeros(120)])
+    both = over_seeds([one, other])
+    assert both.value == pytest.approx(0.6)
+    assert both.high - both.low > one.high - one.low, "the seed draw adds training noise"
+    assert over_seeds([one]) is one

@@ -146,3 +146,27 @@ def test_every_declared_model_is_a_dag_target_and_a_report_input():
     for bridge in LiaMtrConfig().bridges:
         assert f"results/lia_mtr/instruct/{bridge}/model" in built, bridge
         assert f"results/lia_mtr/mme/{bridge}/answers" in report, bridge
+
+
+def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
+    """``seeds: [0, 3]`` adds a replica of every student stage (OPAL's stages and controls, HedgeMamba's, the
+    LIA-MTR bridges), trained with train.seed 3, scored and read by the report; teachers and conversions are
+    shared."""
+    import yaml
+
+    repo = copy_repository(tmp_path / "repo")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    (repo / "params.yaml").write_text(yaml.safe_dump({**params, "seeds": [0, 3]}, sort_keys=False))
+    jobs = gen_dvc.snakemake_jobs(repo)
+    by_name = {gen_dvc._stage_name(job): job for job in jobs}
+    for stage in ("opal_align-s3", "opal_offpolicy-matched-s3", "opal_onpolicy-s3", "hedgehog_match-hedgehog-s3",
+                  "hedgemamba_finetune-mil-s3", "bridge_instruct-lia_mtr-s3", "bridge_niah-mha-s3"):
+        assert stage in by_name, stage
+        sections = json.loads(by_name[stage].params.cfg)
+        seeds = [v["train"]["seed"] if "train" in v else v["seed"] for v in sections.values()
+                 if isinstance(v, dict) and ("train" in v or "seed" in v)]
+        assert seeds and set(seeds) == {3}, (stage, sections)
+    assert json.loads(by_name["opal_align"].params.cfg)["opal.align"]["train"]["seed"] == 0
+    assert {"teacher_lm-qwen3", "opal_convert-gdn"} <= set(by_name) and "teacher_lm-qwen3-s3" not in by_name
+    report = {str(p) for p in by_name["report"].input}
+    assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= report

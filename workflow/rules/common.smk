@@ -27,13 +27,43 @@ def sections(*dotted):
     return render()
 
 
-# OPAL's trained models (the conversions gdn and swa are not trained).
+# Replicas of the student stages, one per training seed (config "seeds"): the first replica trains the models as
+# named, each further seed s a replica whose names end in "-s<s>". Rules of student stages carry a {rep}
+# wildcard ("" or "-s<s>") and set every train.seed of their sections to the replica's seed.
+SEEDS = config["seeds"]
+REPLICAS = ["", *(f"-s{seed}" for seed in SEEDS[1:])]
+REPLICA = "(-s[0-9]+)?"
+
+
+def replica_seed(replica):
+    return int(replica[2:]) if replica else SEEDS[0]
+
+
+def seeded(render):
+    """The sections JSON ``render`` gives (a string, or a function of the wildcards), with every training
+    config's seed set to the replica's."""
+    def with_seed(wildcards):
+        rendered = json.loads(render(wildcards) if callable(render) else render)
+        seed = replica_seed(getattr(wildcards, "rep", ""))
+        for path, value in rendered.items():
+            if path.endswith(".train") and isinstance(value, dict):
+                value["seed"] = seed
+            elif isinstance(value, dict) and isinstance(value.get("train"), dict):
+                value["train"]["seed"] = seed
+        return json.dumps(rendered, sort_keys=True)
+
+    return with_seed
+
+
+# OPAL's trained models (the conversions gdn and swa are not trained, and not replicated).
 OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("gdn", "swa")]
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
 LM_MODELS = {
     **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
-    **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS},
-    **{f"hedgemamba-{name}": f"results/hedgemamba/{name}/model" for name in HEDGEMAMBA_MODELS},
+    **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS if name not in OPAL_TRAINED},
+    **{f"opal-{name}{rep}": f"results/opal/{name}{rep}/model" for name in OPAL_TRAINED for rep in REPLICAS},
+    **{f"hedgemamba-{name}{rep}": f"results/hedgemamba/{name}{rep}/model" for name in HEDGEMAMBA_MODELS
+       for rep in REPLICAS},
 }
 
 
@@ -52,10 +82,10 @@ OPAL_TEACHER_EVAL = f"teacher-{config['opal']['teacher']}"
 
 
 def opal_previous(wildcards):
-    """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B."""
-    return {"short": "results/opal/align/model", "long": "results/opal/offpolicy_short/model",
-            "matched": "results/opal/offpolicy_long/model",
-            "teacher": "results/opal/offpolicy_long/model"}[wildcards.phase]
+    """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B (of the same replica)."""
+    stage = {"short": "align", "long": "offpolicy_short", "matched": "offpolicy_long",
+             "teacher": "offpolicy_long"}[wildcards.phase]
+    return f"results/opal/{stage}{wildcards.rep}/model"
 
 
 # lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.
@@ -69,32 +99,38 @@ def opal_model(wildcards):
 
 
 def opal_budget(wildcards):
-    """The Table 3 controls take stage 3's budget (steps, teacher-scored tokens, horizons)."""
-    return ["results/opal/onpolicy/train_metrics.json"] if wildcards.phase in ("matched", "teacher") else []
+    """The Table 3 controls take stage 3's budget (steps, teacher-scored tokens, horizons) of their replica."""
+    if wildcards.phase in ("matched", "teacher"):
+        return [f"results/opal/onpolicy{wildcards.rep}/train_metrics.json"]
+    return []
 
 
 def opal_offpolicy_sections(wildcards):
     extra = ["opal.onpolicy"] if wildcards.phase == "teacher" else []
-    return sections(f"opal.offpolicy_{wildcards.phase}", "opal.niah_protocol", *extra)
+    return seeded(sections(f"opal.offpolicy_{wildcards.phase}", "opal.niah_protocol", *extra))(wildcards)
 
 
 def hedgemamba_start(wildcards):
-    """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random control) or stage 1."""
-    return {"hedgemamba": "results/hedgemamba/init/model", "random": HEDGEMAMBA_TEACHER, "mil": HEDGEMAMBA_TEACHER,
-            "hedgehog": "results/hedgemamba/hedgehog/model"}[HEDGEMAMBA_FINETUNES[wildcards.model]]
+    """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random, mil) or stage 1."""
+    return {"hedgemamba": f"results/hedgemamba/init{wildcards.rep}/model", "random": HEDGEMAMBA_TEACHER,
+            "mil": HEDGEMAMBA_TEACHER, "hedgehog": f"results/hedgemamba/hedgehog{wildcards.rep}/model"
+            }[HEDGEMAMBA_FINETUNES[wildcards.model]]
 
 
 def hedgemamba_finetune_sections(wildcards):
     """The controls built from the teacher also read stage 1's budget and the layers' options they build."""
     if HEDGEMAMBA_FINETUNES[wildcards.model] in ("random", "mil"):
-        return sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
-                        "hedgemamba.kernel_backend")
-    return sections("hedgemamba.finetune")
+        render = sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog",
+                          "hedgemamba.mamba", "hedgemamba.kernel_backend")
+    else:
+        render = sections("hedgemamba.finetune")
+    return seeded(render)(wildcards)
 
 
 def hedgehog_match_sections(wildcards):
     """Stage 1's sections; a loss variant is the same config with its loss (a named config, not a flag)."""
-    rendered = json.loads(sections("hedgemamba.hedgehog", "hedgemamba.match", "hedgemamba.kernel_backend"))
+    rendered = json.loads(seeded(sections("hedgemamba.hedgehog", "hedgemamba.match",
+                                          "hedgemamba.kernel_backend"))(wildcards))
     loss = HEDGEMAMBA_MATCH_VARIANTS[wildcards.model]
     if loss is not None:
         rendered["hedgemamba.match"] = {**rendered["hedgemamba.match"], "loss": loss}

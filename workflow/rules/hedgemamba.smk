@@ -5,17 +5,18 @@ rule hedgehog_match:
         teacher=HEDGEMAMBA_TEACHER,
         data="results/data/synth_text",
     output:
-        model=directory("results/hedgemamba/{model}/model"),
-        history="results/hedgemamba/{model}/history.csv",
-        metrics="results/hedgemamba/{model}/train_metrics.json",
+        model=directory("results/hedgemamba/{model}{rep}/model"),
+        history="results/hedgemamba/{model}{rep}/history.csv",
+        metrics="results/hedgemamba/{model}{rep}/train_metrics.json",
     params:
         cfg=hedgehog_match_sections,
     log:
-        "logs/hedgemamba/hedgehog_match/{model}.log",
+        "logs/hedgemamba/hedgehog_match/{model}{rep}.log",
     benchmark:
-        "results/benchmarks/hedgemamba/hedgehog_match/{model}.tsv"
+        "results/benchmarks/hedgemamba/hedgehog_match/{model}{rep}.tsv"
     wildcard_constraints:
         model="|".join(HEDGEMAMBA_MATCH_VARIANTS),
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -25,23 +26,25 @@ rule hedgehog_match:
     shell:
         "relin hedgehog-match --config {params.cfg:q} --teacher {input.teacher} --data {input.data}"
         " --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"
+        " --checkpoints checkpoints/hedgemamba/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
 rule hedgemamba_init:
     """HedgeMamba: the Hedgehog model converted to HedgeMamba blocks (eq. 7), with its logit gap recorded."""
     input:
-        hedgehog="results/hedgemamba/hedgehog/model",
+        hedgehog="results/hedgemamba/hedgehog{rep}/model",
         data="results/data/synth_text",
     output:
-        model=directory("results/hedgemamba/init/model"),
-        check="results/hedgemamba/init/check.json",
+        model=directory("results/hedgemamba/init{rep}/model"),
+        check="results/hedgemamba/init{rep}/check.json",
     params:
         cfg=sections("hedgemamba.mamba"),
     log:
-        "logs/hedgemamba/init.log",
+        "logs/hedgemamba/init{rep}.log",
     benchmark:
-        "results/benchmarks/hedgemamba/init.tsv"
+        "results/benchmarks/hedgemamba/init{rep}.tsv"
+    wildcard_constraints:
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -61,19 +64,20 @@ rule hedgemamba_finetune:
         student=hedgemamba_start,
         data="results/data/synth_text",
     output:
-        model=directory("results/hedgemamba/{model}/model"),
-        history="results/hedgemamba/{model}/history.csv",
-        metrics="results/hedgemamba/{model}/train_metrics.json",
-        decays="results/hedgemamba/{model}/decays.json",
+        model=directory("results/hedgemamba/{model}{rep}/model"),
+        history="results/hedgemamba/{model}{rep}/history.csv",
+        metrics="results/hedgemamba/{model}{rep}/train_metrics.json",
+        decays="results/hedgemamba/{model}{rep}/decays.json",
     params:
         cfg=hedgemamba_finetune_sections,
         variant=lambda wildcards: HEDGEMAMBA_FINETUNES[wildcards.model],
     log:
-        "logs/hedgemamba/finetune/{model}.log",
+        "logs/hedgemamba/finetune/{model}{rep}.log",
     benchmark:
-        "results/benchmarks/hedgemamba/finetune/{model}.tsv"
+        "results/benchmarks/hedgemamba/finetune/{model}{rep}.tsv"
     wildcard_constraints:
         model="|".join(HEDGEMAMBA_FINETUNES),
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -84,7 +88,7 @@ rule hedgemamba_finetune:
         "relin hedgemamba-finetune --config {params.cfg:q} --variant {params.variant}"
         " --student {input.student} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --decays {output.decays}"
-        " --checkpoints checkpoints/hedgemamba/{wildcards.model} > {log} 2>&1"
+        " --checkpoints checkpoints/hedgemamba/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
 rule hedgemamba:
@@ -93,4 +97,4 @@ rule hedgemamba:
     input:
         expand("results/eval/{name}/metrics.json",
                name=[HEDGEMAMBA_TEACHER_EVAL, *(f"hedgemamba-{m}" for m in HEDGEMAMBA_MODELS)]),
-        "results/hedgemamba/init/check.json",
+        expand("results/hedgemamba/init{rep}/check.json", rep=REPLICAS),

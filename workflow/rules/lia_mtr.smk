@@ -106,17 +106,18 @@ rule bridge_align:
         features="results/lia_mtr/features",
         data="results/lia_mtr/data",
     output:
-        model=directory("results/lia_mtr/align/{bridge}/model"),
-        history="results/lia_mtr/align/{bridge}/history.csv",
-        metrics="results/lia_mtr/align/{bridge}/train_metrics.json",
+        model=directory("results/lia_mtr/align/{bridge}{rep}/model"),
+        history="results/lia_mtr/align/{bridge}{rep}/history.csv",
+        metrics="results/lia_mtr/align/{bridge}{rep}/train_metrics.json",
     params:
-        cfg=sections("lia_mtr.align", "lia_mtr.bridge", "lia_mtr.kernel_backend"),
+        cfg=seeded(sections("lia_mtr.align", "lia_mtr.bridge", "lia_mtr.kernel_backend")),
     log:
-        "logs/lia_mtr/bridge_align/{bridge}.log",
+        "logs/lia_mtr/bridge_align/{bridge}{rep}.log",
     benchmark:
-        "results/benchmarks/lia_mtr/bridge_align/{bridge}.tsv"
+        "results/benchmarks/lia_mtr/bridge_align/{bridge}{rep}.tsv"
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -126,27 +127,28 @@ rule bridge_align:
     shell:
         "relin bridge-align --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
         " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/align/{wildcards.bridge} > {log} 2>&1"
+        " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/align/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 
 
 rule bridge_instruct:
     """LLaVA phase 2: bridge + LLM on conversations, assistant tokens supervised."""
     input:
-        start="results/lia_mtr/align/{bridge}/model",
+        start="results/lia_mtr/align/{bridge}{rep}/model",
         features="results/lia_mtr/features",
         data="results/lia_mtr/data",
     output:
-        model=directory("results/lia_mtr/instruct/{bridge}/model"),
-        history="results/lia_mtr/instruct/{bridge}/history.csv",
-        metrics="results/lia_mtr/instruct/{bridge}/train_metrics.json",
+        model=directory("results/lia_mtr/instruct/{bridge}{rep}/model"),
+        history="results/lia_mtr/instruct/{bridge}{rep}/history.csv",
+        metrics="results/lia_mtr/instruct/{bridge}{rep}/train_metrics.json",
     params:
-        cfg=sections("lia_mtr.instruct"),
+        cfg=seeded(sections("lia_mtr.instruct")),
     log:
-        "logs/lia_mtr/bridge_instruct/{bridge}.log",
+        "logs/lia_mtr/bridge_instruct/{bridge}{rep}.log",
     benchmark:
-        "results/benchmarks/lia_mtr/bridge_instruct/{bridge}.tsv"
+        "results/benchmarks/lia_mtr/bridge_instruct/{bridge}{rep}.tsv"
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -156,28 +158,29 @@ rule bridge_instruct:
     shell:
         "relin bridge-instruct --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
         " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
-        " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/instruct/{wildcards.bridge} > {log} 2>&1"
+        " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/instruct/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 
 
 rule eval_mme:
     """The MME-style set answered after each phase, scored as the official tool (Table I analogue)."""
     input:
-        align="results/lia_mtr/align/{bridge}/model",
-        instruct="results/lia_mtr/instruct/{bridge}/model",
+        align="results/lia_mtr/align/{bridge}{rep}/model",
+        instruct="results/lia_mtr/instruct/{bridge}{rep}/model",
         features="results/lia_mtr/features",
         data="results/lia_mtr/data",
     output:
-        answers=directory("results/lia_mtr/mme/{bridge}/answers"),
-        metrics="results/lia_mtr/mme/{bridge}/metrics.json",
-        figure="results/lia_mtr/mme/{bridge}/mme.png",
+        answers=directory("results/lia_mtr/mme/{bridge}{rep}/answers"),
+        metrics="results/lia_mtr/mme/{bridge}{rep}/metrics.json",
+        figure="results/lia_mtr/mme/{bridge}{rep}/mme.png",
     params:
         cfg=sections("eval"),
     log:
-        "logs/lia_mtr/eval_mme/{bridge}.log",
+        "logs/lia_mtr/eval_mme/{bridge}{rep}.log",
     benchmark:
-        "results/benchmarks/lia_mtr/eval_mme/{bridge}.tsv"
+        "results/benchmarks/lia_mtr/eval_mme/{bridge}{rep}.tsv"
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -218,21 +221,22 @@ rule mme_text:
 rule bridge_niah:
     """Bridge-isolated NIAH (Fig. 2): one bridge alone, trained through the loop, depth x length accuracy."""
     output:
-        model=directory("results/lia_mtr/niah/{bridge}/model"),
-        history="results/lia_mtr/niah/{bridge}/history.csv",
-        train_metrics="results/lia_mtr/niah/{bridge}/train_metrics.json",
-        table="results/lia_mtr/niah/{bridge}/niah.csv",
-        item_scores="results/lia_mtr/niah/{bridge}/items.csv",
-        metrics="results/lia_mtr/niah/{bridge}/metrics.json",
-        figure="results/lia_mtr/niah/{bridge}/niah.png",
+        model=directory("results/lia_mtr/niah/{bridge}{rep}/model"),
+        history="results/lia_mtr/niah/{bridge}{rep}/history.csv",
+        train_metrics="results/lia_mtr/niah/{bridge}{rep}/train_metrics.json",
+        table="results/lia_mtr/niah/{bridge}{rep}/niah.csv",
+        item_scores="results/lia_mtr/niah/{bridge}{rep}/items.csv",
+        metrics="results/lia_mtr/niah/{bridge}{rep}/metrics.json",
+        figure="results/lia_mtr/niah/{bridge}{rep}/niah.png",
     params:
-        cfg=sections("lia_mtr.niah", "lia_mtr.bridge", "lia_mtr.kernel_backend"),
+        cfg=seeded(sections("lia_mtr.niah", "lia_mtr.bridge", "lia_mtr.kernel_backend")),
     log:
-        "logs/lia_mtr/bridge_niah/{bridge}.log",
+        "logs/lia_mtr/bridge_niah/{bridge}{rep}.log",
     benchmark:
-        "results/benchmarks/lia_mtr/bridge_niah/{bridge}.tsv"
+        "results/benchmarks/lia_mtr/bridge_niah/{bridge}{rep}.tsv"
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
+        rep=REPLICA,
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -243,7 +247,7 @@ rule bridge_niah:
         "relin bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
         " --items {output.item_scores} --scores {output.metrics} --figure {output.figure} --out {output.model}"
         " --history {output.history} --metrics {output.train_metrics}"
-        " --checkpoints checkpoints/lia_mtr/niah/{wildcards.bridge} > {log} 2>&1"
+        " --checkpoints checkpoints/lia_mtr/niah/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 
 
 rule bridge_memory:
@@ -305,14 +309,14 @@ LIA_MTR_HISTORIES = {
 
 # Everything the report reads from LIA-MTR.
 LIA_MTR_REPORT = [
-    *expand("results/lia_mtr/mme/{bridge}/metrics.json", bridge=LIA_BRIDGES),
-    *expand("results/lia_mtr/mme/{bridge}/answers", bridge=LIA_BRIDGES),
+    *expand("results/lia_mtr/mme/{bridge}{rep}/metrics.json", bridge=LIA_BRIDGES, rep=REPLICAS),
+    *expand("results/lia_mtr/mme/{bridge}{rep}/answers", bridge=LIA_BRIDGES, rep=REPLICAS),
     "results/lia_mtr/mme/text_reference/metrics.json",
     "results/lia_mtr/mme/text_reference/answers",
-    *expand("results/lia_mtr/niah/{bridge}/items.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
-    *expand("results/lia_mtr/niah/{bridge}/history.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
-    *expand("results/lia_mtr/niah/{bridge}/metrics.json", bridge=config["lia_mtr"]["niah"]["bridges"]),
-    *expand("results/lia_mtr/niah/{bridge}/niah.csv", bridge=config["lia_mtr"]["niah"]["bridges"]),
+    *expand("results/lia_mtr/niah/{bridge}{rep}/items.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
+    *expand("results/lia_mtr/niah/{bridge}{rep}/history.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
+    *expand("results/lia_mtr/niah/{bridge}{rep}/metrics.json", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
+    *expand("results/lia_mtr/niah/{bridge}{rep}/niah.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
     "results/lia_mtr/memory/memory.csv",
     "results/lia_mtr/probe/probe.json",
 ]

@@ -32,15 +32,17 @@ rule opal_align:
         student="results/opal/gdn/model",
         data="results/data/synth_text",
     output:
-        model=directory("results/opal/align/model"),
-        history="results/opal/align/history.csv",
-        metrics="results/opal/align/train_metrics.json",
+        model=directory("results/opal/align{rep}/model"),
+        history="results/opal/align{rep}/history.csv",
+        metrics="results/opal/align{rep}/train_metrics.json",
     params:
-        cfg=sections("opal.align", "opal.niah_protocol"),
+        cfg=seeded(sections("opal.align", "opal.niah_protocol")),
     log:
-        "logs/opal/align.log",
+        "logs/opal/align{rep}.log",
     benchmark:
-        "results/benchmarks/opal/align.tsv"
+        "results/benchmarks/opal/align{rep}.tsv"
+    wildcard_constraints:
+        rep=REPLICA,
     priority: 10
     threads: 1
     conda:
@@ -51,7 +53,7 @@ rule opal_align:
     shell:
         "relin opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
         " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/opal/align > {log} 2>&1"
+        " --checkpoints checkpoints/opal/align{wildcards.rep} > {log} 2>&1"
 
 
 rule opal_offpolicy:
@@ -63,18 +65,19 @@ rule opal_offpolicy:
         data="results/data/synth_text",
         budget=opal_budget,
     output:
-        model=directory("results/opal/offpolicy_{phase}/model"),
-        history="results/opal/offpolicy_{phase}/history.csv",
-        metrics="results/opal/offpolicy_{phase}/train_metrics.json",
+        model=directory("results/opal/offpolicy_{phase}{rep}/model"),
+        history="results/opal/offpolicy_{phase}{rep}/history.csv",
+        metrics="results/opal/offpolicy_{phase}{rep}/train_metrics.json",
     params:
         cfg=opal_offpolicy_sections,
         budget=lambda wildcards, input: f"--budget {input.budget}" if input.budget else "",
     log:
-        "logs/opal/offpolicy/{phase}.log",
+        "logs/opal/offpolicy/{phase}{rep}.log",
     benchmark:
-        "results/benchmarks/opal/offpolicy/{phase}.tsv"
+        "results/benchmarks/opal/offpolicy/{phase}{rep}.tsv"
     wildcard_constraints:
         phase="short|long|matched|teacher",
+        rep=REPLICA,
     priority: 10
     threads: 1
     conda:
@@ -86,25 +89,27 @@ rule opal_offpolicy:
         "relin opal-offpolicy --config {params.cfg:q} --phase {wildcards.phase} --teacher {input.teacher}"
         " --student {input.student} --data {input.data} {params.budget} --out {output.model}"
         " --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/opal/offpolicy_{wildcards.phase} > {log} 2>&1"
+        " --checkpoints checkpoints/opal/offpolicy_{wildcards.phase}{wildcards.rep} > {log} 2>&1"
 
 
 rule opal_onpolicy:
     """OPAL stage 3: the student's own rollouts scored by the teacher (reverse KL, horizon curriculum)."""
     input:
         teacher=OPAL_TEACHER,
-        student="results/opal/offpolicy_long/model",
+        student="results/opal/offpolicy_long{rep}/model",
         data="results/data/synth_text",
     output:
-        model=directory("results/opal/onpolicy/model"),
-        history="results/opal/onpolicy/history.csv",
-        metrics="results/opal/onpolicy/train_metrics.json",
+        model=directory("results/opal/onpolicy{rep}/model"),
+        history="results/opal/onpolicy{rep}/history.csv",
+        metrics="results/opal/onpolicy{rep}/train_metrics.json",
     params:
-        cfg=sections("opal.onpolicy", "opal.niah_protocol"),
+        cfg=seeded(sections("opal.onpolicy", "opal.niah_protocol")),
     log:
-        "logs/opal/onpolicy.log",
+        "logs/opal/onpolicy{rep}.log",
     benchmark:
-        "results/benchmarks/opal/onpolicy.tsv"
+        "results/benchmarks/opal/onpolicy{rep}.tsv"
+    wildcard_constraints:
+        rep=REPLICA,
     priority: 10
     threads: 1
     conda:
@@ -115,7 +120,7 @@ rule opal_onpolicy:
     shell:
         "relin opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
         " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/opal/onpolicy > {log} 2>&1"
+        " --checkpoints checkpoints/opal/onpolicy{wildcards.rep} > {log} 2>&1"
 
 
 rule hybrid_speed:

@@ -29,6 +29,10 @@ class Params:
     """Root of ``params.yaml``."""
 
     seed: int = option(0, "global seed")
+    seeds: list[int] = option([0], "training seeds of the student stages (OPAL's stages and controls, HedgeMamba's "
+                                   "stages and controls, LIA-MTR's bridges), each replacing their train.seed: the "
+                                   "first trains the models as named, every further seed s a replica <name>-s<s>; "
+                                   "with several, the report's intervals cover training noise too")
     tracking: TrackingConfig = option(default_factory=TrackingConfig, help="MLflow tracking")
     data: DataConfig = option(default_factory=DataConfig, help="synthetic text data")
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
@@ -40,6 +44,8 @@ class Params:
                                           help="HedgeMamba: attention -> Hedgehog -> Mamba distillation")
 
     def validate(self, prefix: str) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
+            raise ConfigError(f"seeds: expected distinct non-negative integers, at least one, got {self.seeds}")
         teacher = self.opal.teacher
         if teacher not in self.teacher.archs:
             raise ConfigError(f"opal.teacher: {teacher!r} is not trained (expected one of teacher.archs: "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from matplotlib.figure import Figure
 from ..eval.mme import parse_answer, read_results_file
 from . import verdicts as vd
 from .figures import DPI, colours, legend_outside
+from .lm_scores import first_replicas, replicas
 from .page import FigureRef, Section
 from .table import Table
 
@@ -100,16 +102,22 @@ class MMEScores:
                 self.cells[(model, phase)] = {"correct": right.sum(1), "both": right.prod(1), "yes": yes.sum(1)}
         self.task = np.array([t for t, _ in images or []])
         self.resampler = vd.Resampler(list(self.task), resamples=resamples)
+        self.replicas = replicas(list(answers))
 
     def __contains__(self, key: tuple[str, str]) -> bool:
         return key in self.cells
 
+    def _over_seeds(self, model: str, phase: str, estimate) -> vd.Estimate:
+        names = [n for n in self.replicas.get(model, [model]) if (n, phase) in self.cells]
+        return vd.over_seeds([estimate(self.cells[(n, phase)]) for n in names], seed=zlib.crc32(model.encode()))
+
     def accuracy(self, model: str, phase: str, task: str | None = None) -> vd.Estimate:
         where = None if task is None else self.task == task
-        return self.resampler.ratio(self.cells[(model, phase)]["correct"], np.full(len(self.task), 2.0), where)
+        pairs = np.full(len(self.task), 2.0)
+        return self._over_seeds(model, phase, lambda cells: self.resampler.ratio(cells["correct"], pairs, where))
 
     def acc_plus(self, model: str, phase: str) -> vd.Estimate:
-        return self.resampler.mean(self.cells[(model, phase)]["both"])
+        return self._over_seeds(model, phase, lambda cells: self.resampler.mean(cells["both"]))
 
     def yes_share(self, model: str, phase: str) -> float:
         return float(self.cells[(model, phase)]["yes"].sum() / (2 * len(self.task)))
@@ -139,7 +147,8 @@ def mme_claims(mme: MMEScores, s: LiaSettings) -> list[vd.Claim]:
     return out
 
 
-def niah_estimates(items: dict[str, list[dict]], resamples: int) -> tuple[vd.Resampler, dict[str, np.ndarray]] | None:
+def niah_estimates(items: dict[str, list[dict]], resamples: int
+                   ) -> tuple[vd.Resampler, dict[str, np.ndarray]] | None:
     bridges = list(items)
     if not bridges:
         return None
@@ -158,8 +167,15 @@ def niah_claims(data: dict, s: LiaSettings) -> list[vd.Claim]:
     chance = data["niah_metrics"].get("lia_mtr", {}).get("chance", 0.0)
     cells = list(dict.fromkeys(resampler.strata))
 
+    groups = replicas(list(correct))
+
+    def mean(bridge, where=None):
+        """A bridge's accuracy on the items ``where`` keeps, the mean over its training replicas."""
+        names = groups.get(bridge, [bridge])
+        return vd.over_seeds([resampler.mean(correct[n], where) for n in names], seed=zlib.crc32(bridge.encode()))
+
     def cell(bridge, key):
-        return resampler.mean(correct[bridge], resampler.mask(lambda c: c == key))
+        return mean(bridge, resampler.mask(lambda c: c == key))
 
     reference = None
     if "mha" in correct:
@@ -183,7 +199,7 @@ def niah_claims(data: dict, s: LiaSettings) -> list[vd.Claim]:
                      f"{sum(v.outcome == vd.REPRODUCED for v in cell_verdicts)} of {len(cells)} cells ≥ {RETRIEVES:g}",
                      verdict))
     if "linear_attn" in correct:
-        means = {b: resampler.mean(correct[b]) for b in ("lia_mtr", "linear_attn")}
+        means = {b: mean(b) for b in ("lia_mtr", "linear_attn")}
         difference = means["lia_mtr"] - means["linear_attn"]
         verdict = vd.chance_guard(means, chance, "1 / values") or vd.beats(difference, TIE / 100)
         out.append(vd.Claim("LIA-MTR", "Bridge NIAH: ungated linear attention loses needles LIA-MTR keeps",
@@ -241,7 +257,7 @@ def table1(mme: MMEScores, metrics: dict) -> Table:
                      *(mme.accuracy(TEXT, "text", c).text(".0f", 100) for c in CATEGORIES),
                      metrics.get(TEXT, {}).get("text", {}).get("perception")])
     for phase in PHASES:
-        for bridge in metrics:
+        for bridge in first_replicas(list(metrics)):
             if (bridge, phase) in mme:
                 rows.append([bridge, phase, mme.accuracy(bridge, phase).text(".1f", 100),
                              mme.acc_plus(bridge, phase).text(".1f", 100), 100 * mme.yes_share(bridge, phase),
@@ -328,7 +344,8 @@ def lia_mtr_section(paths: list[str | Path], s: LiaSettings, figure_dir: Path,
         blocks.append(table1(mme, data["mme"]))
     if data["niah_items"]:
         chance = next(iter(data["niah_metrics"].values()), {}).get("chance", 0.0)
-        fig = niah_figure(data["niah_items"], data["niah_history"], chance, figure_dir / "lia_mtr_niah.png")
+        shown = {b: data["niah_items"][b] for b in first_replicas(list(data["niah_items"]))}
+        fig = niah_figure(shown, data["niah_history"], chance, figure_dir / "lia_mtr_niah.png")
         blocks.append(FigureRef(f"{prefix}/{fig.name}", "Bridge-isolated NIAH: accuracy by needle depth and sequence "
                                 "length per bridge (paper Fig. 2: LIA-MTR 1.0 everywhere), and each probe's training "
                                 "loss: a loss at ln(values) never learned, a heatmap below a learned loss cannot carry "

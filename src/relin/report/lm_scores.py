@@ -9,6 +9,8 @@ Perplexity "% of the teacher" is teacher / student × 100 on the same passages.
 """
 from __future__ import annotations
 
+import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -17,9 +19,26 @@ import numpy as np
 from ..artifacts import ITEM_COLUMNS
 from ..errors import InputError
 from .inputs import EvalResult, read_csv_rows, split_name
-from .verdicts import Estimate, Resampler
+from .verdicts import Estimate, Resampler, over_seeds
 
 PERPLEXITY_TASK = "filler"
+# A replica of a model trained with another seed: ``<name>-s<seed>``.
+REPLICA = re.compile(r"^(?P<base>.+)-s(?P<seed>[0-9]+)$")
+
+
+def first_replicas(names) -> list[str]:
+    """``names`` without the replicas of another name (the models as the tables list them)."""
+    return [n for n in names if not ((m := REPLICA.match(n)) and m["base"] in names)]
+
+
+def replicas(names) -> dict[str, list[str]]:
+    """``{base: [base, base-s<seed>, ...]}`` for every name with replicas among ``names``."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        match = REPLICA.match(name)
+        if match and match["base"] in names:
+            out.setdefault(match["base"], [match["base"]]).append(name)
+    return out
 
 
 @dataclass(frozen=True)
@@ -80,9 +99,14 @@ class ItemScores:
                                  f"of a report group evaluated on the same test split)")
         self.task = first.columns["task"]
         self.resampler = Resampler(list(self.task), resamples=resamples, seed=seed)
+        self.replicas = replicas(self.models)
 
     def __contains__(self, name: str) -> bool:
         return name in self.models
+
+    def _over_seeds(self, name: str, estimate: Callable[[str], Estimate]) -> Estimate:
+        names = self.replicas.get(name, [name])
+        return over_seeds([estimate(n) for n in names], seed=zlib.crc32(name.encode()))
 
     def families(self) -> list[str]:
         return [t for t in dict.fromkeys(self.task) if t != PERPLEXITY_TASK]
@@ -96,9 +120,15 @@ class ItemScores:
         return keep
 
     def accuracy(self, name: str, family: str, where=None) -> Estimate:
-        """Pooled accuracy (hits / total) of ``family``'s items that ``where`` keeps."""
-        cols = self.models[name].columns
-        return self.resampler.ratio(cols["hits"], cols["total"], self.mask(family, where))
+        """Pooled accuracy (hits / total) of ``family``'s items that ``where`` keeps (the mean over the model's
+        training replicas, when it has several)."""
+        mask = self.mask(family, where)
+
+        def one(model: str) -> Estimate:
+            cols = self.models[model].columns
+            return self.resampler.ratio(cols["hits"], cols["total"], mask)
+
+        return self._over_seeds(name, one)
 
     def count(self, family: str, where=None) -> int:
         return int(self.mask(family, where).sum())
@@ -107,9 +137,11 @@ class ItemScores:
         return max((m.chance.get(family, 0.0) for m in self.models.values()), default=0.0)
 
     def perplexity(self, name: str) -> Estimate:
-        cols = self.models[name].columns
-        mean_nll = self.resampler.ratio(cols["nll"], cols["tokens"], self.task == PERPLEXITY_TASK)
-        return mean_nll.map(np.exp)
+        def one(model: str) -> Estimate:
+            cols = self.models[model].columns
+            return self.resampler.ratio(cols["nll"], cols["tokens"], self.task == PERPLEXITY_TASK).map(np.exp)
+
+        return self._over_seeds(name, one)
 
     def perplexity_share(self, student: str, teacher: str) -> Estimate:
         """Teacher / student perplexity × 100 on the same passages (100 = the teacher's; lower is worse)."""

@@ -15,7 +15,9 @@ items were drawn); with several seeds the replicates also cover training noise.
 
 Bootstrap: every model evaluated on the same items is resampled with the same draws (:class:`Resampler`), so
 a difference or ratio of two models is a paired bootstrap; draws are stratified (each stratum, e.g. a task
-family, keeps its size), and intervals are the 2.5 and 97.5 percentiles of the replicates.
+family, keeps its size), and intervals are the 2.5 and 97.5 percentiles of the replicates. A model trained
+with several seeds (``<name>-s<seed>`` replicas) is their mean, its replicates redrawing the seeds too
+(:func:`over_seeds`).
 """
 from __future__ import annotations
 
@@ -166,6 +168,17 @@ class Resampler:
 
     def mean(self, values: Sequence[float], where: np.ndarray | None = None) -> Estimate:
         return self.ratio(values, None, where)
+
+
+def over_seeds(estimates: Sequence[Estimate], seed: int = 0) -> Estimate:
+    """The mean over training replicas (one estimate per seed, each resampled over the same items): each bootstrap
+    replicate also redraws the seeds with replacement, so the interval covers training noise as well as
+    evaluation noise (a two-level bootstrap). One estimate is returned as it is."""
+    if len(estimates) == 1:
+        return estimates[0]
+    draws = np.stack([e.draws for e in estimates], axis=1)                       # [R, S]
+    index = np.random.default_rng(seed).integers(0, len(estimates), size=draws.shape)
+    return Estimate(float(np.mean([e.value for e in estimates])), np.take_along_axis(draws, index, 1).mean(1))
 
 
 def mean_of(estimates: Sequence[Estimate]) -> Estimate:
