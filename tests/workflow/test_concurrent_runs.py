@@ -53,7 +53,7 @@ def test_locked_tracking_store_mid_training_delays_metrics_but_loses_none(tmp_pa
     target = f"{QWEN3}/history.csv"
     dag = subprocess.Popen(["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(long)], cwd=repo,
                            env=workflow_env(), stdout=(tmp_path / "out").open("w"), stderr=subprocess.STDOUT)
-    _wait_for(lambda: "train:" in (repo / "logs/teacher_lm/qwen3.log").read_text()
+    _wait_for(lambda: "step " in (repo / "logs/teacher_lm/qwen3.log").read_text()
               if (repo / "logs/teacher_lm/qwen3.log").is_file() else False, what="training to start")
     db = sqlite3.connect(repo / "mlflow.db", timeout=60)
     db.execute("BEGIN EXCLUSIVE")

@@ -154,7 +154,7 @@ def test_lia_mtr_stages_run_and_reach_the_report(smoke_run):
                 assert lines and all(line.count("\t") == 3 for line in lines), (bridge, phase, task)
     for bridge in LIA_MTR_NIAH:
         rows = list(csv.DictReader(open(root / "niah" / bridge / "niah.csv")))
-        assert list(rows[0]) == ["length", "depth", "accuracy"]
+        assert list(rows[0]) == ["length", "depth", "accuracy", "n"]
         assert {(int(r["length"]), float(r["depth"])) for r in rows} == {(n, d) for n in (16, 32) for d in (0.0, 1.0)}
         assert json.loads((root / "niah" / bridge / "metrics.json").read_text())["bridge"] == bridge
     memory = list(csv.DictReader(open(root / "memory/memory.csv")))

@@ -36,14 +36,14 @@ class ReportInputs:
     by_length: list[NamedRows] = field(default_factory=list)
     train_metrics: list[NamedJson] = field(default_factory=list)
     speed: NamedRows | None = None
-    hedgemamba_init: dict | None = None
+    hedgemamba_init: NamedJson | None = None
     hedgemamba_decays: list[NamedJson] = field(default_factory=list)
     lia_mtr: list[str] = field(default_factory=list)
     lm_eval: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
         out = [x.path for x in (*self.evals, *self.items, *self.by_length, *self.histories, *self.train_metrics,
-                                *self.hedgemamba_decays, *([self.speed] if self.speed else []))]
+                                *self.hedgemamba_decays, *(x for x in (self.speed, self.hedgemamba_init) if x))]
         return out + [Path(p) for p in (*self.lia_mtr, *self.lm_eval)]
 
 
@@ -124,7 +124,8 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
         papers.append(lia[0])
         claims += lia[1]
     decays = {d.name.removeprefix("hedgemamba-"): d.data for d in inputs.hedgemamba_decays}
-    if (hedgemamba := hedgemamba_section(scores, settings.hedgemamba, histories, inputs.hedgemamba_init, evals,
+    init = inputs.hedgemamba_init.data if inputs.hedgemamba_init else None
+    if (hedgemamba := hedgemamba_section(scores, settings.hedgemamba, histories, init, evals,
                                          figure_dir, FIGURES, decays)) is not None:
         papers.append(hedgemamba[0])
         claims += hedgemamba[1]

@@ -69,7 +69,6 @@ def run(args: argparse.Namespace, sections) -> None:
         read_by_length,
         read_eval,
         read_history,
-        read_json,
         read_speed,
         read_train_metrics,
         unique_names,
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace, sections) -> None:
         by_length=[read_by_length(spec) for spec in args.by_length],
         train_metrics=[read_train_metrics(spec) for spec in args.train_metrics],
         speed=read_speed(args.speed) if args.speed else None,
-        hedgemamba_init=(read_json(args.hedgemamba_init, "a check.json of relin hedgemamba-init")
+        hedgemamba_init=(read_train_metrics(args.hedgemamba_init, "a check.json of relin hedgemamba-init")
                          if args.hedgemamba_init else None),
         hedgemamba_decays=[read_train_metrics(spec, "a decays.json of relin hedgemamba-finetune")
                            for spec in args.hedgemamba_decays],
