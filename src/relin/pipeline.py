@@ -156,6 +156,18 @@ def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None
     if proc.returncode:
         reason = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[0]
         print(f"relin: dvc.lock not updated ({reason}); `dvc status` may list these stages", file=sys.stderr)
+    elif autostage(root):
+        # `dvc commit` does not autostage (dvc repro does): stage the lock file as DVC's setting asks.
+        subprocess.run(["git", "add", "dvc.lock"], cwd=root, capture_output=True)
+
+
+def autostage(root: Path) -> bool:
+    """DVC's ``core.autostage`` setting of the repository at ``root``."""
+    import configparser
+
+    config = configparser.ConfigParser()
+    config.read(root / ".dvc" / "config")
+    return config.getboolean("core", "autostage", fallback=False)
 
 
 def run_job(rule: str, targets: list[str]) -> int:

@@ -170,3 +170,15 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
     assert {"teacher_lm-qwen3", "opal_convert-gdn"} <= set(by_name) and "teacher_lm-qwen3-s3" not in by_name
     report = {str(p) for p in by_name["report"].input}
     assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= report
+
+
+def test_every_param_a_rule_passes_is_in_params_yaml():
+    """DVC reads a stage's params from params.yaml itself: each dotted key a rule passes must be written there."""
+    import yaml
+
+    from relin.config.params import lookup
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for job in gen_dvc.snakemake_jobs(ROOT):
+        for key in json.loads(job.params.cfg) if "cfg" in job.params.keys() else []:
+            lookup(params, key)  # a ConfigError names the missing key

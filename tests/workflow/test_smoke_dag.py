@@ -36,6 +36,7 @@ def test_smoke_dag_runs_end_to_end_and_is_then_up_to_date(smoke_run):
     assert planned_jobs(out) == set()
     # A plain run's config is params.yaml itself, so it recorded its stages in dvc.lock: DVC agrees.
     assert "up to date" in run(["dvc", "status"], smoke_run).stdout
+    assert run(["git", "status", "--porcelain", "dvc.lock"], smoke_run).stdout.startswith("A "), "autostaged"
 
 
 def test_opal_stages_run_and_reach_the_report(smoke_run):
