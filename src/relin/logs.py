@@ -19,22 +19,17 @@ def to_terminal() -> bool:
 
 
 def quiet_libraries() -> None:
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    """Set through the environment, before the libraries load (no import here: a stage pays only for what it
+    uses). DeepSpeed's accelerator is named only on a machine without a GPU it could have found."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' bars follow the hub's
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # mlflow sets its loggers' level when imported
-    if "DS_ACCELERATOR" not in os.environ:
-        import torch
-
-        if not torch.cuda.is_available():
-            os.environ["DS_ACCELERATOR"] = "cpu"
-    for name in ("mlflow", "deepspeed", "DeepSpeed"):
+    if "DS_ACCELERATOR" not in os.environ and not os.path.exists("/dev/nvidia0"):
+        os.environ["DS_ACCELERATOR"] = "cpu"
+    for name in ("deepspeed", "DeepSpeed"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    import datasets
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
-    datasets.disable_progress_bars()
 
 
 def progress(iterable: Any = None, **kwargs: Any):
