@@ -11,9 +11,10 @@ from relin.models.teachers import build_teacher, load_pretrained
 
 from .toydata import word_tokenizer
 
-OPAL = {"opal.keep_every": 4, "opal.attention_layers": [], "opal.kernel_backend": "auto",
-        "opal.gdn": {"conv_size": 4, "conv_activation": "silu", "qk_norm": True, "allow_neg_eigval": False},
-        "opal.swa": {"window": 8, "sinks": 2}}
+PATTERN = {"opal.layer_selection": "every_n", "opal.keep_every": 4, "opal.attention_layers": [],
+           "opal.kernel_backend": "auto"}
+GDN = {**PATTERN, "opal.gdn": {"conv_size": 4, "conv_activation": "silu", "qk_norm": True, "allow_neg_eigval": False}}
+SWA = {"opal.swa": {"window": 8, "sinks": 2}, "opal.kernel_backend": "auto"}
 
 
 @pytest.fixture(autouse=True)
@@ -35,29 +36,59 @@ def checkpoint(tmp_path):
     return path
 
 
-def test_paper_config_resolves_a_local_qwen3_and_converts_it_offline(checkpoint, tmp_path):
+def _convert(config, teacher, mixer, out, *inputs):
+    return main(["opal-convert", "--config", json.dumps(config), "--teacher", str(teacher), "--mixer", mixer,
+                 *map(str, inputs), "--out", str(out / "model"), "--record", str(out / "layers.json")])
+
+
+def test_paper_config_resolves_a_local_qwen3_and_converts_it_offline(checkpoint, toy_dataset, tmp_path):
     teacher = tmp_path / "teacher"
     config = {"teacher.models.qwen3": {"family": "qwen3", "pretrained": str(checkpoint)},
               "teacher.train": {"steps": 1, "warmup_steps": 0}}
     assert main(["teacher-lm", "--config", json.dumps(config), "--arch", "qwen3", "--data", str(tmp_path / "none"),
                  "--out", str(teacher), "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json"),
                  "--checkpoints", str(tmp_path / "ckpt")]) == 0
-    for mixer, expected in (("gdn", ["gdn", "gdn", "gdn", "attention"] * 2),
-                            ("swa", ["swa", "swa", "swa", "attention"] * 2)):
+    for mixer, expected, config, inputs in (
+            ("gdn", ["gdn", "gdn", "gdn", "attention"] * 2, GDN, ("--data", toy_dataset)),
+            ("swa", ["swa", "swa", "swa", "attention"] * 2, SWA, ("--layers", tmp_path / "gdn/layers.json"))):
         out = tmp_path / mixer
-        assert main(["opal-convert", "--config", json.dumps(OPAL), "--teacher", str(teacher),
-                     "--mixer", mixer, "--out", str(out)]) == 0
-        hybrid = load_pretrained(str(out))
-        assert hybrid.config.mixer_types == expected and (out / "tokenizer.json").is_file()
+        assert _convert(config, teacher, mixer, out, *inputs) == 0
+        hybrid = load_pretrained(str(out / "model"))
+        assert hybrid.config.mixer_types == expected and (out / "model/tokenizer.json").is_file()
+        record = json.loads((out / "layers.json").read_text())
+        assert record["kept"] == [3, 7] and len(record["conversion_kl"]) == 8
         teacher_model = load_pretrained(str(teacher))
         kept = hybrid.model.layers[3].self_attn.q_proj.weight
         assert kept.equal(teacher_model.model.layers[3].self_attn.q_proj.weight)
 
 
-def test_a_teacher_too_shallow_for_the_pattern_is_one_line(checkpoint, tmp_path, capsys):
-    opal = {**OPAL, "opal.attention_layers": [9]}
-    assert main(["opal-convert", "--config", json.dumps(opal), "--teacher", str(checkpoint),
-                 "--mixer", "gdn", "--out", str(tmp_path / "x")]) == 2
+def test_kl_guided_keeps_the_layer_whose_conversion_costs_the_most(toy_dataset, tmp_path):
+    """A teacher whose layers differ by construction: every attention output but layer 2's is zero, so converting
+    any other layer leaves the logits as they are and only layer 2's conversion moves them."""
+    import torch
+
+    teacher = build_teacher(TeacherModelConfig(family="qwen3", hidden_size=32, num_hidden_layers=4,
+                                               num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                               intermediate_size=64, initializer_range=0.2), word_tokenizer(),
+                            seed=0)
+    with torch.no_grad():
+        for i, layer in enumerate(teacher.model.layers):
+            if i != 2:
+                layer.self_attn.o_proj.weight.zero_()
+    teacher.save_pretrained(tmp_path / "teacher")
+    word_tokenizer().save_pretrained(tmp_path / "teacher")
+    config = {**GDN, "opal.layer_selection": "kl_guided"}
+    assert _convert(config, tmp_path / "teacher", "gdn", tmp_path / "gdn", "--data", toy_dataset) == 0
+    record = json.loads((tmp_path / "gdn/layers.json").read_text())
+    scores = record["conversion_kl"]
+    assert record["kept"] == [2] and scores[2] > 0 and max(scores[:2] + scores[3:]) < 1e-6 * scores[2], scores
+    hybrid = load_pretrained(str(tmp_path / "gdn/model"))
+    assert hybrid.config.mixer_types == ["gdn", "gdn", "attention", "gdn"]
+
+
+def test_a_teacher_too_shallow_for_the_pattern_is_one_line(checkpoint, toy_dataset, tmp_path, capsys):
+    opal = {**GDN, "opal.layer_selection": "explicit", "opal.attention_layers": [9]}
+    assert _convert(opal, checkpoint, "gdn", tmp_path / "x", "--data", toy_dataset) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 1 and "kept attention layers [9]: expected at least one index in [0, 8)" in errors[0]
     assert not (tmp_path / "x").exists()

@@ -135,3 +135,17 @@ def hedgehog_match_sections(wildcards):
     if loss is not None:
         rendered["hedgemamba.match"] = {**rendered["hedgemamba.match"], "loss": loss}
     return json.dumps(rendered, sort_keys=True)
+
+
+def opal_convert_inputs(wildcards):
+    """The GDN conversion scores the teacher's layers on training rows; the SWA one keeps the GDN one's layers."""
+    if wildcards.mixer == "gdn":
+        return {"teacher": OPAL_TEACHER, "data": "results/data/synth_text"}
+    return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
+
+
+def opal_convert_sections(wildcards):
+    if wildcards.mixer == "gdn":
+        return sections("opal.layer_selection", "opal.keep_every", "opal.attention_layers", "opal.kernel_backend",
+                        "opal.gdn")
+    return sections("opal.swa", "opal.kernel_backend")

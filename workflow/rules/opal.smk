@@ -1,11 +1,15 @@
 rule opal_convert:
-    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn) or the SWA baseline (swa)."""
+    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn: it chooses the kept layers) or the SWA
+    baseline (swa: the same kept layers)."""
     input:
-        teacher=OPAL_TEACHER,
+        unpack(opal_convert_inputs),
     output:
-        directory("results/opal/{mixer}/model"),
+        model=directory("results/opal/{mixer}/model"),
+        record="results/opal/{mixer}/layers.json",
     params:
-        cfg=sections("opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.{mixer}"),
+        cfg=opal_convert_sections,
+        inputs=lambda wildcards, input: (f"--data {input.data}" if wildcards.mixer == "gdn"
+                                         else f"--layers {input.layers}"),
     log:
         "logs/opal/convert/{mixer}.log",
     benchmark:
@@ -22,7 +26,7 @@ rule opal_convert:
         gpu=0,
     shell:
         "relin opal-convert --config {params.cfg:q} --teacher {input.teacher} --mixer {wildcards.mixer}"
-        " --out {output} > {log} 2>&1"
+        " {params.inputs} --out {output.model} --record {output.record} > {log} 2>&1"
 
 
 rule opal_align:

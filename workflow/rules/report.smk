@@ -12,6 +12,7 @@ rule report:
         opal_histories=expand("results/opal/{stage}/history.csv", stage=OPAL_TRAINED),
         opal_budgets=expand("results/opal/{stage}/train_metrics.json", stage=OPAL_TRAINED),
         speed="results/opal/speed.csv",
+        opal_layers="results/opal/gdn/layers.json",
         lia_mtr=LIA_MTR_REPORT,
         hedgemamba_histories=expand("results/hedgemamba/{stage}/history.csv", stage=HEDGEMAMBA_MODELS),
         lia_mtr_histories=LIA_MTR_HISTORIES.values(),
@@ -38,6 +39,7 @@ rule report:
         "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.item_scores}"
         " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories} {params.lia_mtr_histories}"
         " --train-metrics {input.opal_budgets} --by-length {input.by_length} --speed {input.speed}"
+        " --opal-layers {input.opal_layers}"
         " --hedgemamba-init {input.hedgemamba_init} --hedgemamba-decays {input.hedgemamba_decays}"
         " --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"
         " --configs {params.configs} --out {output} > {log} 2>&1"

@@ -133,9 +133,13 @@ class OpalConfig:
     """OPAL: which teacher converts, which layers stay attention, and every stage's training."""
 
     teacher: str = option("qwen3", "key of teacher.models to convert (a qwen3-family teacher)")
-    keep_every: int = option(4, "layers (i + 1) % keep_every == 0 stay attention (3, 7, ... at 4)", minimum=1)
-    attention_layers: list[int] = option([], "explicit indices of the layers that stay attention (overrides "
-                                             "keep_every)")
+    layer_selection: Literal["every_n", "explicit", "kl_guided"] = option(
+        "every_n", "which layers stay attention: every keep_every-th (the paper's), the attention_layers listed, or "
+                   "kl_guided: as many as every_n keeps, those whose conversion alone moves the teacher's next-token "
+                   "distribution most (KL on training rows; fla-org/hybrid-distillation's KL-guided selection)")
+    keep_every: int = option(4, "every_n: layers (i + 1) % keep_every == 0 stay attention (3, 7, ... at 4); "
+                                "kl_guided: keeps as many", minimum=1)
+    attention_layers: list[int] = option([], "explicit: the indices of the layers that stay attention")
     kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the GDN layers (auto: Triton "
                                                                           "on CUDA tensors)")
     gdn: GDNConfig = option(default_factory=GDNConfig, help="Gated DeltaNet layers")
@@ -159,6 +163,9 @@ class OpalConfig:
     lm_eval: LMEvalConfig = option(default_factory=LMEvalConfig, help="lm-evaluation-harness benchmarks")
 
     def validate(self, prefix: str) -> None:
+        if (self.layer_selection == "explicit") != bool(self.attention_layers):
+            raise ConfigError(f"{prefix}.attention_layers: expected indices exactly when layer_selection is explicit "
+                              f"(got {self.attention_layers} with {self.layer_selection})")
         if self.niah_protocol == "zero_shot" and not any(
                 weight > 0 for task, weight in self.onpolicy.prompt_tasks.items() if task not in NIAH_TASKS):
             raise ConfigError(f"{prefix}.onpolicy.prompt_tasks: niah_protocol zero_shot leaves no prompt task "

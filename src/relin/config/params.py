@@ -53,12 +53,14 @@ class Params:
         model = self.teacher.models[teacher]
         if model.family != "qwen3":
             raise ConfigError(f"opal.teacher: expected a qwen3-family teacher, got {teacher!r} ({model.family})")
-        kept = self.opal.attention_layers or [i for i in range(model.num_hidden_layers)
-                                              if (i + 1) % self.opal.keep_every == 0]
-        if not kept or max(kept) >= model.num_hidden_layers or min(kept) < 0:
-            raise ConfigError(f"opal.keep_every: teacher.models.{teacher} has {model.num_hidden_layers} layers, so "
-                              f"attention layers {kept} leave nothing to keep or fall outside; expected at least "
-                              f"{self.opal.keep_every} layers or explicit opal.attention_layers")
+        layers = model.num_hidden_layers
+        if self.opal.layer_selection == "explicit":
+            kept, key = self.opal.attention_layers, "opal.attention_layers"
+        else:
+            kept, key = [i for i in range(layers) if (i + 1) % self.opal.keep_every == 0], "opal.keep_every"
+        if not kept or max(kept) >= layers or min(kept) < 0:
+            raise ConfigError(f"{key}: teacher.models.{teacher} has {layers} layers, so attention layers {kept} leave "
+                              f"nothing to keep or fall outside [0, {layers})")
         hedgemamba = self.hedgemamba.teacher
         if hedgemamba not in self.teacher.archs:
             raise ConfigError(f"hedgemamba.teacher: {hedgemamba!r} is not trained (expected one of teacher.archs: "

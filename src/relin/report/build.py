@@ -38,12 +38,14 @@ class ReportInputs:
     speed: NamedRows | None = None
     hedgemamba_init: NamedJson | None = None
     hedgemamba_decays: list[NamedJson] = field(default_factory=list)
+    opal_layers: NamedJson | None = None
     lia_mtr: list[str] = field(default_factory=list)
     lm_eval: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
+        single = (x for x in (self.speed, self.hedgemamba_init, self.opal_layers) if x)
         out = [x.path for x in (*self.evals, *self.items, *self.by_length, *self.histories, *self.train_metrics,
-                                *self.hedgemamba_decays, *(x for x in (self.speed, self.hedgemamba_init) if x))]
+                                *self.hedgemamba_decays, *single)]
         return out + [Path(p) for p in (*self.lia_mtr, *self.lm_eval)]
 
 
@@ -113,8 +115,9 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
     histories = {h.name: h for h in inputs.histories}
     train = {t.name: t for t in inputs.train_metrics}
     papers, claims = [], []
+    layers = inputs.opal_layers.data if inputs.opal_layers else None
     if (opal := opal_section(scores, settings.opal, histories, train, inputs.speed, evals, figure_dir,
-                             FIGURES)) is not None:
+                             FIGURES, layers)) is not None:
         papers.append(opal[0])
         claims += opal[1]
     if (harness := lm_eval_section([read_json(p, "a results JSON of relin lm-eval") for p in inputs.lm_eval])):

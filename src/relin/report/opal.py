@@ -159,6 +159,18 @@ def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson]) -> 
                       f"dataset traces {PAPER_TABLE3['offpolicy']}.")
 
 
+def layers_table(record: dict) -> Table:
+    """Which teacher layers stay attention, and what converting each one alone costs."""
+    kept = set(record["kept"])
+    rows = [[i, score, "attention" if i in kept else "GDN"] for i, score in enumerate(record["conversion_kl"])]
+    return Table(title=f"OPAL: the layers kept as attention ({record['selection']})",
+                 columns=["layer", "KL of converting it alone", "in the hybrid"], rows=rows, formats={
+                     "KL of converting it alone": ".3g"},
+                 note="Per-token KL(teacher ‖ teacher with that layer alone turned to Gated DeltaNet, untrained) on "
+                      "training rows; kl_guided keeps the layers with the largest, as many as every_n keeps "
+                      "(opal.layer_selection).")
+
+
 def onpolicy_curves(history: NamedRows, path: Path) -> Path:
     """Stage 3: horizon and per-token reverse KL against step, and the KL by position at the end."""
     fig = Figure(figsize=(13.5, 3.6), layout="constrained")
@@ -217,13 +229,13 @@ def speed_table(speed: NamedRows) -> Table:
 
 def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str, NamedRows],
                  train: dict[str, NamedJson], speed: NamedRows | None, evals: dict, figure_dir: Path,
-                 prefix: str) -> tuple[Section, list[vd.Claim]] | None:
+                 prefix: str, layers: dict | None = None) -> tuple[Section, list[vd.Claim]] | None:
     names = [name(m) for m in MODELS if scores is not None and name(m) in scores]
     if scores is None or s.teacher not in scores or not names:
         return None
     found = claims(scores, s, speed)
     blocks: list = [vd.claims_table("OPAL: the paper's claims", found), table4(scores, s, names),
-                    window_table(scores, s)]
+                    *([layers_table(layers)] if layers else []), window_table(scores, s)]
     if (t3 := table3(scores, s, train)) is not None:
         blocks.append(t3)
     shown = [s.teacher, *(name(m) for m in ("swa", "gdn", "onpolicy", *CONTROLS) if name(m) in scores)]

@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="accuracy_by_length.csv files of relin eval-lm (default name: their directory)")
     parser.add_argument("--speed", help="speed.csv of relin hybrid-speed (OPAL's decode memory and throughput)")
     parser.add_argument("--hedgemamba-init", help="check.json of relin hedgemamba-init (the init's logit gap)")
+    parser.add_argument("--opal-layers", help="layers.json of relin opal-convert --mixer gdn (the kept layers)")
     parser.add_argument("--hedgemamba-decays", nargs="+", default=[], metavar="[NAME=]JSON",
                         help="decays.json files of relin hedgemamba-finetune (Λ before and after stage 2)")
     parser.add_argument("--lia-mtr", nargs="+", default=[], metavar="PATH", help="LIA-MTR stage outputs (mme, niah, "
@@ -89,6 +90,8 @@ def run(args: argparse.Namespace, sections) -> None:
                          if args.hedgemamba_init else None),
         hedgemamba_decays=[read_train_metrics(spec, "a decays.json of relin hedgemamba-finetune")
                            for spec in args.hedgemamba_decays],
+        opal_layers=(read_train_metrics(args.opal_layers, "a layers.json of relin opal-convert")
+                     if args.opal_layers else None),
         lia_mtr=list(args.lia_mtr), lm_eval=list(args.lm_eval))
     for items, what in ((inputs.evals, "evaluation"), (inputs.items, "items"), (inputs.histories, "history"),
                         (inputs.by_length, "accuracy-by-length"), (inputs.train_metrics, "train-metrics")):

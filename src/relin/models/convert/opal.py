@@ -17,6 +17,36 @@ from ...errors import ConfigError, InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
 
 
+def layer_conversion_kl(teacher, batches: list[dict], gdn: GDNConfig | None = None, seed: int = 0,
+                        kernel_backend: str = "auto") -> list[float]:
+    """Per layer i, the mean per-token KL(teacher ‖ teacher with layer i alone converted to Gated DeltaNet) on
+    ``batches`` (``input_ids``, ``attention_mask`` ``[B, T]``): how much that layer's attention matters to the
+    next-token distribution when the others keep theirs (fresh GDN parameters, no training)."""
+    import torch.nn.functional as F
+
+    layers = teacher.config.num_hidden_layers
+    scores = []
+    with torch.no_grad():
+        reference = [F.log_softmax(teacher(**b).logits.float(), -1) for b in batches]
+        for i in range(layers):
+            types = ["gdn" if j == i else "attention" for j in range(layers)]
+            student = convert(teacher, types, seed, gdn=gdn, kernel_backend=kernel_backend).eval()
+            total, tokens = 0.0, 0
+            for b, log_p in zip(batches, reference):
+                log_q = F.log_softmax(student(**b).logits.float(), -1)
+                kl = (log_p.exp() * (log_p - log_q)).sum(-1)
+                real = b["attention_mask"].bool()
+                total, tokens = total + float(kl[real].sum()), tokens + int(real.sum())
+            scores.append(total / max(tokens, 1))
+    return scores
+
+
+def kl_guided_layers(scores: list[float], keep: int) -> list[int]:
+    """The ``keep`` layers whose conversion costs the most KL (ties to the later layer), in order."""
+    ranked = sorted(range(len(scores)), key=lambda i: (scores[i], i), reverse=True)
+    return sorted(ranked[:keep])
+
+
 def kept_attention_layers(num_layers: int, keep_every: int, explicit: list[int] = ()) -> list[int]:
     """Indices of the layers that stay attention: ``explicit``, or every ``keep_every``-th counted from
     the top of each group (layers 3, 7, …, as Qwen3-Next and OPAL keep)."""

@@ -1,49 +1,105 @@
 """``relin opal-convert``: a trained Qwen3 teacher converted to OPAL's hybrid (``--mixer gdn``: the
 non-kept layers become Gated DeltaNet) or to the SWA(window, sinks) baseline (``--mixer swa``);
-see :mod:`relin.models.convert.opal`. No training: the output is the converted model."""
+see :mod:`relin.models.convert.opal`. No training: the output is the converted model.
+
+The GDN conversion decides which layers stay attention (``opal.layer_selection``: every keep_every-th, the
+listed ones, or KL-guided) and writes ``layers.json``: the kept layers, the selection, and per layer the KL its
+conversion alone costs on training rows (scored for every selection, so the report can show what a KL-guided
+choice would keep). The SWA conversion reads those kept layers (``--layers``), so both baselines keep the same.
+"""
 from __future__ import annotations
 
 import argparse
 
 from ...config.opal import GDNConfig, SWAConfig
 
-# What a conversion reads of ``opal``: its layer pattern and its own mixer's options, so that a change
-# to a training stage (or to the other mixer) does not redo it.
-PATTERN = {"opal.keep_every": int, "opal.attention_layers": list[int], "opal.kernel_backend": str}
+# What the GDN conversion reads of ``opal``: its layer choice and its mixer's options (a change to a training
+# stage does not redo it); the SWA conversion reads its own options and the GDN conversion's choice.
+PATTERN = {"opal.layer_selection": str, "opal.keep_every": int, "opal.attention_layers": list[int],
+           "opal.kernel_backend": str}
+# Training rows scored for the per-layer KL: a fixed draw, a few batches (the choice needs a ranking, not a number).
+SCORED_ROWS, SCORE_BATCH = 64, 16
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
-    return {**PATTERN, f"opal.{args.mixer}": {"gdn": GDNConfig, "swa": SWAConfig}[args.mixer]}
+    if args.mixer == "swa":
+        return {"opal.swa": SWAConfig, "opal.kernel_backend": str}
+    return {**PATTERN, "opal.gdn": GDNConfig}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--teacher", required=True, help="teacher model directory (relin teacher-lm)")
     parser.add_argument("--mixer", required=True, choices=("gdn", "swa"), help="what replaces the converted layers")
+    parser.add_argument("--data", help="gdn: synth-text dataset directory (the rows the per-layer KL is scored on)")
+    parser.add_argument("--layers", help="swa: layers.json of the GDN conversion (the layers kept as attention)")
+    parser.add_argument("--record", required=True, help="layers.json to write (kept layers and their scores)")
     parser.add_argument("--out", required=True, help="model directory to write")
 
 
-def mixer_types(keep_every: int, attention_layers: list[int], num_layers: int, replacement: str) -> list[str]:
-    from ...models.convert.opal import kept_attention_layers
+def scoring_batches(data_path: str, pad_id: int) -> list[dict]:
+    """Up to ``SCORED_ROWS`` training rows (the first of the shuffled split), right-padded in batches."""
+    import torch
 
-    kept = kept_attention_layers(num_layers, keep_every, attention_layers)
-    return ["attention" if i in kept else replacement for i in range(num_layers)]
+    from .._training import TextData
+
+    data = TextData.load(data_path)
+    rows = data.input_ids[:SCORED_ROWS]
+    batches = []
+    for lo in range(0, len(rows), SCORE_BATCH):
+        chunk = rows[lo:lo + SCORE_BATCH]
+        width = max(map(len, chunk))
+        ids = torch.full((len(chunk), width), pad_id, dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for i, row in enumerate(chunk):
+            ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
+        batches.append({"input_ids": ids, "attention_mask": mask})
+    return batches
+
+
+def choose_layers(sections, teacher, data_path: str | None) -> dict:
+    """The layers that stay attention, with every layer's conversion KL."""
+    from ...errors import InputError
+    from ...models.convert.opal import kept_attention_layers, kl_guided_layers, layer_conversion_kl
+
+    if not data_path:
+        raise InputError("--data: the GDN conversion scores each layer on training rows (expected a synth-text "
+                         "dataset directory)")
+    layers = teacher.config.num_hidden_layers
+    every_n = kept_attention_layers(layers, sections.get("opal.keep_every"))
+    scores = layer_conversion_kl(teacher, scoring_batches(data_path, teacher.config.pad_token_id or 0),
+                                 sections.get("opal.gdn"), kernel_backend=sections.get("opal.kernel_backend"))
+    selection = sections.get("opal.layer_selection")
+    kept = {"every_n": every_n, "explicit": kept_attention_layers(layers, 1, sections.get("opal.attention_layers")),
+            "kl_guided": kl_guided_layers(scores, len(every_n))}[selection]
+    return {"selection": selection, "kept": kept, "conversion_kl": scores}
 
 
 def run(args: argparse.Namespace, sections) -> None:
     from transformers import AutoTokenizer
 
+    from ...errors import InputError
+    from ...io import atomic_write_json, read_json
     from ...models.convert.opal import convert
     from ...models.teachers import load_pretrained
     from ...tracking import stage_run
     from .._training import write_model
 
-    mixer = sections.get(f"opal.{args.mixer}")
-    with stage_run("opal-convert", sections.raw, inputs=[args.teacher], outputs=[args.out]) as tracker:
+    inputs = [args.teacher, *(p for p in (args.data, args.layers) if p)]
+    with stage_run("opal-convert", sections.raw, inputs=inputs, outputs=[args.out, args.record]) as tracker:
         teacher = load_pretrained(args.teacher)
-        types = mixer_types(sections.get("opal.keep_every"), sections.get("opal.attention_layers"),
-                            teacher.config.num_hidden_layers, args.mixer)
-        student = convert(teacher, types, kernel_backend=sections.get("opal.kernel_backend"), **{args.mixer: mixer})
+        if args.mixer == "gdn":
+            record = choose_layers(sections, teacher, args.data)
+        elif args.layers:
+            record = read_json(args.layers, "a layers.json of relin opal-convert --mixer gdn")
+        else:
+            raise InputError("--layers: the SWA conversion keeps the GDN conversion's layers (expected its "
+                             "layers.json)")
+        types = ["attention" if i in record["kept"] else args.mixer for i in range(teacher.config.num_hidden_layers)]
+        student = convert(teacher, types, kernel_backend=sections.get("opal.kernel_backend"),
+                          **{args.mixer: sections.get(f"opal.{args.mixer}")})
         tracker.set_tags({"relin.mixer": args.mixer, "relin.mixer_types": ",".join(types)})
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters()),
-                            "teacher_parameters": sum(p.numel() for p in teacher.parameters())})
+                            "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
+                            "kept_layers": ",".join(map(str, record["kept"]))})
         write_model(args.out, student, AutoTokenizer.from_pretrained(args.teacher, local_files_only=True))
+        atomic_write_json(args.record, record)
