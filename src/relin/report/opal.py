@@ -161,11 +161,15 @@ def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson]) -> 
 
 def layers_table(record: dict) -> Table:
     """Which teacher layers stay attention, and what converting each one alone costs."""
-    kept = set(record["kept"])
-    rows = [[i, score, "attention" if i in kept else "GDN"] for i, score in enumerate(record["conversion_kl"])]
+    from ..models.convert.opal import kl_guided_layers
+
+    kept, scores = set(record["kept"]), record["conversion_kl"]
+    by_kl = set(kl_guided_layers(scores, len(kept)))
+    rows = [[i, score, "attention" if i in kept else "GDN", "attention" if i in by_kl else "GDN"]
+            for i, score in enumerate(scores)]
     return Table(title=f"OPAL: the layers kept as attention ({record['selection']})",
-                 columns=["layer", "KL of converting it alone", "in the hybrid"], rows=rows, formats={
-                     "KL of converting it alone": ".3g"},
+                 columns=["layer", "KL of converting it alone", "in the hybrid", "kl_guided would keep"], rows=rows,
+                 formats={"KL of converting it alone": ".3g"},
                  note="Per-token KL(teacher ‖ teacher with that layer alone turned to Gated DeltaNet, untrained) on "
                       "training rows; kl_guided keeps the layers with the largest, as many as every_n keeps "
                       "(opal.layer_selection).")
