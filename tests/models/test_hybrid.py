@@ -5,11 +5,11 @@ and save -> load -> generate work through the Auto classes."""
 import pytest
 import torch
 
-from relin.config.opal import SWAConfig
+from relin.config.opal import SWAConfig, kept_attention_layers
 from relin.config.teacher import TeacherModelConfig
 from relin.errors import ConfigError
 from relin.layers.attention import attention_mask
-from relin.models.convert.opal import convert, expand_heads, kept_attention_layers
+from relin.models.convert.opal import convert, expand_heads
 from relin.models.hybrid import HybridCache
 from relin.models.teachers import build_teacher, load_pretrained
 

@@ -12,6 +12,24 @@ from .train import TrainConfig
 NIAH_TASKS = ("niah_single", "niah_multikey", "niah_multiquery")
 
 
+# The layer-selection rules of ``opal.layer_selection`` (pure: the report applies them too).
+def kl_guided_layers(scores: list[float], keep: int) -> list[int]:
+    """The ``keep`` layers whose conversion costs the most KL (ties to the later layer), in order."""
+    ranked = sorted(range(len(scores)), key=lambda i: (scores[i], i), reverse=True)
+    return sorted(ranked[:keep])
+
+
+def kept_attention_layers(num_layers: int, keep_every: int, explicit: list[int] = ()) -> list[int]:
+    """Indices of the layers that stay attention: ``explicit``, or every ``keep_every``-th counted from
+    the top of each group (layers 3, 7, …, as Qwen3-Next and OPAL keep)."""
+    kept = sorted(explicit) if explicit else [i for i in range(num_layers) if (i + 1) % keep_every == 0]
+    if not kept or kept[-1] >= num_layers or kept[0] < 0:
+        raise ConfigError(f"opal: kept attention layers {kept}: expected at least one index in [0, {num_layers}) "
+                          f"for a teacher of {num_layers} layers (from opal.attention_layers, or every "
+                          f"keep_every={keep_every}-th layer)")
+    return kept
+
+
 @dataclass(kw_only=True)
 class GDNConfig:
     """The Gated DeltaNet layers that replace attention."""

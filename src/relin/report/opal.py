@@ -161,7 +161,7 @@ def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson]) -> 
 
 def layers_table(record: dict) -> Table:
     """Which teacher layers stay attention, and what converting each one alone costs."""
-    from ..models.convert.opal import kl_guided_layers
+    from ..config.opal import kl_guided_layers
 
     kept, scores = set(record["kept"]), record["conversion_kl"]
     by_kl = set(kl_guided_layers(scores, len(kept)))

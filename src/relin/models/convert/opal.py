@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ...config.opal import GDNConfig, SWAConfig
-from ...errors import ConfigError, InputError
+from ...errors import InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
 
 
@@ -39,23 +39,6 @@ def layer_conversion_kl(teacher, batches: list[dict], gdn: GDNConfig | None = No
                 total, tokens = total + float(kl[real].sum()), tokens + int(real.sum())
             scores.append(total / max(tokens, 1))
     return scores
-
-
-def kl_guided_layers(scores: list[float], keep: int) -> list[int]:
-    """The ``keep`` layers whose conversion costs the most KL (ties to the later layer), in order."""
-    ranked = sorted(range(len(scores)), key=lambda i: (scores[i], i), reverse=True)
-    return sorted(ranked[:keep])
-
-
-def kept_attention_layers(num_layers: int, keep_every: int, explicit: list[int] = ()) -> list[int]:
-    """Indices of the layers that stay attention: ``explicit``, or every ``keep_every``-th counted from
-    the top of each group (layers 3, 7, …, as Qwen3-Next and OPAL keep)."""
-    kept = sorted(explicit) if explicit else [i for i in range(num_layers) if (i + 1) % keep_every == 0]
-    if not kept or kept[-1] >= num_layers or kept[0] < 0:
-        raise ConfigError(f"opal: kept attention layers {kept}: expected at least one index in [0, {num_layers}) "
-                          f"for a teacher of {num_layers} layers (from opal.attention_layers, or every "
-                          f"keep_every={keep_every}-th layer)")
-    return kept
 
 
 def expand_heads(weight: torch.Tensor, kv_heads: int, heads: int) -> torch.Tensor:

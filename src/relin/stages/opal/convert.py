@@ -58,8 +58,9 @@ def scoring_batches(data_path: str, pad_id: int) -> list[dict]:
 
 def choose_layers(sections, teacher, data_path: str | None) -> dict:
     """The layers that stay attention, with every layer's conversion KL."""
+    from ...config.opal import kept_attention_layers, kl_guided_layers
     from ...errors import InputError
-    from ...models.convert.opal import kept_attention_layers, kl_guided_layers, layer_conversion_kl
+    from ...models.convert.opal import layer_conversion_kl
 
     if not data_path:
         raise InputError("--data: the GDN conversion scores each layer on training rows (expected a synth-text "
