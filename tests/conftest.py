@@ -1,5 +1,8 @@
-"""Test-wide setup: the Triton interpreter on machines without a GPU, offline libraries."""
+"""Test-wide setup: the Triton interpreter on machines without a GPU, offline libraries, and the xdist
+schedule around the shared smoke DAG run."""
 import os
+import tempfile
+from pathlib import Path
 
 import torch
 
@@ -20,7 +23,22 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 WORKFLOW = "tests/workflow/"
 # The workflow modules that share the session's smoke DAG run (the ``smoke_run`` fixture): one xdist scope.
 SMOKE_RUN_MODULES = tuple(f"{WORKFLOW}{name}.py" for name in ("test_smoke_dag", "test_reruns",
-                                                               "test_resume_and_tracking"))
+                                                               "test_resume"))
+
+
+# Set by the ``smoke_run`` fixture (tests/workflow/conftest.py) to its worker's id while the smoke DAG runs. The
+# smoke-run tests wait for that DAG, so the other worker's tests then yield the CPU to it: a niced worker still
+# takes every idle cycle, and the DAG (two jobs at a time) no longer shares its cores equally with them.
+SMOKE_RUNNING = Path(tempfile.gettempdir()) / f"relin-smoke-{os.environ.get('PYTEST_XDIST_TESTRUNUID', 'serial')}"
+_yielded = False
+
+
+def pytest_runtest_setup(item):
+    global _yielded
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not _yielded and SMOKE_RUNNING.is_file() and SMOKE_RUNNING.read_text() != worker:
+        os.nice(10)
+        _yielded = True
 
 
 def pytest_collection_modifyitems(items):

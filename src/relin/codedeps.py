@@ -47,8 +47,20 @@ class SourceTree:
         return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path, tree: SourceTree) -> set[str]:
-    """relin modules imported anywhere in ``path``, with the packages that contain them."""
+def _imports(path: Path, tree: SourceTree) -> frozenset[str]:
+    """relin modules imported anywhere in ``path``, with the packages that contain them (parsed once per
+    version of the file: ``gen_dvc.py`` walks the same modules for every stage)."""
+    stat = path.stat()
+    key = (path, tree, stat.st_mtime_ns, stat.st_size)
+    if key not in _PARSED:
+        _PARSED[key] = frozenset(_parse_imports(path, tree))
+    return _PARSED[key]
+
+
+_PARSED: dict[tuple, frozenset[str]] = {}
+
+
+def _parse_imports(path: Path, tree: SourceTree) -> set[str]:
     name = tree.module_name(path)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ..conftest import SMOKE_RUNNING
+
 ROOT = Path(__file__).resolve().parents[2]
 SMOKE = "workflow/configs/smoke.yaml"
 GIT_IDENTITY = {"GIT_AUTHOR_NAME": "relin-tests", "GIT_AUTHOR_EMAIL": "tests@relin.invalid",
@@ -102,5 +104,9 @@ def smoke_run(tmp_path_factory) -> Path:
     if not (ROOT / SMOKE).is_file():
         pytest.fail(f"{SMOKE} is missing: the smoke config defines the CI run")
     repo = copy_repository(tmp_path_factory.mktemp("smoke"), dvc_stages=True)
-    snakemake(repo)
+    SMOKE_RUNNING.write_text(os.environ.get("PYTEST_XDIST_WORKER", ""))
+    try:
+        snakemake(repo)
+    finally:
+        SMOKE_RUNNING.unlink(missing_ok=True)
     return repo
