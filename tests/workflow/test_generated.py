@@ -72,22 +72,16 @@ def test_dry_run_creates_nothing(tmp_path):
     assert not created, f"a dry run created {sorted(created)}"
 
 
+# One case per place a bad value can come from (params.yaml, a missing or empty params.yaml, an overlay,
+# --config): each ends the run in one line before anything is touched. The checks themselves (types, ranges,
+# cross-section rules) are tested in-process in tests/core/test_config.py.
 BAD_PARAMS = {
     "unknown key": ("params", ("  train:\n    steps:", "  train:\n    stepz:"),
                     "params.yaml: teacher.train.stepz: unknown key"),
-    "wrong type": ("params", ("    lr: ", "    lr: fast #"),
-                   "params.yaml: teacher.train.lr: expected a number, got 'fast'"),
-    "nan": ("params", ("    lr: ", "    lr: .nan #"),
-            "params.yaml: teacher.train.lr: expected a finite number, got nan"),
     "missing params.yaml": ("params", None, "params.yaml: config file not found"),
     "empty params.yaml": ("params", "", "params.yaml: empty (expected a mapping of config sections"),
     "bad overlay value": ("overlay", {"teacher": {"archs": ["llama"]}},
                           "bad.yaml: teacher.archs: 'llama' is not a key of teacher.models"),
-    "warmup > steps": ("overlay", {"teacher": {"train": {"warmup_steps": 31}}},
-                       "bad.yaml: teacher.train.warmup_steps: expected <= steps (30), got 31"),
-    "no teacher": ("overlay", {"teacher": {"archs": []}}, "bad.yaml: teacher.archs: expected at least one of"),
-    "answer budget": ("overlay", {"eval": {"max_new_tokens": 1}},
-                      "bad.yaml: eval.max_new_tokens: 1 cannot hold the longest niah_single answer"),
     "bad --config": ("config", "teacher={train: {lr: .inf}}",
                      "--config: teacher.train.lr: expected a finite number, got inf"),
 }
