@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from relin.report.lm_scores import ItemScores, ModelItems
-from relin.report.opal import OpalSettings, claims, table4
+from relin.report.opal import OpalSettings, claims, selection_claim, table4
 from relin.report.verdicts import AT_CHANCE, CONTRADICTED, INCONCLUSIVE, REFERENCE_FAILS, REPRODUCED, WITHIN_NOISE
 
 FAMILIES = ("niah_single", "niah_multikey", "niah_multiquery", "arithmetic")
@@ -84,6 +84,25 @@ def test_onpolicy_against_a_control_needs_its_interval_clear_of_zero(onpolicy, c
               _items("opal-offpolicy_matched", {f: control for f in FAMILIES}, offset=offset)]
     verdict = _claims(models)[0]["On-policy beats off-policy on dataset text"].verdict
     assert verdict.outcome == outcome and verdict.reason.startswith(reason)
+
+
+def _layers(kept, scores):
+    return {"selection": "every_n", "kept": kept, "conversion_kl": scores}
+
+
+@pytest.mark.parametrize("kl_guided, every_n, outcome", [(0.9, 0.5, REPRODUCED), (0.5, 0.9, CONTRADICTED)])
+def test_kl_guided_selection_is_judged_on_the_paired_difference_after_stage_1(kl_guided, every_n, outcome):
+    models = [_items("teacher-qwen3", STRONG), _items("opal-align_kl_guided", {f: kl_guided for f in FAMILIES}),
+              _items("opal-align", {f: every_n for f in FAMILIES})]
+    claim = selection_claim(ItemScores(models, resamples=1000), SETTINGS, _layers([3], [0.9, 0.1, 0.2, 0.3]))
+    assert claim.verdict.outcome == outcome and claim.ours.startswith("layers [0]: ")
+
+
+def test_kl_guided_selection_keeping_the_same_layers_is_not_testable():
+    models = [_items("teacher-qwen3", STRONG), _items("opal-align_kl_guided", STRONG), _items("opal-align", {})]
+    claim = selection_claim(ItemScores(models, resamples=100), SETTINGS, _layers([3], [0.1, 0.2, 0.3, 0.9]))
+    assert claim.verdict.outcome == INCONCLUSIVE and "not testable" in claim.verdict.reason
+    assert selection_claim(ItemScores(models[:2], resamples=100), SETTINGS, _layers([3], [0.1] * 4)) is None
 
 
 def test_every_declared_opal_model_is_a_row_of_table4():

@@ -153,14 +153,15 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
     (repo / "params.yaml").write_text(yaml.safe_dump({**params, "seeds": [0, 3]}, sort_keys=False))
     jobs = gen_dvc.snakemake_jobs(repo)
     by_name = {gen_dvc._stage_name(job): job for job in jobs}
-    for stage in ("opal_align-s3", "opal_offpolicy-matched-s3", "opal_onpolicy-s3", "hedgehog_match-hedgehog-s3",
+    for stage in ("opal_align-align-s3", "opal_align-align_kl_guided-s3", "opal_offpolicy-matched-s3",
+                  "opal_onpolicy-s3", "hedgehog_match-hedgehog-s3",
                   "hedgemamba_finetune-mil-s3", "bridge_instruct-lia_mtr-s3", "bridge_niah-mha-s3"):
         assert stage in by_name, stage
         sections = json.loads(by_name[stage].params.cfg)
         seeds = [v["train"]["seed"] if "train" in v else v["seed"] for v in sections.values()
                  if isinstance(v, dict) and ("train" in v or "seed" in v)]
         assert seeds and set(seeds) == {3}, (stage, sections)
-    assert json.loads(by_name["opal_align"].params.cfg)["opal.align"]["train"]["seed"] == 0
+    assert json.loads(by_name["opal_align-align"].params.cfg)["opal.align"]["train"]["seed"] == 0
     assert {"teacher_lm-qwen3", "opal_convert-gdn"} <= set(by_name) and "teacher_lm-qwen3-s3" not in by_name
     report = {str(p) for p in by_name["report"].input}
     assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= report

@@ -83,11 +83,13 @@ def test_table3_controls_take_the_onpolicy_budget(smoke_run):
     assert "teacher-scored tokens" in report
 
 
-OPAL_JOBS = {"opal_convert[mixer=gdn]", "opal_convert[mixer=swa]", "opal_align", "opal_offpolicy[phase=short]",
+OPAL_JOBS = {"opal_convert[conversion=gdn]", "opal_convert[conversion=swa]", "opal_convert[conversion=gdn_kl_guided]",
+             "opal_align[model=align]", "opal_align[model=align_kl_guided]", "opal_offpolicy[phase=short]",
              "opal_offpolicy[phase=long]", "opal_onpolicy", "opal_offpolicy[phase=matched]",
              "opal_offpolicy[phase=teacher]", "hybrid_speed",
-             *(f"eval_lm[name=opal-{n}]" for n in ("gdn", "swa", "align", "offpolicy_short", "offpolicy_long",
-                                                   "onpolicy", "offpolicy_matched", "offpolicy_teacher"))}
+             *(f"eval_lm[name=opal-{n}]" for n in ("gdn", "swa", "align", "align_kl_guided", "offpolicy_short",
+                                                   "offpolicy_long", "onpolicy", "offpolicy_matched",
+                                                   "offpolicy_teacher"))}
 
 
 HEDGEMAMBA_STAGE1 = ("hedgehog", "hedgehog_attention_ce", "hedgehog_output_mse")

@@ -6,6 +6,8 @@ from relin.config.hedgemamba import FINETUNES as HEDGEMAMBA_FINETUNES
 from relin.config.hedgemamba import MATCH_VARIANTS as HEDGEMAMBA_MATCH_VARIANTS
 from relin.config.hedgemamba import MODELS as HEDGEMAMBA_MODELS
 from relin.config.lia_mtr import BRIDGE_NAMES
+from relin.config.opal import ALIGNMENTS as OPAL_ALIGNMENTS
+from relin.config.opal import CONVERSIONS as OPAL_CONVERSIONS
 from relin.config.opal import LM_EVAL_MODELS
 from relin.config.opal import MODELS as OPAL_MODELS
 from relin.config.params import lookup
@@ -55,8 +57,8 @@ def seeded(render):
     return with_seed
 
 
-# OPAL's trained models (the conversions gdn and swa are not trained, and not replicated).
-OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("gdn", "swa")]
+# OPAL's trained models (the conversions are not trained, and not replicated).
+OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("swa", *OPAL_CONVERSIONS)]
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
 LM_MODELS = {
     **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
@@ -138,14 +140,18 @@ def hedgehog_match_sections(wildcards):
 
 
 def opal_convert_inputs(wildcards):
-    """The GDN conversion scores the teacher's layers on training rows; the SWA one keeps the GDN one's layers."""
-    if wildcards.mixer == "gdn":
-        return {"teacher": OPAL_TEACHER, "data": "results/data/synth_text"}
-    return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
+    """A GDN conversion scores the teacher's layers on training rows; the SWA one keeps the gdn one's layers."""
+    if wildcards.conversion == "swa":
+        return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
+    return {"teacher": OPAL_TEACHER, "data": "results/data/synth_text"}
 
 
 def opal_convert_sections(wildcards):
-    if wildcards.mixer == "gdn":
-        return sections("opal.layer_selection", "opal.keep_every", "opal.attention_layers", "opal.kernel_backend",
-                        "opal.gdn")
-    return sections("opal.swa", "opal.kernel_backend")
+    """A selection variant is the same config with its layer_selection (a named config, not a flag)."""
+    if wildcards.conversion == "swa":
+        return sections("opal.swa", "opal.kernel_backend")
+    rendered = json.loads(sections("opal.layer_selection", "opal.keep_every", "opal.attention_layers",
+                                   "opal.kernel_backend", "opal.gdn"))
+    if (selection := OPAL_CONVERSIONS[wildcards.conversion]) is not None:
+        rendered["opal.layer_selection"], rendered["opal.attention_layers"] = selection, []
+    return json.dumps(rendered, sort_keys=True)

@@ -1,21 +1,22 @@
 rule opal_convert:
-    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn: it chooses the kept layers) or the SWA
-    baseline (swa: the same kept layers)."""
+    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn: it chooses the kept layers; gdn_kl_guided: the
+    same conversion keeping the kl_guided layers) or the SWA baseline (swa: gdn's kept layers)."""
     input:
         unpack(opal_convert_inputs),
     output:
-        model=directory("results/opal/{mixer}/model"),
-        record="results/opal/{mixer}/layers.json",
+        model=directory("results/opal/{conversion}/model"),
+        record="results/opal/{conversion}/layers.json",
     params:
         cfg=opal_convert_sections,
-        inputs=lambda wildcards, input: (f"--data {input.data}" if wildcards.mixer == "gdn"
-                                         else f"--layers {input.layers}"),
+        mixer=lambda wildcards: "swa" if wildcards.conversion == "swa" else "gdn",
+        inputs=lambda wildcards, input: (f"--layers {input.layers}" if wildcards.conversion == "swa"
+                                         else f"--data {input.data}"),
     log:
-        "logs/opal/convert/{mixer}.log",
+        "logs/opal/convert/{conversion}.log",
     benchmark:
-        "results/benchmarks/opal/convert/{mixer}.tsv"
+        "results/benchmarks/opal/convert/{conversion}.tsv"
     wildcard_constraints:
-        mixer="gdn|swa",
+        conversion="|".join(["swa", *OPAL_CONVERSIONS]),
     # OPAL's chain after the teacher is the default DAG's critical path: its rules start first when a core is free
     priority: 10
     threads: 1
@@ -25,27 +26,29 @@ rule opal_convert:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin opal-convert --config {params.cfg:q} --teacher {input.teacher} --mixer {wildcards.mixer}"
+        "relin opal-convert --config {params.cfg:q} --teacher {input.teacher} --mixer {params.mixer}"
         " {params.inputs} --out {output.model} --record {output.record} > {log} 2>&1"
 
 
 rule opal_align:
-    """OPAL stage 1: only GDN layers train, each aligned to the teacher's attention output."""
+    """OPAL stage 1: only GDN layers train, each aligned to the teacher's attention output (align; align_kl_guided
+    aligns the kl_guided conversion at the same budget)."""
     input:
         teacher=OPAL_TEACHER,
-        student="results/opal/gdn/model",
+        student=lambda wildcards: f"results/opal/{OPAL_ALIGNMENTS[wildcards.model]}/model",
         data="results/data/synth_text",
     output:
-        model=directory("results/opal/align{rep}/model"),
-        history="results/opal/align{rep}/history.csv",
-        metrics="results/opal/align{rep}/train_metrics.json",
+        model=directory("results/opal/{model}{rep}/model"),
+        history="results/opal/{model}{rep}/history.csv",
+        metrics="results/opal/{model}{rep}/train_metrics.json",
     params:
         cfg=seeded(sections("opal.align", "opal.niah_protocol")),
     log:
-        "logs/opal/align{rep}.log",
+        "logs/opal/align/{model}{rep}.log",
     benchmark:
-        "results/benchmarks/opal/align{rep}.tsv"
+        "results/benchmarks/opal/align/{model}{rep}.tsv"
     wildcard_constraints:
+        model="|".join(OPAL_ALIGNMENTS),
         rep=REPLICA,
     priority: 10
     threads: 1
@@ -57,7 +60,7 @@ rule opal_align:
     shell:
         "relin opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
         " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/opal/align{wildcards.rep} > {log} 2>&1"
+        " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
 rule opal_offpolicy:

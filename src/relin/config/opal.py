@@ -111,12 +111,18 @@ MODELS = {
     "swa": "SWA(window, sinks) baseline",
     "gdn": "GDN hybrid as converted",
     "align": "stage 1: hidden-state alignment",
+    "align_kl_guided": "selection control: stage 1 from the kl_guided layers, stage 1's budget",
     "offpolicy_short": "stage 2A: off-policy, short context",
     "offpolicy_long": "stage 2B: off-policy, long context",
     "onpolicy": "stage 3: on-policy (OPAL)",
     "offpolicy_matched": "control: off-policy on dataset text, stage 3's budget",
     "offpolicy_teacher": "control: off-policy on the teacher's continuations, stage 3's budget",
 }
+# The GDN conversions, one rule with a wildcard: name -> the layer selection it converts with (None: the
+# configured opal.layer_selection, which the chain continues from; the SWA baseline keeps the same layers).
+CONVERSIONS = {"gdn": None, "gdn_kl_guided": "kl_guided"}
+# Stage 1 of each conversion at the same budget: model name -> the conversion it aligns.
+ALIGNMENTS = {"align": "gdn", "align_kl_guided": "gdn_kl_guided"}
 # The Table 3 controls, each continuing stage 2B with stage 3's budget.
 CONTROLS = ("offpolicy_matched", "offpolicy_teacher")
 # OPAL models lm-evaluation-harness can score: the teacher and every trained or baseline student.

@@ -102,6 +102,33 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
     return out
 
 
+def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Claim | None:
+    """KL-guided layer selection (fla-org/hybrid-distillation) against the configured one, both after stage 1 at
+    the same budget, paired on the same items."""
+    from ..config.opal import kl_guided_layers
+
+    if layers is None or name("align") not in scores or name("align_kl_guided") not in scores:
+        return None
+    claim = f"KL-guided layer selection beats {layers['selection']} after stage 1 at the same budget"
+    source = "fla-org/hybrid-distillation (no figure in seed 002)"
+    by_kl = kl_guided_layers(layers["conversion_kl"], len(layers["kept"]))
+    on = scores.recovery(name("align_kl_guided"), s.teacher, TASKS, s.mastery)
+    off = scores.recovery(name("align"), s.teacher, TASKS, s.mastery)
+    if by_kl == sorted(layers["kept"]):
+        return vd.Claim("OPAL", claim, source, f"both keep layers {by_kl}: the same conversion",
+                        vd.inconclusive(vd.NOT_TESTABLE, f"kl_guided keeps the same layers as {layers['selection']} "
+                                                         f"at this depth"))
+    if on.estimate is None:
+        return vd.Claim("OPAL", claim, source, "–", vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no "
+                                                                                       f"family (below {s.mastery:g})"))
+    mean = {m: vd.mean_of([scores.accuracy(m, f) for f in on.families])
+            for m in (name("align_kl_guided"), name("align"))}
+    difference = on.estimate - off.estimate
+    verdict = vd.chance_guard(mean, max(scores.chance(f) for f in on.families)) or vd.beats(difference, TIE)
+    return vd.Claim("OPAL", claim, source, f"layers {by_kl}: {on.text()} vs layers {sorted(layers['kept'])}: "
+                                           f"{off.text()}; difference {difference.text('+.1f')} points", verdict)
+
+
 def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
     rows = []
     note = ""
@@ -168,11 +195,11 @@ def layers_table(record: dict) -> Table:
     rows = [[i, score, "attention" if i in kept else "GDN", "attention" if i in by_kl else "GDN"]
             for i, score in enumerate(scores)]
     return Table(title=f"OPAL: the layers kept as attention ({record['selection']})",
-                 columns=["layer", "KL of converting it alone", "in the hybrid", "kl_guided would keep"], rows=rows,
+                 columns=["layer", "KL of converting it alone", "in the hybrid", "kl_guided keeps"], rows=rows,
                  formats={"KL of converting it alone": ".3g"},
                  note="Per-token KL(teacher ‖ teacher with that layer alone turned to Gated DeltaNet, untrained) on "
                       "training rows; kl_guided keeps the layers with the largest, as many as every_n keeps "
-                      "(opal.layer_selection).")
+                      "(opal.layer_selection); opal-align_kl_guided is stage 1 of that choice at stage 1's budget.")
 
 
 def onpolicy_curves(history: NamedRows, path: Path) -> Path:
@@ -238,6 +265,8 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     if scores is None or s.teacher not in scores or not names:
         return None
     found = claims(scores, s, speed)
+    if (selection := selection_claim(scores, s, layers)) is not None:
+        found.append(selection)
     blocks: list = [vd.claims_table("OPAL: the paper's claims", found), table4(scores, s, names),
                     *([layers_table(layers)] if layers else []), window_table(scores, s)]
     if (t3 := table3(scores, s, train)) is not None:
