@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The whole DAG under workflow/configs/h200.yaml on a lent H200, within one 10-minute call:
-#   WHEELS=dag bash benchmarks/fetch_device_wheels.sh                     # here, once (snakemake, mlflow, ...)
+#   WHEELS=dag bash benchmarks/gpu/fetch_device_wheels.sh                     # here, once (snakemake, mlflow, ...)
 #   bash benchmarks/gpu/dag.sh                                              # there, carrying .whl
 # Jobs share the one GPU (at most GPU_JOBS of the gpu=1 rules at a time) and 16 cores; a failed job leaves the
 # independent ones running (--keep-going). Into $OUT: the report, every metrics/speed JSON and table, the
-# per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times.
+# per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times; a partial run
+# (DAG_TARGETS or the limit) the report of what finished (results/report-partial).
 # RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git). DAG_TARGETS (files, space-separated)
 # runs a part of the DAG instead of the report, e.g. one paper's stages when a call cannot hold all three.
 source benchmarks/gpu/env.sh
@@ -23,7 +24,11 @@ timeout "${DAG_LIMIT:-530}" snakemake --cores "$cores" --resources gpu="${GPU_JO
 rc=$?
 echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"
 grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.log" | tail -5
-tar -czf "$OUT/dag-results.tar.gz" --ignore-failed-read logs results/benchmarks results/report \
+# A partial DAG (DAG_TARGETS, or the limit) gets the report of what finished, beside the stage outputs.
+[ -d results/report ] || python3 benchmarks/gpu/partial_report.py --overlay workflow/configs/h200.yaml \
+    --out results/report-partial > "$OUT/partial-report.log" 2>&1
+cp -r results/report* "$OUT/" 2>/dev/null
+tar -czf "$OUT/dag-results.tar.gz" --ignore-failed-read logs results/benchmarks results/report* \
     $(find results -name "*.json" -o -name "*.csv" -o -name "*.png" | grep -v "/model/\|/checkpoints/") 2>/dev/null
 python3 - <<'EOF'
 import csv, glob

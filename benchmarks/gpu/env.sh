@@ -1,4 +1,4 @@
-# Source on a lent GPU machine (no internet): installs the wheels carried in .whl/ (benchmarks/fetch_device_wheels.sh)
+# Source on a lent GPU machine (no internet): installs the wheels carried in .whl/ (benchmarks/gpu/fetch_device_wheels.sh)
 # and relin itself into /tmp, and puts them on PYTHONPATH; SANITIZER is compute-sanitizer, from the carried wheel
 # when there is one. Usage: `source benchmarks/gpu/env.sh`.
 set -e

@@ -7,7 +7,7 @@
 #   WHEELS=all      both, and deepspeed (built here, ops JIT)   [default]
 # The 64 MiB a call may carry holds one of the first two at a time.
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
 wheels=${WHEELS:-all}
 [ "${KERNELS_ONLY:-0}" = 1 ] && wheels=kernels
