@@ -19,7 +19,7 @@ mkdir -p "$OUT"
 'transformers', transformers.__version__)"
   echo "commit ${RELIN_GIT_COMMIT:-unknown}"; } | tee "$OUT/machine.txt"
 began=$(date +%s)
-timeout "${DAG_LIMIT:-530}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going \
+timeout "${DAG_LIMIT:-530}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going --rerun-incomplete \
     ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
 rc=$?
 echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"
