@@ -21,16 +21,18 @@ def layer_conversion_kl(teacher, batches: list[dict], gdn: GDNConfig | None = No
                         kernel_backend: str = "auto") -> list[float]:
     """Per layer i, the mean per-token KL(teacher ‖ teacher with layer i alone converted to Gated DeltaNet) on
     ``batches`` (``input_ids``, ``attention_mask`` ``[B, T]``): how much that layer's attention matters to the
-    next-token distribution when the others keep theirs (fresh GDN parameters, no training)."""
+    next-token distribution when the others keep theirs (fresh GDN parameters, no training). Runs on the
+    teacher's device."""
     import torch.nn.functional as F
 
-    layers = teacher.config.num_hidden_layers
+    layers, device = teacher.config.num_hidden_layers, next(teacher.parameters()).device
+    batches = [{k: v.to(device) for k, v in b.items()} for b in batches]
     scores = []
     with torch.no_grad():
         reference = [F.log_softmax(teacher(**b).logits.float(), -1) for b in batches]
         for i in range(layers):
             types = ["gdn" if j == i else "attention" for j in range(layers)]
-            student = convert(teacher, types, seed, gdn=gdn, kernel_backend=kernel_backend).eval()
+            student = convert(teacher, types, seed, gdn=gdn, kernel_backend=kernel_backend).to(device).eval()
             total, tokens = 0.0, 0
             for b, log_p in zip(batches, reference):
                 log_q = F.log_softmax(student(**b).logits.float(), -1)

@@ -59,6 +59,7 @@ def scoring_batches(data_path: str, pad_id: int) -> list[dict]:
 def choose_layers(sections, teacher, data_path: str | None) -> dict:
     """The layers that stay attention, with every layer's conversion KL."""
     from ...config.opal import kept_attention_layers, kl_guided_layers
+    from ...devices import compute_device
     from ...errors import InputError
     from ...models.convert.opal import layer_conversion_kl
 
@@ -67,8 +68,11 @@ def choose_layers(sections, teacher, data_path: str | None) -> dict:
                          "dataset directory)")
     layers = teacher.config.num_hidden_layers
     every_n = kept_attention_layers(layers, sections.get("opal.keep_every"))
-    scores = layer_conversion_kl(teacher, scoring_batches(data_path, teacher.config.pad_token_id or 0),
+    # Nine forwards of the teacher over the scored rows: on the accelerator when there is one.
+    scores = layer_conversion_kl(teacher.to(compute_device()),
+                                 scoring_batches(data_path, teacher.config.pad_token_id or 0),
                                  sections.get("opal.gdn"), kernel_backend=sections.get("opal.kernel_backend"))
+    teacher.to("cpu")
     selection = sections.get("opal.layer_selection")
     kept = {"every_n": every_n, "explicit": kept_attention_layers(layers, 1, sections.get("opal.attention_layers")),
             "kl_guided": kl_guided_layers(scores, len(every_n))}[selection]
