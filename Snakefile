@@ -18,6 +18,10 @@ from relin.preflight import check as preflight
 
 # relin's strict check first: a missing or bad params.yaml, overlay or --config value ends here with
 # one line naming the file (or --config) and the key, before any job runs.
+# argparse keeps only the last of several --configfile options: the overlays before it would be dropped silently.
+if sum(arg.split("=")[0] in ("--configfile", "--configfiles") for arg in sys.argv[1:]) > 1:
+    sys.exit("relin: --configfile: given more than once, and Snakemake keeps only the last; expected the overlays "
+             "after one --configfile (--configfile a.yaml b.yaml)")
 try:
     cli_overrides = typed_overrides(workflow.config_settings.config)
     layers = [("params.yaml", read_yaml("params.yaml"))]

@@ -425,9 +425,15 @@ def _write_manifests(stage: str, run_id: str, outputs, facts: dict[str, Any]) ->
 
 
 def check_store(cfg: TrackingConfig, timeout_s: float = 5.0) -> None:
-    """Raise :class:`TrackingUnavailable` (one line) when an HTTP tracking server does not answer."""
+    """Raise :class:`TrackingUnavailable` (one line) when an HTTP tracking server does not answer, or a SQLite
+    store's file is damaged or stays locked for ``timeout_s``."""
     uri = cfg.tracking_uri
-    if not cfg.enabled or not uri.startswith(("http://", "https://")):
+    if not cfg.enabled:
+        return
+    if uri.startswith("sqlite:///"):
+        _check_sqlite(uri, max(timeout_s, 30.0))  # a stage ending may hold the write lock for a moment
+        return
+    if not uri.startswith(("http://", "https://")):
         return
     import urllib.error
     import urllib.request
@@ -442,6 +448,31 @@ def check_store(cfg: TrackingConfig, timeout_s: float = 5.0) -> None:
     raise TrackingUnavailable(f"tracking.tracking_uri {uri}: no MLflow server answered within {timeout_s:.0f} s "
                               f"({problem}); start it (mlflow server --host 127.0.0.1) or set "
                               f"tracking.enabled: false")
+
+
+def _check_sqlite(uri: str, timeout_s: float) -> None:
+    """The store file reads as SQLite and takes a write lock within ``timeout_s`` (released at once)."""
+    import sqlite3
+
+    path = Path(uri.removeprefix("sqlite:///"))
+    if not path.exists():
+        return  # MLflow creates it
+    advice = f"move it aside (mv {path} {path}.damaged) to start a new store, or set tracking.enabled: false"
+    try:
+        with contextlib.closing(sqlite3.connect(path, timeout=timeout_s, isolation_level=None)) as db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            db.execute("ROLLBACK")
+    except sqlite3.OperationalError as err:
+        if "locked" in str(err):
+            raise TrackingUnavailable(f"tracking.tracking_uri {uri}: {path} stayed locked for {timeout_s:.0f} s "
+                                      f"(another process is writing it: a running snakemake or relin stage?); "
+                                      f"wait for it to end, or set tracking.enabled: false") from None
+        raise TrackingUnavailable(f"tracking.tracking_uri {uri}: {path} is unreadable ({_first_line(err)}); "
+                                  f"{advice}") from None
+    except sqlite3.DatabaseError as err:
+        raise TrackingUnavailable(f"tracking.tracking_uri {uri}: {path} is not an SQLite database "
+                                  f"({_first_line(err)}); {advice}") from None
 
 
 def init_pipeline(cfg: TrackingConfig, run_name: str = "pipeline", tags: dict[str, str] | None = None) -> str:

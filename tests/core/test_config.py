@@ -23,8 +23,13 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     ({"teacher": {"archs": []}}, "teacher.archs: expected at least one of: qwen3, gpt_neox"),
     ({"eval": {"max_new_tokens": 1}}, "eval.max_new_tokens: 1 cannot hold the longest niah_single answer (5 tokens)"),
     ({"eval": {"max_new_tokens": 20}}, "eval.max_new_tokens: 20 cannot hold the longest niah_multiquery answer (23"),
+    ({"lia_mtr": {"tower": {"select_layer": -5}}}, "lia_mtr.tower.select_layer: the tower has 4 hidden states"),
+    ({"lia_mtr": {"tower": {"select_layer": 4}}}, "lia_mtr.tower.select_layer: the tower has 4 hidden states"),
+    ({"lia_mtr": {"data": {"image_size": 30}}}, "lia_mtr.data.image_size: expected a multiple of "
+                                                "lia_mtr.tower.patch_size (4), got 30"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
-        "max_new_tokens 1", "max_new_tokens < multiquery"])
+        "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
+        "image_size vs patch_size"])
 def test_bad_value_is_one_line_naming_the_layer_and_key(overlay, message):
     with pytest.raises(ConfigError) as err:
         load_layers([("params.yaml", PARAMS), ("bad.yaml", overlay)], check)

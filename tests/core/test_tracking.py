@@ -140,3 +140,39 @@ def test_unreachable_tracking_server_is_one_line_within_seconds():
     message = str(err.value)
     assert "\n" not in message and message.startswith(f"tracking.tracking_uri http://127.0.0.1:{port}: no MLflow")
     assert "tracking.enabled: false" in message
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_a_damaged_sqlite_store_is_one_line_and_left_as_found(tmp_path, damage):
+    import sqlite3
+
+    path = tmp_path / "mlflow.db"
+    if damage == "garbage":
+        path.write_bytes(b"not a database at all" * 100)
+    else:
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE runs (id TEXT)")
+            db.executemany("INSERT INTO runs VALUES (?)", [(str(i) * 50,) for i in range(2000)])
+        path.write_bytes(path.read_bytes()[:100])
+    before = path.read_bytes()
+    with pytest.raises(tracking.TrackingUnavailable) as err:
+        tracking.check_store(TrackingConfig(tracking_uri=f"sqlite:///{path}"))
+    message = str(err.value)
+    assert "\n" not in message and f"mv {path} {path}.damaged" in message
+    assert path.read_bytes() == before
+
+
+def test_a_locked_sqlite_store_is_one_line_after_the_timeout(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "mlflow.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(tracking.TrackingUnavailable, match="stayed locked for 1 s"):
+            tracking._check_sqlite(f"sqlite:///{path}", 1.0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    tracking.check_store(TrackingConfig(tracking_uri=f"sqlite:///{path}"))  # free again: no error

@@ -77,18 +77,15 @@ def test_missing_or_invalid_model_paths_are_clear_errors(tmp_path):
     with pytest.raises(InputError, match=r"missing \*\.safetensors"):
         load_pretrained(str(tmp_path))
     (tmp_path / "model.safetensors").write_bytes(b"not safetensors")
-    with pytest.raises(InputError, match="could not load from the local directory"):
+    with pytest.raises(InputError, match="could not load .*damaged or incomplete"):
         load_pretrained(str(tmp_path))
-
-
-def test_hub_id_stays_offline_without_network(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    with pytest.raises(InputError, match=r"relin-test/absent-model: could not load from the local hub cache"):
-        load_pretrained("relin-test/absent-model")
 
 
 def test_tokenizer_loading(tokenizer, tmp_path):
     tokenizer.save_pretrained(tmp_path)
     assert load_tokenizer(tmp_path).pad_token == "<pad>"
-    with pytest.raises(InputError, match="not a save_pretrained tokenizer directory"):
+    with pytest.raises(InputError, match="missing: no such directory"):
         load_tokenizer(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="not a save_pretrained tokenizer directory"):
+        load_tokenizer(tmp_path / "empty")

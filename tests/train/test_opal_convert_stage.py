@@ -92,3 +92,27 @@ def test_a_teacher_too_shallow_for_the_pattern_is_one_line(checkpoint, toy_datas
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 1 and "kept attention layers [9]: expected at least one index in [0, 8)" in errors[0]
     assert not (tmp_path / "x").exists()
+
+
+def test_a_checkpoint_with_another_tokenizer_than_the_data_is_refused_in_one_line(toy_dataset, tmp_path, capsys):
+    """A BPE checkpoint (Qwen's special tokens, a vocabulary at least as large as the word tokenizer's, so the
+    vocabulary-size check alone would pass) against data tokenized by the word tokenizer: conversion and
+    evaluation both stop before reading a row, naming the two tokenizers."""
+    from ..models.test_hub import byte_level_bpe
+
+    bpe = byte_level_bpe(pad=True)
+    assert len(bpe) >= len(word_tokenizer())
+    model = build_teacher(TeacherModelConfig(family="qwen3", hidden_size=32, num_hidden_layers=4,
+                                             num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                             intermediate_size=64), bpe, seed=0)
+    model.save_pretrained(tmp_path / "bpe")
+    bpe.save_pretrained(tmp_path / "bpe")
+    capsys.readouterr()
+    assert _convert(GDN, tmp_path / "bpe", "gdn", tmp_path / "gdn", "--data", toy_dataset) == 2
+    eval_config = json.dumps({"eval": {"batch_size": 4, "max_new_tokens": 8}})
+    assert main(["eval-lm", "--config", eval_config, "--model", str(tmp_path / "bpe"), "--data", str(toy_dataset),
+                 "--name", "bpe", "--out", str(tmp_path / "eval/metrics.json"), "--by-length",
+                 str(tmp_path / "eval/by_length.csv"), "--items", str(tmp_path / "eval/items.csv")]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert len(errors) == 2 and all("is not the one data" in e and f"{len(bpe)} tokens" in e for e in errors)
+    assert not (tmp_path / "gdn").exists() and not (tmp_path / "eval").exists()

@@ -84,6 +84,8 @@ BAD_PARAMS = {
                           "bad.yaml: teacher.archs: 'llama' is not a key of teacher.models"),
     "bad --config": ("config", "teacher={train: {lr: .inf}}",
                      "--config: teacher.train.lr: expected a finite number, got inf"),
+    "--configfile twice": ("twice", {"report": {"title": "x"}},
+                           "--configfile: given more than once, and Snakemake keeps only the last"),
 }
 
 
@@ -106,6 +108,9 @@ def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
         params.write_text(params.read_text().replace(*change, 1))
     elif kind == "overlay":
         overlays = (overlay(tmp_path / "bad.yaml", change),)
+    elif kind == "twice":
+        args = ("--configfile", str(overlay(tmp_path / "a.yaml", change)), "--configfile",
+                str(overlay(tmp_path / "b.yaml", change)))
     else:
         args = ("--config", change)
     proc = snakemake(repo, *args, overlays=overlays, check=False)

@@ -171,3 +171,14 @@ class LiaMtrConfig:
             raise ConfigError(f"{prefix}.bridges: expected at least one of {', '.join(BRIDGE_NAMES)}")
         if len(set(self.bridges)) != len(self.bridges):
             raise ConfigError(f"{prefix}.bridges: a bridge is listed twice ({self.bridges})")
+        tower = self.tower
+        if tower.pretrained:  # a checkpoint brings its own layers and image size (the scenes are resized to it)
+            return
+        if self.data.image_size % tower.patch_size:
+            raise ConfigError(f"{prefix}.data.image_size: expected a multiple of {prefix}.tower.patch_size "
+                              f"({tower.patch_size}), got {self.data.image_size}")
+        states = tower.num_hidden_layers + 1  # the embeddings, then one hidden state per layer
+        if not -states <= tower.select_layer < states:
+            raise ConfigError(f"{prefix}.tower.select_layer: the tower has {states} hidden states "
+                              f"({tower.num_hidden_layers} layers and the embeddings), so expected an index in "
+                              f"[{-states}, {states - 1}], got {tower.select_layer}")

@@ -81,6 +81,19 @@ class WordEncoder:
         return [i for w in words for i in self.word(w)]
 
 
+def check_same_tokenizer(data_tokenizer, data_path: str | Path, model: str | Path) -> None:
+    """Raise :class:`InputError` (one line) unless the tokenizer saved with ``model`` is the one that tokenized
+    the dataset at ``data_path``: the same vocabulary, token for token. Ids of another tokenizer would reach the
+    model as other tokens (e.g. the word tokenizer's few hundred ids fed to a BPE checkpoint)."""
+    model_tokenizer = load_tokenizer(model)
+    if model_tokenizer.get_vocab() == data_tokenizer.get_vocab():
+        return
+    raise InputError(f"model {model}: its tokenizer ({type(model_tokenizer).__name__}, {len(model_tokenizer)} tokens) "
+                     f"is not the one data {data_path} was tokenized with ({type(data_tokenizer).__name__}, "
+                     f"{len(data_tokenizer)} tokens); its ids would reach the model as other tokens: expected a "
+                     f"model trained on this data, or data tokenized by the model's tokenizer")
+
+
 def _saved_class(path: Path) -> str | None:
     """``tokenizer_class`` of a saved tokenizer's ``tokenizer_config.json`` (None when absent or unreadable)."""
     import json
@@ -92,10 +105,13 @@ def _saved_class(path: Path) -> str | None:
 
 
 def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
-    """The project's tokenizer saved with ``save_pretrained`` (pad/bos/eos/unk special tokens)."""
+    """A tokenizer saved with ``save_pretrained`` (the project's, or a checkpoint's), or a Hugging Face id's in the
+    local cache; it must have a pad token."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    path = Path(path)
+    from ..models.hub import resolve
+
+    path = resolve(str(path), "tokenizer")
     if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():
         raise InputError(f"tokenizer {path}: not a save_pretrained tokenizer directory "
                          f"(expected tokenizer.json)")
@@ -113,5 +129,8 @@ def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
         raise InputError(f"tokenizer {path}: unreadable, a file is damaged ({first}); regenerate it "
                          f"(the stage that wrote it, e.g. relin synth-text)") from None
     if tokenizer.pad_token_id is None:
-        raise InputError(f"tokenizer {path}: has no pad token (expected pad/bos/eos/unk special tokens)")
+        if tokenizer.eos_token_id is None:
+            raise InputError(f"tokenizer {path}: has neither a pad nor an eos token (expected a pad token)")
+        # Checkpoints such as Pythia ship without a pad token; padded positions are masked, so eos serves.
+        tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

@@ -6,8 +6,6 @@ offline (``local_files_only=True``) unless the reference is a hub id and the cal
 """
 from __future__ import annotations
 
-import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
@@ -16,9 +14,6 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
     from ..config.teacher import TeacherModelConfig
-
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
 
 def _special_ids(tokenizer: "PreTrainedTokenizerBase") -> dict[str, int | None]:
     return {"pad_token_id": tokenizer.pad_token_id, "bos_token_id": tokenizer.bos_token_id,
@@ -58,30 +53,24 @@ def build_teacher(cfg: "TeacherModelConfig", tokenizer: "PreTrainedTokenizerBase
     return AutoModelForCausalLM.from_config(config, dtype=torch.float32)
 
 
-def load_pretrained(reference: str, *, allow_network: bool = False) -> "PreTrainedModel":
-    """A causal LM from a local ``save_pretrained`` directory, or a hub id (cached, or downloaded
-    when ``allow_network``). Raises :class:`InputError` with one line when it cannot be loaded."""
+def load_pretrained(reference: str) -> "PreTrainedModel":
+    """A causal LM from a local ``save_pretrained`` directory or a Hugging Face id in the local cache (offline,
+    safetensors, no repository code). Raises :class:`InputError` with one line when it cannot be loaded."""
     from transformers import AutoModelForCausalLM
 
     from . import hybrid  # noqa: F401  (registers the hybrid with the Auto classes)
+    from .hub import resolve
 
-    path = Path(reference).expanduser()
-    is_local = path.exists() or reference.startswith((".", "/", "~")) or not HUB_ID.match(reference)
-    if is_local:
-        if not path.is_dir():
-            raise InputError(f"model {reference}: no such directory (expected a save_pretrained "
-                             f"directory with config.json and *.safetensors)")
-        missing = [name for name, found in (("config.json", (path / "config.json").is_file()),
-                                            ("*.safetensors", any(path.glob("*.safetensors"))))
-                   if not found]
-        if missing:
-            raise InputError(f"model {reference}: not a save_pretrained directory (missing "
-                             f"{' and '.join(missing)})")
+    path = resolve(reference, "model")
+    missing = [name for name, found in (("config.json", (path / "config.json").is_file()),
+                                        ("*.safetensors", any(path.glob("*.safetensors")))) if not found]
+    if missing:
+        raise InputError(f"model {reference}: not a save_pretrained directory (missing {' and '.join(missing)})")
     try:
-        return AutoModelForCausalLM.from_pretrained(
-            str(path) if is_local else reference, trust_remote_code=False, use_safetensors=True,
-            local_files_only=is_local or not allow_network)
-    except (OSError, ValueError, KeyError) as err:
-        where = "local directory" if is_local else ("hub" if allow_network else "local hub cache (network off)")
-        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"model {reference}: could not load from the {where} ({first_line})") from None
+        return AutoModelForCausalLM.from_pretrained(str(path), trust_remote_code=False, use_safetensors=True,
+                                                    local_files_only=True)
+    except Exception as err:  # noqa: BLE001 - safetensors, json and OS errors all mean a damaged checkpoint
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise InputError(f"model {reference}: could not load ({type(err).__name__}: {first}); the checkpoint is "
+                         f"damaged or incomplete: write it again (the stage that saved it) or download it again") \
+            from None

@@ -85,6 +85,15 @@ class TextData:
             out.setdefault(task, []).append(ids[:max(2, len(ids) // 2)] if task == "filler" else ids[:prompt_len])
         return out
 
+    def model(self, reference: str):
+        """The causal LM at ``reference`` (:func:`~relin.models.teachers.load_pretrained`), refused with one line
+        unless it was saved with this data's tokenizer."""
+        from ..data.tokenizer import check_same_tokenizer
+        from ..models.teachers import load_pretrained
+
+        check_same_tokenizer(self.tokenizer, self.path, reference)
+        return load_pretrained(reference)
+
     def check_fits(self, max_positions: int, key: str) -> None:
         longest = max(len(ids) for ids in self.input_ids)
         if longest > max_positions:

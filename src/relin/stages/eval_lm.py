@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from .. import tracking
     from ..artifacts import BY_LENGTH_COLUMNS, ITEM_COLUMNS
     from ..config.loader import as_dict
-    from ..data.tokenizer import load_tokenizer
+    from ..data.tokenizer import check_same_tokenizer, load_tokenizer
     from ..devices import compute_device
     from ..errors import InputError
     from ..eval.data import load_eval_split, tokenizer_dir
@@ -50,6 +50,7 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("eval")
     rows = load_eval_split(args.data)
     tokenizer = load_tokenizer(tokenizer_dir(args.data))
+    check_same_tokenizer(tokenizer, args.data, args.model)
     model = load_pretrained(args.model).eval().to(compute_device())
     if model.config.vocab_size < len(tokenizer):
         raise InputError(f"model {args.model}: vocabulary of {model.config.vocab_size} tokens is smaller than "

@@ -6,7 +6,6 @@ pretrained checkpoint when the model config names one. Outputs and checkpoints: 
 from __future__ import annotations
 
 import argparse
-import os
 
 from ..config.teacher import TeacherModelConfig
 from ..config.train import TrainConfig
@@ -44,15 +43,11 @@ def run(args: argparse.Namespace, sections) -> None:
 
 def resolve_pretrained(args: argparse.Namespace, sections, reference: str) -> None:
     """The checkpoint named by the config, saved as this stage's model (no training)."""
-    from transformers import AutoTokenizer
-
+    from ..data.tokenizer import load_tokenizer
     from ..models.teachers import load_pretrained
     from ..tracking import stage_run
 
-    allow_network = os.environ.get("HF_HUB_OFFLINE", "0") != "1"
     with stage_run("teacher-lm", sections.raw, outputs=[args.out, args.history, args.metrics]) as tracker:
         tracker.set_tags({"relin.arch": args.arch, "relin.pretrained": reference})
-        model = load_pretrained(reference, allow_network=allow_network)
-        tokenizer = AutoTokenizer.from_pretrained(reference, trust_remote_code=False,
-                                                  local_files_only=not allow_network)
+        model, tokenizer = load_pretrained(reference), load_tokenizer(reference)
         write_outputs(args, model, tokenizer, [], {"steps": 0, "pretrained": reference}, tracker)

@@ -41,15 +41,13 @@ def load_vision_tower(reference: str | Path):
     local cache (offline, safetensors, no repository code)."""
     from transformers import CLIPVisionModel
 
-    from ..teachers import HUB_ID
+    from ..hub import resolve
 
-    path = Path(reference)
-    if not path.is_dir() and not HUB_ID.match(str(reference)):
-        raise InputError(f"vision tower {reference}: no such directory (expected a save_pretrained CLIP model)")
+    path = resolve(str(reference), "vision tower")
     try:
-        return CLIPVisionModel.from_pretrained(str(reference), local_files_only=True, use_safetensors=True,
+        return CLIPVisionModel.from_pretrained(str(path), local_files_only=True, use_safetensors=True,
                                                trust_remote_code=False)
-    except (OSError, ValueError, KeyError) as err:
+    except Exception as err:  # noqa: BLE001 - safetensors, json and OS errors all mean a damaged checkpoint
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise InputError(f"vision tower {reference}: could not load ({first})") from None
 

@@ -87,7 +87,6 @@ def decays(model) -> list[dict]:
 def run(args: argparse.Namespace, sections) -> None:
     from ...io import atomic_write_json
     from ...models.convert.hedgemamba import hedgehog_from_teacher, hedgemamba_from_hedgehog, random_mamba_from_teacher
-    from ...models.teachers import load_pretrained
     from ...train.objectives import build_objective
 
     cfg = sections.get("hedgemamba.finetune")
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace, sections) -> None:
     def setup(env):
         data = TextData.load(args.data)
         if args.variant in FROM_TEACHER:
-            teacher, mamba = load_pretrained(args.student), sections.get("hedgemamba.mamba")
+            teacher, mamba = data.model(args.student), sections.get("hedgemamba.mamba")
             options = {"hedgehog": sections.get("hedgemamba.hedgehog"),
                        "kernel_backend": sections.get("hedgemamba.kernel_backend")}
             if args.variant == "random":
@@ -109,7 +108,7 @@ def run(args: argparse.Namespace, sections) -> None:
                 copied = hedgehog_from_teacher(teacher, seed=train_cfg.seed, **options)
                 student = hedgemamba_from_hedgehog(copied, mamba)
         else:
-            student = load_pretrained(args.student)
+            student = data.model(args.student)
         unlock(student, cfg)
         at_init[:] = decays(student)
         return Setup(student, data.tokenizer, build_objective("ce"), data.step_batches(train_cfg, env))

@@ -22,7 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, sections) -> None:
     from ...models.convert.hedgemamba import hedgehog_from_teacher
-    from ...models.teachers import load_pretrained
     from ...train.objectives import AttentionMatch
     from ...train.teacher import FrozenTeacher
     from ...train.trainable import train_only
@@ -30,7 +29,8 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("hedgemamba.match")
 
     def setup(env):
-        data, teacher = TextData.load(args.data), load_pretrained(args.teacher)
+        data = TextData.load(args.data)
+        teacher = data.model(args.teacher)
         student = hedgehog_from_teacher(teacher, seed=cfg.train.seed, hedgehog=sections.get("hedgemamba.hedgehog"),
                                         kernel_backend=sections.get("hedgemamba.kernel_backend"))
         data.check_fits(student.config.max_position_embeddings, "max_position_embeddings")

@@ -39,14 +39,14 @@ def logit_gap(reference, converted, rows: list[list[int]], pad_id: int) -> dict[
 def run(args: argparse.Namespace, sections) -> None:
     from ...io import atomic_write_json
     from ...models.convert.hedgemamba import hedgemamba_from_hedgehog
-    from ...models.teachers import load_pretrained
     from ...tracking import stage_run
     from .._training import TextData, write_model
 
     block = sections.get("hedgemamba.mamba")
     with stage_run("hedgemamba-init", sections.raw, inputs=[args.hedgehog, args.data],
                    outputs=[args.out, args.check]) as tracker:
-        data, hedgehog = TextData.load(args.data), load_pretrained(args.hedgehog)
+        data = TextData.load(args.data)
+        hedgehog = data.model(args.hedgehog)
         student = hedgemamba_from_hedgehog(hedgehog, block)
         check = logit_gap(hedgehog, student, data.input_ids[:CHECK_ROWS], data.tokenizer.pad_token_id)
         tracker.log_metrics(check)

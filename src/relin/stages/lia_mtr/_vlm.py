@@ -16,7 +16,9 @@ def flush_denormals() -> None:
 
 
 def add_bridge_arguments(parser: argparse.ArgumentParser, start: str) -> None:
-    parser.add_argument("--bridge", required=True, help="bridge name (lia_mtr, mlp2x_gelu, mha, linear_attn)")
+    from ...config.lia_mtr import BRIDGE_NAMES
+
+    parser.add_argument("--bridge", required=True, choices=BRIDGE_NAMES, help="the bridge trained")
     parser.add_argument("--start", required=True, help=start)
     parser.add_argument("--features", required=True, help="features directory (relin clip-features)")
     parser.add_argument("--data", required=True, help="synth-vision directory")

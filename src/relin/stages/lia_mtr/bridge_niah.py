@@ -20,7 +20,9 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--bridge", required=True, help="bridge name")
+    from ...config.lia_mtr import BRIDGE_NAMES
+
+    parser.add_argument("--bridge", required=True, choices=BRIDGE_NAMES, help="the bridge tested")
     parser.add_argument("--table", required=True, help="niah.csv to write")
     parser.add_argument("--items", required=True, help="items.csv to write (every test sequence's outcome)")
     parser.add_argument("--scores", required=True, help="metrics JSON of the grid to write")

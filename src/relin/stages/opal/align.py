@@ -17,7 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ...models.teachers import load_pretrained
     from ...train.objectives import LayerAlignment
     from ...train.teacher import FrozenTeacher
     from ...train.trainable import train_only
@@ -25,11 +24,12 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("opal.align")
 
     def setup(env):
-        data, student = TextData.load(args.data), load_pretrained(args.student)
+        data = TextData.load(args.data)
+        student = data.model(args.student)
         layers = {f"model.layers.{i}.linear_attn": f"model.layers.{i}.self_attn"
                   for i, layer in enumerate(student.model.layers) if layer.kind == "gdn"}
         train_only(student, lambda name: ".linear_attn." in name)
-        objective = LayerAlignment(FrozenTeacher(load_pretrained(args.teacher)), layers, cfg.loss, cfg.inputs)
+        objective = LayerAlignment(FrozenTeacher(data.model(args.teacher)), layers, cfg.loss, cfg.inputs)
         batches = data.step_batches(cfg.train, env, held_out(sections.get("opal.niah_protocol")))
         return Setup(student, data.tokenizer, objective, batches)
 

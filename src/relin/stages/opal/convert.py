@@ -36,13 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="model directory to write")
 
 
-def scoring_batches(data_path: str, pad_id: int) -> list[dict]:
-    """Up to ``SCORED_ROWS`` training rows (the first of the shuffled split), right-padded in batches."""
+def scoring_batches(data_path: str, pad_id: int, teacher: str) -> list[dict]:
+    """Up to ``SCORED_ROWS`` training rows (the first of the shuffled split), right-padded in batches; the
+    ``teacher`` directory must hold the data's tokenizer."""
     import torch
 
+    from ...data.tokenizer import check_same_tokenizer
     from .._training import TextData
 
     data = TextData.load(data_path)
+    check_same_tokenizer(data.tokenizer, data_path, teacher)
     rows = data.input_ids[:SCORED_ROWS]
     batches = []
     for lo in range(0, len(rows), SCORE_BATCH):
@@ -56,7 +59,7 @@ def scoring_batches(data_path: str, pad_id: int) -> list[dict]:
     return batches
 
 
-def choose_layers(sections, teacher, data_path: str | None) -> dict:
+def choose_layers(sections, teacher, teacher_dir: str, data_path: str | None) -> dict:
     """The layers that stay attention, with every layer's conversion KL."""
     from ...config.opal import kept_attention_layers, kl_guided_layers
     from ...devices import compute_device
@@ -70,7 +73,7 @@ def choose_layers(sections, teacher, data_path: str | None) -> dict:
     every_n = kept_attention_layers(layers, sections.get("opal.keep_every"))
     # Nine forwards of the teacher over the scored rows: on the accelerator when there is one.
     scores = layer_conversion_kl(teacher.to(compute_device()),
-                                 scoring_batches(data_path, teacher.config.pad_token_id or 0),
+                                 scoring_batches(data_path, teacher.config.pad_token_id or 0, teacher_dir),
                                  sections.get("opal.gdn"), kernel_backend=sections.get("opal.kernel_backend"))
     teacher.to("cpu")
     selection = sections.get("opal.layer_selection")
@@ -93,7 +96,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("opal-convert", sections.raw, inputs=inputs, outputs=[args.out, args.record]) as tracker:
         teacher = load_pretrained(args.teacher)
         if args.mixer == "gdn":
-            record = choose_layers(sections, teacher, args.data)
+            record = choose_layers(sections, teacher, args.teacher, args.data)
         elif args.layers:
             record = read_json(args.layers, "a layers.json of relin opal-convert --mixer gdn")
         else:

@@ -46,7 +46,6 @@ def read_budget(path: str | None) -> dict:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ...models.teachers import load_pretrained
     from ...train.objectives import Distillation
     from ...train.teacher import FrozenTeacher
 
@@ -61,8 +60,8 @@ def run(args: argparse.Namespace, sections) -> None:
 
     def setup(env):
         data = TextData.load(args.data)
-        teacher = FrozenTeacher(load_pretrained(args.teacher))
-        student = load_pretrained(args.student)
+        teacher = FrozenTeacher(data.model(args.teacher))
+        student = data.model(args.student)
         if args.phase == "teacher":
             from ...train.curriculum import ReplayedHorizons
             from ...train.rollouts import stage3_rollouts

@@ -20,7 +20,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    from ...models.teachers import load_pretrained
     from ...train.curriculum import HorizonCurriculum
     from ...train.objectives import OnPolicyDistillation
     from ...train.rollouts import stage3_rollouts
@@ -30,10 +29,11 @@ def run(args: argparse.Namespace, sections) -> None:
     without = held_out(sections.get("opal.niah_protocol"))
 
     def setup(env):
-        data, student = TextData.load(args.data), load_pretrained(args.student)
+        data = TextData.load(args.data)
+        student = data.model(args.student)
         curriculum = HorizonCurriculum(cfg.initial_horizon, cfg.max_horizon, cfg.plateau_window, cfg.plateau_gain)
         rollouts = stage3_rollouts(student, data.prompts(), data.tokenizer, cfg, curriculum, env, without)
-        objective = OnPolicyDistillation(FrozenTeacher(load_pretrained(args.teacher)), cfg.divergence)
+        objective = OnPolicyDistillation(FrozenTeacher(data.model(args.teacher)), cfg.divergence)
         return Setup(student, data.tokenizer, objective, rollouts)
 
     run_training("opal-onpolicy", __name__, args, sections, cfg.train, setup,
