@@ -44,4 +44,5 @@ def tiny_qwen3_dir(tmp_path, tokenizer):
     torch.manual_seed(int(torch.randint(1 << 30, ())))
     path = tmp_path / "model"
     Qwen3ForCausalLM(config).save_pretrained(path)
+    tokenizer.save_pretrained(path)
     return path

@@ -116,3 +116,14 @@ def test_a_checkpoint_with_another_tokenizer_than_the_data_is_refused_in_one_lin
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 2 and all("is not the one data" in e and f"{len(bpe)} tokens" in e for e in errors)
     assert not (tmp_path / "gdn").exists() and not (tmp_path / "eval").exists()
+
+
+def test_a_model_saved_without_its_tokenizer_is_refused_in_one_line(toy_dataset, tmp_path):
+    from relin.data.tokenizer import check_same_tokenizer
+    from relin.errors import InputError
+
+    build_teacher(TeacherModelConfig(family="qwen3", hidden_size=32, head_dim=8), word_tokenizer()).save_pretrained(
+        tmp_path / "bare")
+    with pytest.raises(InputError, match="saved without its tokenizer") as err:
+        check_same_tokenizer(word_tokenizer(), toy_dataset, tmp_path / "bare")
+    assert "\n" not in str(err.value)

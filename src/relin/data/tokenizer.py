@@ -85,7 +85,13 @@ def check_same_tokenizer(data_tokenizer, data_path: str | Path, model: str | Pat
     """Raise :class:`InputError` (one line) unless the tokenizer saved with ``model`` is the one that tokenized
     the dataset at ``data_path``: the same vocabulary, token for token. Ids of another tokenizer would reach the
     model as other tokens (e.g. the word tokenizer's few hundred ids fed to a BPE checkpoint)."""
-    model_tokenizer = load_tokenizer(model)
+    from ..models.hub import resolve
+
+    saved = resolve(str(model), "model")
+    if not (saved / "tokenizer.json").is_file() and not (saved / "tokenizer_config.json").is_file():
+        raise InputError(f"model {model}: saved without its tokenizer (expected tokenizer.json beside config.json), "
+                         f"so its ids cannot be checked against those of data {data_path}")
+    model_tokenizer = load_tokenizer(saved)
     if model_tokenizer.get_vocab() == data_tokenizer.get_vocab():
         return
     raise InputError(f"model {model}: its tokenizer ({type(model_tokenizer).__name__}, {len(model_tokenizer)} tokens) "
