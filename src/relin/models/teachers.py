@@ -1,8 +1,8 @@
 """Teacher language models: tiny ``Qwen3ForCausalLM`` / ``GPTNeoXForCausalLM`` built from
 :class:`~relin.config.teacher.TeacherModelConfig`, or checkpoints loaded by Hugging Face id or local path.
 
-Loading never runs repository code (``trust_remote_code=False``), reads safetensors only, and stays
-offline (``local_files_only=True``) unless the reference is a hub id and the caller allows network.
+Loading never runs repository code (``trust_remote_code=False``), reads safetensors only, and stays offline: a hub
+id resolves to its snapshot in the local Hugging Face cache (:mod:`relin.models.hub`).
 """
 from __future__ import annotations
 
