@@ -84,6 +84,11 @@ def test_kl_guided_keeps_the_layer_whose_conversion_costs_the_most(toy_dataset, 
     assert record["kept"] == [2] and scores[2] > 0 and max(scores[:2] + scores[3:]) < 1e-6 * scores[2], scores
     hybrid = load_pretrained(str(tmp_path / "gdn/model"))
     assert hybrid.config.mixer_types == ["gdn", "gdn", "attention", "gdn"]
+    # A selection variant chooses from these scores (no data to read), here every_n's layer 3
+    scored = tmp_path / "gdn/layers.json"
+    assert _convert(GDN, tmp_path / "teacher", "gdn", tmp_path / "every_n", "--layers", scored) == 0
+    variant = json.loads((tmp_path / "every_n/layers.json").read_text())
+    assert variant == {"selection": "every_n", "kept": [3], "conversion_kl": scores}
 
 
 def test_a_teacher_too_shallow_for_the_pattern_is_one_line(checkpoint, toy_dataset, tmp_path, capsys):

@@ -140,10 +140,11 @@ def hedgehog_match_sections(wildcards):
 
 
 def opal_convert_inputs(wildcards):
-    """A GDN conversion scores the teacher's layers on training rows; the SWA one keeps the gdn one's layers."""
-    if wildcards.conversion == "swa":
-        return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
-    return {"teacher": OPAL_TEACHER, "data": "results/data/synth_text"}
+    """The gdn conversion scores the teacher's layers on training rows; the SWA one keeps its layers, a selection
+    variant chooses from its scores."""
+    if wildcards.conversion == "gdn":
+        return {"teacher": OPAL_TEACHER, "data": "results/data/synth_text"}
+    return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
 
 
 def opal_convert_sections(wildcards):

@@ -1,6 +1,6 @@
 rule opal_convert:
-    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn: it chooses the kept layers; gdn_kl_guided: the
-    same conversion keeping the kl_guided layers) or the SWA baseline (swa: gdn's kept layers)."""
+    """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn: it scores the layers and keeps the configured
+    choice; gdn_kl_guided: the kl_guided choice from gdn's scores) or the SWA baseline (swa: gdn's kept layers)."""
     input:
         unpack(opal_convert_inputs),
     output:
@@ -9,8 +9,8 @@ rule opal_convert:
     params:
         cfg=opal_convert_sections,
         mixer=lambda wildcards: "swa" if wildcards.conversion == "swa" else "gdn",
-        inputs=lambda wildcards, input: (f"--layers {input.layers}" if wildcards.conversion == "swa"
-                                         else f"--data {input.data}"),
+        inputs=lambda wildcards, input: (f"--data {input.data}" if wildcards.conversion == "gdn"
+                                         else f"--layers {input.layers}"),
     log:
         "logs/opal/convert/{conversion}.log",
     benchmark:

@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--teacher", required=True, help="teacher model directory (relin teacher-lm)")
     parser.add_argument("--mixer", required=True, choices=("gdn", "swa"), help="what replaces the converted layers")
     parser.add_argument("--data", help="gdn: synth-text dataset directory (the rows the per-layer KL is scored on)")
-    parser.add_argument("--layers", help="swa: layers.json of the GDN conversion (the layers kept as attention)")
+    parser.add_argument("--layers", help="layers.json of the GDN conversion: swa keeps its layers; gdn reuses its "
+                                         "per-layer scores (a selection variant) instead of scoring on --data")
     parser.add_argument("--record", required=True, help="layers.json to write (kept layers and their scores)")
     parser.add_argument("--out", required=True, help="model directory to write")
 
@@ -59,25 +60,31 @@ def scoring_batches(data_path: str, pad_id: int, teacher: str) -> list[dict]:
     return batches
 
 
-def choose_layers(sections, teacher, teacher_dir: str, data_path: str | None) -> dict:
-    """The layers that stay attention, with every layer's conversion KL."""
-    from ...config.opal import kept_attention_layers, kl_guided_layers
+def score_layers(sections, teacher, teacher_dir: str, data_path: str | None) -> list[float]:
+    """Every layer's conversion KL on training rows (:func:`~relin.models.convert.opal.layer_conversion_kl`)."""
     from ...devices import compute_device
     from ...errors import InputError
     from ...models.convert.opal import layer_conversion_kl
 
     if not data_path:
         raise InputError("--data: the GDN conversion scores each layer on training rows (expected a synth-text "
-                         "dataset directory)")
-    layers = teacher.config.num_hidden_layers
-    every_n = kept_attention_layers(layers, sections.get("opal.keep_every"))
+                         "dataset directory, or --layers with a layers.json whose scores to reuse)")
     # Nine forwards of the teacher over the scored rows: on the accelerator when there is one.
     scores = layer_conversion_kl(teacher.to(compute_device()),
                                  scoring_batches(data_path, teacher.config.pad_token_id or 0, teacher_dir),
                                  sections.get("opal.gdn"), kernel_backend=sections.get("opal.kernel_backend"))
     teacher.to("cpu")
+    return scores
+
+
+def choose_layers(sections, num_layers: int, scores: list[float]) -> dict:
+    """The layers that stay attention under ``opal.layer_selection``, with every layer's conversion KL."""
+    from ...config.opal import kept_attention_layers, kl_guided_layers
+
+    every_n = kept_attention_layers(num_layers, sections.get("opal.keep_every"))
     selection = sections.get("opal.layer_selection")
-    kept = {"every_n": every_n, "explicit": kept_attention_layers(layers, 1, sections.get("opal.attention_layers")),
+    kept = {"every_n": every_n,
+            "explicit": kept_attention_layers(num_layers, 1, sections.get("opal.attention_layers")),
             "kl_guided": kl_guided_layers(scores, len(every_n))}[selection]
     return {"selection": selection, "kept": kept, "conversion_kl": scores}
 
@@ -95,10 +102,14 @@ def run(args: argparse.Namespace, sections) -> None:
     inputs = [args.teacher, *(p for p in (args.data, args.layers) if p)]
     with stage_run("opal-convert", sections.raw, inputs=inputs, outputs=[args.out, args.record]) as tracker:
         teacher = load_pretrained(args.teacher)
+        earlier = read_json(args.layers, "a layers.json of relin opal-convert --mixer gdn") if args.layers else None
         if args.mixer == "gdn":
-            record = choose_layers(sections, teacher, args.teacher, args.data)
-        elif args.layers:
-            record = read_json(args.layers, "a layers.json of relin opal-convert --mixer gdn")
+            # A selection variant of the same teacher and GDN options reuses the scores instead of recomputing them.
+            scores = (earlier["conversion_kl"] if earlier is not None
+                      else score_layers(sections, teacher, args.teacher, args.data))
+            record = choose_layers(sections, teacher.config.num_hidden_layers, scores)
+        elif earlier is not None:
+            record = earlier
         else:
             raise InputError("--layers: the SWA conversion keeps the GDN conversion's layers (expected its "
                              "layers.json)")
