@@ -103,7 +103,7 @@ def test_a_checkpoint_with_another_tokenizer_than_the_data_is_refused_in_one_lin
     """A BPE checkpoint (Qwen's special tokens, a vocabulary at least as large as the word tokenizer's, so the
     vocabulary-size check alone would pass) against data tokenized by the word tokenizer: conversion and
     evaluation both stop before reading a row, naming the two tokenizers."""
-    from ..models.test_hub import byte_level_bpe
+    from ..core.test_hub import byte_level_bpe
 
     bpe = byte_level_bpe(pad=True)
     assert len(bpe) >= len(word_tokenizer())

@@ -85,7 +85,7 @@ def check_same_tokenizer(data_tokenizer, data_path: str | Path, model: str | Pat
     """Raise :class:`InputError` (one line) unless the tokenizer saved with ``model`` is the one that tokenized
     the dataset at ``data_path``: the same vocabulary, token for token. Ids of another tokenizer would reach the
     model as other tokens (e.g. the word tokenizer's few hundred ids fed to a BPE checkpoint)."""
-    from ..models.hub import resolve
+    from ..hub import resolve
 
     saved = resolve(str(model), "model")
     if not (saved / "tokenizer.json").is_file() and not (saved / "tokenizer_config.json").is_file():
@@ -115,7 +115,7 @@ def load_tokenizer(path: str | Path) -> "PreTrainedTokenizerBase":
     local cache; it must have a pad token."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
 
-    from ..models.hub import resolve
+    from ..hub import resolve
 
     path = resolve(str(path), "tokenizer")
     if not (path / "tokenizer.json").is_file() and not (path / "tokenizer_config.json").is_file():

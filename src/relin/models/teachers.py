@@ -2,7 +2,7 @@
 :class:`~relin.config.teacher.TeacherModelConfig`, or checkpoints loaded by Hugging Face id or local path.
 
 Loading never runs repository code (``trust_remote_code=False``), reads safetensors only, and stays offline: a hub
-id resolves to its snapshot in the local Hugging Face cache (:mod:`relin.models.hub`).
+id resolves to its snapshot in the local Hugging Face cache (:mod:`relin.hub`).
 """
 from __future__ import annotations
 
@@ -58,8 +58,8 @@ def load_pretrained(reference: str) -> "PreTrainedModel":
     safetensors, no repository code). Raises :class:`InputError` with one line when it cannot be loaded."""
     from transformers import AutoModelForCausalLM
 
+    from ..hub import resolve
     from . import hybrid  # noqa: F401  (registers the hybrid with the Auto classes)
-    from .hub import resolve
 
     path = resolve(reference, "model")
     missing = [name for name, found in (("config.json", (path / "config.json").is_file()),

@@ -41,7 +41,7 @@ def load_vision_tower(reference: str | Path):
     local cache (offline, safetensors, no repository code)."""
     from transformers import CLIPVisionModel
 
-    from ..hub import resolve
+    from ...hub import resolve
 
     path = resolve(str(reference), "vision tower")
     try:
