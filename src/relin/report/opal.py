@@ -78,19 +78,9 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
                           ("offpolicy_teacher", "off-policy on the teacher's continuations")):
         if name("onpolicy") not in scores or name(control) not in scores:
             continue
-        on = scores.recovery(name("onpolicy"), s.teacher, TASKS, s.mastery)
-        off = scores.recovery(name(control), s.teacher, TASKS, s.mastery)
-        claim = f"On-policy beats {what} at a matched budget"
-        if on.estimate is None:
-            fails = vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no family (below {s.mastery:g})")
-            out.append(vd.Claim(paper, claim, "87.0 vs 78.1 (Table 3)", "–", fails))
-            continue
-        mean = {m: vd.mean_of([scores.accuracy(m, f) for f in on.families]) for m in (name("onpolicy"), name(control))}
-        chance = max(scores.chance(f) for f in on.families)
-        difference = on.estimate - off.estimate
-        verdict = vd.chance_guard(mean, chance) or vd.beats(difference, TIE)
-        out.append(vd.Claim(paper, claim, "87.0 vs 78.1 (Table 3, MATH-500)",
-                         f"{on.text()} vs {off.text()}; difference {difference.text('+.1f')} points", verdict))
+        text, verdict = paired_recovery(scores, s, name("onpolicy"), name(control))
+        out.append(vd.Claim(paper, f"On-policy beats {what} at a matched budget", "87.0 vs 78.1 (Table 3, MATH-500)",
+                            text, verdict))
     if speed is not None:
         longest = max(r["context"] for r in speed.rows)
         at = {r["model"]: r for r in speed.rows if r["context"] == longest}
@@ -100,6 +90,21 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list
                              "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)",
                              vd.at_most(share, 50)))
     return out
+
+
+def paired_recovery(scores: ItemScores, s: OpalSettings, model: str, other: str,
+                    labels: tuple[str, str] = ("", "")) -> tuple[str, vd.Verdict]:
+    """``model`` beats ``other`` in recovery over every family the teacher masters: the text of both recoveries
+    (each after its label) and their paired difference, and its verdict (at chance, the teacher masters nothing,
+    or the tie band)."""
+    ours, theirs = (scores.recovery(m, s.teacher, TASKS, s.mastery) for m in (model, other))
+    if ours.estimate is None:
+        return "–", vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no family (below {s.mastery:g})")
+    mean = {m: vd.mean_of([scores.accuracy(m, f) for f in ours.families]) for m in (model, other)}
+    difference = ours.estimate - theirs.estimate
+    verdict = vd.chance_guard(mean, max(scores.chance(f) for f in ours.families)) or vd.beats(difference, TIE)
+    return (f"{labels[0]}{ours.text()} vs {labels[1]}{theirs.text()}; difference {difference.text('+.1f')} points",
+            verdict)
 
 
 def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Claim | None:
@@ -112,21 +117,13 @@ def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) ->
     claim = f"KL-guided layer selection beats {layers['selection']} after stage 1 at the same budget"
     source = "fla-org/hybrid-distillation (no figure in seed 002)"
     by_kl = kl_guided_layers(layers["conversion_kl"], len(layers["kept"]))
-    on = scores.recovery(name("align_kl_guided"), s.teacher, TASKS, s.mastery)
-    off = scores.recovery(name("align"), s.teacher, TASKS, s.mastery)
     if by_kl == sorted(layers["kept"]):
         return vd.Claim("OPAL", claim, source, f"both keep layers {by_kl}: the same conversion",
                         vd.inconclusive(vd.NOT_TESTABLE, f"kl_guided keeps the same layers as {layers['selection']} "
                                                          f"at this depth"))
-    if on.estimate is None:
-        return vd.Claim("OPAL", claim, source, "–", vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no "
-                                                                                       f"family (below {s.mastery:g})"))
-    mean = {m: vd.mean_of([scores.accuracy(m, f) for f in on.families])
-            for m in (name("align_kl_guided"), name("align"))}
-    difference = on.estimate - off.estimate
-    verdict = vd.chance_guard(mean, max(scores.chance(f) for f in on.families)) or vd.beats(difference, TIE)
-    return vd.Claim("OPAL", claim, source, f"layers {by_kl}: {on.text()} vs layers {sorted(layers['kept'])}: "
-                                           f"{off.text()}; difference {difference.text('+.1f')} points", verdict)
+    text, verdict = paired_recovery(scores, s, name("align_kl_guided"), name("align"),
+                                    (f"layers {by_kl}: ", f"layers {sorted(layers['kept'])}: "))
+    return vd.Claim("OPAL", claim, source, text, verdict)
 
 
 def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
