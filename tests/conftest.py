@@ -4,6 +4,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 import torch
 
 if not torch.cuda.is_available():
@@ -59,3 +60,14 @@ def pytest_xdist_make_scheduler(config, log):
             return WORKFLOW if nodeid.startswith(SMOKE_RUN_MODULES) else super()._split_scope(nodeid)
 
     return WorkflowScope(config, log)
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face hub cache that ids resolve through (``tests.fake_hub.place_in_cache`` fills it)."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    return cache

@@ -1,7 +1,4 @@
 """Checkpoints by Hugging Face id from a local cache (offline), and damaged checkpoints as one-line errors."""
-import shutil
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -10,47 +7,12 @@ from relin.data.tokenizer import load_tokenizer
 from relin.errors import InputError
 from relin.models.teachers import build_teacher, load_pretrained
 
+from ..fake_hub import bpe_tokenizer, place_in_cache
 from ..train.toydata import word_tokenizer
 
 
-def byte_level_bpe(pad: bool):
-    """A tiny byte-level BPE with Qwen's special tokens (and Pythia's lack of a pad token when ``pad`` is off)."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    core.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    core.train_from_iterator(["the key is 1234 and the value is 5678"] * 20,
-                             trainers.BpeTrainer(vocab_size=300, special_tokens=specials,
-                                                 initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    return PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>",
-                                   pad_token="<|endoftext|>" if pad else None)
-
-
-def place_in_cache(cache: Path, repo_id: str, source: Path, revision: str = "0" * 40) -> Path:
-    """``source``'s files as the hub cache holds ``repo_id`` at ``main`` (models--owner--name/snapshots/<rev>)."""
-    repo = cache / f"models--{repo_id.replace('/', '--')}"
-    snapshot = repo / "snapshots" / revision
-    shutil.copytree(source, snapshot)
-    (repo / "refs").mkdir(parents=True)
-    (repo / "refs" / "main").write_text(revision)
-    return snapshot
-
-
-@pytest.fixture
-def hub_cache(tmp_path, monkeypatch):
-    from huggingface_hub import constants
-
-    cache = tmp_path / "hub"
-    cache.mkdir()
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-    return cache
-
-
 def test_a_model_and_its_tokenizer_load_by_id_from_the_cache(hub_cache, tmp_path):
-    bpe = byte_level_bpe(pad=True)
+    bpe = bpe_tokenizer("qwen")
     model = build_teacher(TeacherModelConfig(family="qwen3", hidden_size=32, head_dim=8), bpe).eval()
     model.save_pretrained(tmp_path / "saved")
     bpe.save_pretrained(tmp_path / "saved")
@@ -63,9 +25,9 @@ def test_a_model_and_its_tokenizer_load_by_id_from_the_cache(hub_cache, tmp_path
 
 
 def test_a_tokenizer_without_pad_pads_with_eos(tmp_path):
-    byte_level_bpe(pad=False).save_pretrained(tmp_path)
+    bpe_tokenizer("pythia").save_pretrained(tmp_path)
     tokenizer = load_tokenizer(tmp_path)
-    assert tokenizer.pad_token == tokenizer.eos_token == "<|im_end|>"
+    assert tokenizer.pad_token == tokenizer.eos_token == "<|endoftext|>"
 
 
 def test_an_id_missing_from_the_cache_is_one_line_saying_how_to_get_it(hub_cache):

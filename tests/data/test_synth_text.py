@@ -125,3 +125,62 @@ def test_bad_config_is_one_line_naming_the_key(tmp_path, small_config, relin, ba
 def test_niah_length_too_short_for_the_family_is_a_config_error(small_config):
     with pytest.raises(ConfigError, match="data.niah.lengths: 40 tokens"):
         build_synth_text(small_config(niah={"lengths": [40], "train_examples": 0}))
+
+
+@pytest.mark.parametrize("family", ["qwen", "pythia"])
+def test_tasks_rendered_with_a_checkpoints_tokenizer_read_as_the_same_text(family, small_config):
+    """Every row decodes to its task's text under the checkpoint's tokenizer; rows keep their lengths in tokens
+    (NIAH, filler) and their gold answers; the saved tokenizer is the checkpoint's."""
+    from relin.data.synth_text import longest_answer_tokens
+
+    from ..fake_hub import bpe_tokenizer
+
+    tokenizer = bpe_tokenizer(family)
+    cfg = small_config(niah=checkpoint_niah())
+    data, used = build_synth_text(cfg, tokenizer)
+    assert used is tokenizer
+    ids_seen = set()
+    for row in data["test"].to_list() + data["train"].to_list()[:200]:
+        ids_seen.update(row["input_ids"])
+        assert row["input_ids"][0] == (tokenizer.bos_token_id if tokenizer.bos_token_id is not None
+                                       else tokenizer.eos_token_id)
+        if row["task"] in ("filler", "niah_single", "niah_multikey", "niah_multiquery"):
+            assert len(row["input_ids"]) == row["length"], row["task"]
+        if row["answer"]:
+            supervised = (row["input_ids"][row["prompt_len"]:] if row["task"] != "mqar" else
+                          [label for label in row["labels"] if label != IGNORE_INDEX])
+            answer = tokenizer.decode(supervised, skip_special_tokens=True)
+            assert answer.strip() == row["answer"], row["task"]
+    assert max(ids_seen) < len(tokenizer)
+    assert set(longest_answer_tokens(cfg, tokenizer)) == {"niah_single", "niah_multikey", "niah_multiquery",
+                                                          "arithmetic"}
+
+
+def test_synth_text_renders_with_a_checkpoint_tokenizer_by_id(hub_cache, tmp_path, monkeypatch):
+    """``relin synth-text --tokenizer ID`` reads the id from the hub cache and saves that tokenizer with the data."""
+    from relin.data.tokenizer import load_tokenizer
+
+    from ..fake_hub import bpe_tokenizer, place_in_cache
+
+    bpe_tokenizer("qwen").save_pretrained(tmp_path / "ckpt")
+    place_in_cache(hub_cache, "Qwen/Qwen3-4B", tmp_path / "ckpt")
+    monkeypatch.setenv("RELIN_TRACKING", "0")
+    smoke = {**small_config_dict(), "niah": checkpoint_niah()}
+    main(["synth-text", "--config", json.dumps({"data": smoke}), "--tokenizer", "Qwen/Qwen3-4B",
+          "--out", str(tmp_path / "data")])
+    saved = load_tokenizer(tmp_path / "data" / "tokenizer")
+    assert saved.get_vocab() == load_tokenizer("Qwen/Qwen3-4B").get_vocab()
+    assert saved.chat_template == load_tokenizer("Qwen/Qwen3-4B").chat_template
+
+
+def small_config_dict() -> dict:
+    import yaml
+
+    from .conftest import SMOKE
+
+    return yaml.safe_load(SMOKE.read_text())["data"]
+
+
+def checkpoint_niah() -> dict:
+    """The smoke NIAH section at lengths a BPE's longer needles fit in (its numbers take a token per digit)."""
+    return {**small_config_dict()["niah"], "train_lengths": [160], "lengths": [160, 200]}

@@ -52,3 +52,39 @@ def test_vocabulary_is_small_and_saved_tokenizer_reloads(tmp_path, small_config)
 def test_unknown_tokenizer_kind_is_a_config_error():
     with pytest.raises(ConfigError, match="data.tokenizer"):
         build_tokenizer("bpe", ["a"])
+
+
+@pytest.mark.parametrize("family", ["qwen", "pythia"])
+def test_a_checkpoints_byte_level_bpe_encodes_word_by_word_with_the_leading_space(family, seed):
+    from ..fake_hub import bpe_tokenizer
+
+    tokenizer = bpe_tokenizer(family)
+    encoder = WordEncoder(tokenizer)
+    assert encoder.prefix == " "
+    for text in _texts(np.random.default_rng(seed)):
+        ids = tokenizer(" " + text, add_special_tokens=False)["input_ids"]
+        assert encoder.ids(text) == ids
+        assert tokenizer.decode(ids) == " " + text
+
+
+def test_a_checkpoint_without_bos_starts_rows_with_its_eos():
+    from ..fake_hub import bpe_tokenizer
+
+    qwen, pythia = WordEncoder(bpe_tokenizer("qwen")), WordEncoder(bpe_tokenizer("pythia"))
+    assert qwen.tokenizer.bos_token_id is None and qwen.bos == qwen.eos == qwen.tokenizer.eos_token_id
+    assert pythia.bos == pythia.tokenizer.bos_token_id
+
+
+def test_a_tokenizer_that_merges_across_spaces_is_refused_in_one_line():
+    from tokenizers import Tokenizer, models, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    from relin.errors import InputError
+
+    core = Tokenizer(models.BPE(unk_token="<unk>"))  # no pre-tokenizer: merges run across word boundaries
+    core.train_from_iterator(["the cat 7 sat. key 12 is value:"] * 50,
+                             trainers.BpeTrainer(vocab_size=120, special_tokens=["<unk>", "<eos>"]))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<eos>", unk_token="<unk>")
+    with pytest.raises(InputError, match="are not its words' ids joined") as err:
+        WordEncoder(tokenizer)
+    assert "\n" not in str(err.value)

@@ -57,7 +57,7 @@ def test_paper_config_runs_every_stage_from_a_local_pythia_offline(checkpoint, t
     teacher = tmp_path / "teacher"
     config = {"teacher.models.gpt_neox": {"family": "gpt_neox", "pretrained": str(checkpoint)},
               "teacher.train": {"steps": 1, "warmup_steps": 0}}
-    assert _stage("teacher-lm", config, "--arch", "gpt_neox", "--data", tmp_path / "none", "--out", teacher,
+    assert _stage("teacher-lm", config, "--arch", "gpt_neox", "--data", toy_dataset, "--out", teacher,
                   "--history", tmp_path / "h.csv", "--metrics", tmp_path / "m.json",
                   "--checkpoints", tmp_path / "ckpt" / "t") == 0
     assert _stage("hedgehog-match", HEDGEMAMBA, "--teacher", teacher, "--data", toy_dataset,

@@ -45,7 +45,7 @@ def test_paper_config_resolves_a_local_qwen3_and_converts_it_offline(checkpoint,
     teacher = tmp_path / "teacher"
     config = {"teacher.models.qwen3": {"family": "qwen3", "pretrained": str(checkpoint)},
               "teacher.train": {"steps": 1, "warmup_steps": 0}}
-    assert main(["teacher-lm", "--config", json.dumps(config), "--arch", "qwen3", "--data", str(tmp_path / "none"),
+    assert main(["teacher-lm", "--config", json.dumps(config), "--arch", "qwen3", "--data", str(toy_dataset),
                  "--out", str(teacher), "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json"),
                  "--checkpoints", str(tmp_path / "ckpt")]) == 0
     for mixer, expected, config, inputs in (
@@ -103,9 +103,9 @@ def test_a_checkpoint_with_another_tokenizer_than_the_data_is_refused_in_one_lin
     """A BPE checkpoint (Qwen's special tokens, a vocabulary at least as large as the word tokenizer's, so the
     vocabulary-size check alone would pass) against data tokenized by the word tokenizer: conversion and
     evaluation both stop before reading a row, naming the two tokenizers."""
-    from ..core.test_hub import byte_level_bpe
+    from ..fake_hub import bpe_tokenizer
 
-    bpe = byte_level_bpe(pad=True)
+    bpe = bpe_tokenizer("qwen")
     assert len(bpe) >= len(word_tokenizer())
     model = build_teacher(TeacherModelConfig(family="qwen3", hidden_size=32, num_hidden_layers=4,
                                              num_attention_heads=4, num_key_value_heads=2, head_dim=16,

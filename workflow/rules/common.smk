@@ -57,6 +57,16 @@ def seeded(render):
     return with_seed
 
 
+def text_data(arch):
+    """The synthetic tasks as teacher ``arch`` reads them: rendered with its own tokenizer when it is a pretrained
+    checkpoint, else with the project's (one dataset shared by every teacher trained in the DAG)."""
+    return f"results/data/synth_text-{arch}" if config["teacher"]["models"][arch]["pretrained"] else \
+        "results/data/synth_text"
+
+
+PRETRAINED_ARCHS = [arch for arch, model in config["teacher"]["models"].items() if model["pretrained"]]
+
+
 # OPAL's trained models (the conversions are not trained, and not replicated).
 OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("swa", *OPAL_CONVERSIONS)]
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
@@ -73,14 +83,24 @@ def lm_model(wildcards):
     return LM_MODELS[wildcards.name]
 
 
+def lm_data(wildcards):
+    """The dataset a model is evaluated on: its teacher family's (the tokenizer it was trained with)."""
+    name = wildcards.name
+    if name.startswith("teacher-"):
+        return text_data(name.removeprefix("teacher-"))
+    return OPAL_DATA if name.startswith("opal-") else HEDGEMAMBA_DATA
+
+
 # HedgeMamba's GPT-NeoX teacher, and its evaluation's name.
 HEDGEMAMBA_TEACHER = f"results/teacher/{config['hedgemamba']['teacher']}/model"
 HEDGEMAMBA_TEACHER_EVAL = f"teacher-{config['hedgemamba']['teacher']}"
+HEDGEMAMBA_DATA = text_data(config["hedgemamba"]["teacher"])
 
 
 # OPAL: the teacher it converts (and its evaluation's name), and what each off-policy phase starts from.
 OPAL_TEACHER = f"results/teacher/{config['opal']['teacher']}/model"
 OPAL_TEACHER_EVAL = f"teacher-{config['opal']['teacher']}"
+OPAL_DATA = text_data(config["opal"]["teacher"])
 
 
 def opal_previous(wildcards):
@@ -143,7 +163,7 @@ def opal_convert_inputs(wildcards):
     """The gdn conversion scores the teacher's layers on training rows; the SWA one keeps its layers, a selection
     variant chooses from its scores."""
     if wildcards.conversion == "gdn":
-        return {"teacher": OPAL_TEACHER, "data": "results/data/synth_text"}
+        return {"teacher": OPAL_TEACHER, "data": OPAL_DATA}
     return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
 
 

@@ -16,3 +16,26 @@ rule synth_text:
         gpu=0,
     shell:
         "relin synth-text --config {params.cfg:q} --out {output} > {log} 2>&1"
+
+
+rule synth_text_checkpoint:
+    """The same tasks rendered with a pretrained teacher's own tokenizer (its ids are the only ones it knows)."""
+    output:
+        directory("results/data/synth_text-{arch}"),
+    params:
+        cfg=sections("data"),
+        tokenizer=lambda wildcards: config["teacher"]["models"][wildcards.arch]["pretrained"],
+    log:
+        "logs/synth_text/{arch}.log",
+    benchmark:
+        "results/benchmarks/synth_text/{arch}.tsv"
+    wildcard_constraints:
+        arch="|".join(map(re.escape, PRETRAINED_ARCHS)) or "(?!)",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=4000,
+        gpu=0,
+    shell:
+        "relin synth-text --config {params.cfg:q} --tokenizer {params.tokenizer:q} --out {output} > {log} 2>&1"

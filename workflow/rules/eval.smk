@@ -2,7 +2,7 @@ rule eval_lm:
     """Perplexity and accuracy per task family, context length and needle depth of one language model."""
     input:
         model=lm_model,
-        data="results/data/synth_text",
+        data=lm_data,
     output:
         metrics="results/eval/{name}/metrics.json",
         by_length="results/eval/{name}/accuracy_by_length.csv",

@@ -1,7 +1,7 @@
 rule teacher_lm:
     """Build and train one teacher language model; checkpoints let a killed run resume."""
     input:
-        data="results/data/synth_text",
+        data=lambda wildcards: text_data(wildcards.arch),
     output:
         model=directory("results/teacher/{arch}/model"),
         history="results/teacher/{arch}/history.csv",

@@ -31,14 +31,15 @@ def filler_perplexity_floor(cfg: DataConfig, tokenizer) -> float:
     return FillerLanguage(cfg.filler.vocab_size).perplexity_floor(lambda word: len(encoder.word(word)))
 
 
-def longest_answer_tokens(cfg: DataConfig) -> dict[str, int]:
-    """Tokens of the longest gold answer each generated task family can have, from the config alone.
+def longest_answer_tokens(cfg: DataConfig, tokenizer=None) -> dict[str, int]:
+    """Tokens of the longest gold answer each generated task family can have under ``tokenizer`` (default: the
+    project's ``data.tokenizer``), from the config alone.
 
     NIAH answers are ``value_digits``-digit values (multi-query: all ``num_keys`` of them, joined by
     ``", "``); an arithmetic answer is at most ``max_operand * (max(steps) + 1)`` (every step adds).
     Digits and punctuation are in every tokenizer's vocabulary, so no words are needed to count them.
     """
-    encoder = WordEncoder(build_tokenizer(cfg.tokenizer, []))
+    encoder = WordEncoder(tokenizer if tokenizer is not None else build_tokenizer(cfg.tokenizer, []))
     value = "9" * cfg.niah.value_digits
     niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys)}
     answers = {f"niah_{family}": niah[family] for family in cfg.niah.families}
@@ -82,12 +83,16 @@ def generate_rows(cfg: DataConfig, tokenizer) -> dict[str, list[dict]]:
     return splits
 
 
-def build_synth_text(cfg: DataConfig):
-    """``(DatasetDict, tokenizer)``; the train split is shuffled (by seed), test keeps task order."""
+def build_synth_text(cfg: DataConfig, tokenizer=None):
+    """``(DatasetDict, tokenizer)``; the train split is shuffled (by seed), test keeps task order.
+
+    ``tokenizer`` renders the tasks with a checkpoint's own tokenizer (a pretrained teacher's); by default the
+    project's ``data.tokenizer`` is built over the generators' words (for teachers trained in the DAG)."""
     import pyarrow as pa
     from datasets import Dataset, DatasetDict
 
-    tokenizer = build_tokenizer(cfg.tokenizer, vocabulary_words(cfg))
+    if tokenizer is None:
+        tokenizer = build_tokenizer(cfg.tokenizer, vocabulary_words(cfg))
     schema = pa.schema([
         ("task", pa.string()), ("input_ids", pa.list_(pa.int32())), ("labels", pa.list_(pa.int32())),
         ("prompt_len", pa.int32()), ("answer", pa.string()), ("answers", pa.list_(pa.string())),

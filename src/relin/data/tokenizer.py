@@ -58,19 +58,31 @@ def build_tokenizer(kind: str, words: Iterable[str]):
 
 
 class WordEncoder:
-    """Per-word ids with a cache: ``ids(text)`` equals the tokenizer's ids of ``text`` without bos."""
+    """Per-word ids with a cache: ``ids(text)`` equals the tokenizer's ids of ``text`` without bos.
+
+    Works for the project's tokenizers and a checkpoint's alike. A Metaspace tokenizer (ours, SentencePiece)
+    marks every word's boundary itself, so a word's ids do not depend on its neighbours. A byte-level BPE
+    (Qwen, GPT-NeoX/Pythia) attaches the space to the word after it: there every word is encoded with its
+    leading space (``prefix``), and the rendered text is `` w1 w2 ...``. A checkpoint without a bos token
+    (Qwen) starts each row with its eos, GPT-2's convention.
+    """
 
     def __init__(self, tokenizer):
         self.tokenizer = tokenizer
-        self.bos, self.eos = tokenizer.bos_token_id, tokenizer.eos_token_id
+        self.eos = tokenizer.eos_token_id
+        self.bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else self.eos
+        if self.eos is None:
+            raise InputError(f"tokenizer {tokenizer.name_or_path or type(tokenizer).__name__}: has no eos token "
+                             f"(expected one to end every task row)")
         self.unk = tokenizer.unk_token_id
+        self.prefix = word_prefix(tokenizer)
         self._cache: dict[str, list[int]] = {}
 
     def word(self, word: str) -> list[int]:
         ids = self._cache.get(word)
         if ids is None:
-            ids = self.tokenizer(word, add_special_tokens=False)["input_ids"]
-            if self.unk in ids:
+            ids = self.tokenizer(self.prefix + word, add_special_tokens=False)["input_ids"]
+            if self.unk is not None and self.unk in ids:
                 raise ValueError(f"word {word!r} is outside the tokenizer's vocabulary")
             self._cache[word] = ids
         return ids
@@ -79,6 +91,25 @@ class WordEncoder:
         """Ids of space-separated words (a string, or a list of words)."""
         words = text.split(" ") if isinstance(text, str) else text
         return [i for w in words for i in self.word(w)]
+
+
+_PROBE = ("the", "cat", "7", "sat.", "key", "12", "is", "value:")
+
+
+def word_prefix(tokenizer) -> str:
+    """What to put before each word so that a text's ids are the concatenation of its words' ids: ``""``
+    for a tokenizer that marks word boundaries itself (Metaspace), ``" "`` for a byte-level BPE.
+
+    Raises :class:`InputError` when neither holds (the generators could not build rows word by word)."""
+    def encode(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    for prefix in ("", " "):
+        if encode(prefix + " ".join(_PROBE)) == [i for word in _PROBE for i in encode(prefix + word)]:
+            return prefix
+    raise InputError(f"tokenizer {tokenizer.name_or_path or type(tokenizer).__name__}: a text's ids are not its "
+                     f"words' ids joined, with or without a leading space (expected a Metaspace/SentencePiece or "
+                     f"byte-level BPE tokenizer)")
 
 
 def check_same_tokenizer(data_tokenizer, data_path: str | Path, model: str | Path) -> None:

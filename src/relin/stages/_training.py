@@ -145,8 +145,8 @@ def history_columns(rows: list[dict]) -> list[str]:
 
 
 def write_model(out: str | Path, model, tokenizer) -> None:
-    """``save_pretrained`` (fp32, safetensors) of the model and its tokenizer (when it has one) into ``out``,
-    atomically."""
+    """``save_pretrained`` (fp32, safetensors) of the model and its tokenizer (or a vision tower's image processor;
+    when it has one) into ``out``, atomically."""
     import torch
 
     from ..io import atomic_dir

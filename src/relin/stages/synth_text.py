@@ -1,6 +1,7 @@
 """``relin synth-text --out DIR``: the synthetic text tasks as a HF ``DatasetDict`` plus the tokenizer.
 
-Writes ``DIR/`` (``save_to_disk``: splits train, test), ``DIR/tokenizer/`` (``PreTrainedTokenizerFast``)
+Writes ``DIR/`` (``save_to_disk``: splits train, test), ``DIR/tokenizer/`` (the project's
+``PreTrainedTokenizerFast``, or with ``--tokenizer`` the checkpoint's, saved as it loads)
 and ``DIR/stats.json`` (rows and longest example per split and task, the filler language's
 perplexity floor), atomically. The same config gives the same bytes; the generation time goes to
 MLflow and the manifest beside ``DIR``.
@@ -18,6 +19,9 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="output directory (e.g. results/data/synth_text)")
+    parser.add_argument("--tokenizer", default="",
+                        help="render the tasks with this checkpoint's tokenizer (Hugging Face id or saved directory; "
+                             "a pretrained teacher's) instead of the project's data.tokenizer")
 
 
 def dataset_stats(data) -> dict:
@@ -41,14 +45,17 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from ..config.loader import as_dict
     from ..data.synth_text import build_synth_text, filler_perplexity_floor
+    from ..data.tokenizer import load_tokenizer
     from ..io import atomic_dir, atomic_write_json
     from ..tracking import stage_run
 
     cfg = sections.get("data")
     disable_progress_bar()
-    with stage_run("synth-text", {"data": as_dict(cfg)}, outputs=[args.out]) as tracker:
+    checkpoint = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    params = {"data": as_dict(cfg), "tokenizer": args.tokenizer or cfg.tokenizer}
+    with stage_run("synth-text", params, outputs=[args.out]) as tracker:
         start = time.perf_counter()
-        data, tokenizer = build_synth_text(cfg)
+        data, tokenizer = build_synth_text(cfg, checkpoint)
         seconds = time.perf_counter() - start
         stats = {**dataset_stats(data), "vocab_size": len(tokenizer),
                  "filler_perplexity_floor": round(filler_perplexity_floor(cfg, tokenizer), 4)}

@@ -6,6 +6,7 @@ pretrained checkpoint when the model config names one. Outputs and checkpoints: 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from ..config.teacher import TeacherModelConfig
 from ..config.train import TrainConfig
@@ -42,12 +43,14 @@ def run(args: argparse.Namespace, sections) -> None:
 
 
 def resolve_pretrained(args: argparse.Namespace, sections, reference: str) -> None:
-    """The checkpoint named by the config, saved as this stage's model (no training)."""
-    from ..data.tokenizer import load_tokenizer
+    """The checkpoint named by the config, saved as this stage's model (no training); the data must have been
+    rendered with its tokenizer (``relin synth-text --tokenizer``), which is saved with it."""
+    from ..data.tokenizer import check_same_tokenizer, load_tokenizer
     from ..models.teachers import load_pretrained
     from ..tracking import stage_run
 
     with stage_run("teacher-lm", sections.raw, outputs=[args.out, args.history, args.metrics]) as tracker:
         tracker.set_tags({"relin.arch": args.arch, "relin.pretrained": reference})
+        check_same_tokenizer(load_tokenizer(Path(args.data) / "tokenizer"), args.data, reference)
         model, tokenizer = load_pretrained(reference), load_tokenizer(reference)
         write_outputs(args, model, tokenizer, [], {"steps": 0, "pretrained": reference}, tracker)

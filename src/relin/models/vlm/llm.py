@@ -15,3 +15,28 @@ def build_llm(cfg, tokenizer, seed: int = 0):
                          eos_token_id=tokenizer.eos_token_id)
     torch.manual_seed(seed)
     return Qwen2ForCausalLM(config)
+
+
+def add_image_token(llm, tokenizer) -> int:
+    """Make ``<image>`` one special token of a checkpoint's tokenizer and give it an embedding row: the
+    embeddings grow when the vocabulary outgrows them, and the row (input and output) starts at the mean of
+    the others, as LLaVA's ``initialize_vision_tokenizer`` does for the tokens it adds. The bridge's outputs
+    replace this row's input embedding at every image position; the mean keeps the output logit of
+    ``<image>`` ordinary. Returns the token's id."""
+    import torch
+    from tokenizers import AddedToken
+
+    from .chat import IMAGE
+
+    if IMAGE not in tokenizer.get_vocab():
+        tokenizer.add_tokens([AddedToken(IMAGE, special=True, normalized=False)], special_tokens=True)
+    image_id = tokenizer.convert_tokens_to_ids(IMAGE)
+    rows = llm.get_input_embeddings().weight.shape[0]
+    if len(tokenizer) > rows:
+        llm.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    with torch.no_grad():
+        for embedding in {id(e): e for e in (llm.get_input_embeddings(), llm.get_output_embeddings())
+                          if e is not None}.values():
+            old = embedding.weight[:min(rows, image_id)]
+            embedding.weight[image_id] = old.mean(0)
+    return image_id

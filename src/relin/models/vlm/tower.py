@@ -52,6 +52,23 @@ def load_vision_tower(reference: str | Path):
         raise InputError(f"vision tower {reference}: could not load ({first})") from None
 
 
+def load_image_processor(reference: str | Path):
+    """The checkpoint's own ``CLIPImageProcessor`` (its ``preprocessor_config.json``: resize, centre crop, its
+    mean and std), or None for a tower trained in the DAG (whose pixels :func:`pixel_values` prepares)."""
+    from transformers import CLIPImageProcessor
+
+    from ...hub import resolve
+
+    path = resolve(str(reference), "vision tower")
+    if not (path / "preprocessor_config.json").is_file():
+        return None
+    try:
+        return CLIPImageProcessor.from_pretrained(str(path), local_files_only=True)
+    except Exception as err:  # noqa: BLE001 - json and OS errors all mean a damaged file
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise InputError(f"vision tower {reference}: preprocessor_config.json unreadable ({first})") from None
+
+
 def pixel_values(images: "torch.Tensor", size: int) -> "torch.Tensor":
     """uint8 images ``[N, H, W, 3]`` -> CLIP inputs ``[N, 3, size, size]`` (bicubic resize when H != size)."""
     import torch
@@ -65,9 +82,10 @@ def pixel_values(images: "torch.Tensor", size: int) -> "torch.Tensor":
 
 
 def patch_features(vision, images: "torch.Tensor", select_layer: int = -2, batch_size: int = 64,
-                   progress: bool = True) -> "torch.Tensor":
+                   progress: bool = True, processor=None) -> "torch.Tensor":
     """Features ``[N, P, d_vision]`` (fp32) of uint8 images ``[N, H, W, 3]``: hidden state ``select_layer``
-    of the vision transformer without its CLS token, computed on the tower's device."""
+    of the vision transformer without its CLS token, computed on the tower's device. ``processor`` (a
+    checkpoint's ``CLIPImageProcessor``) prepares the pixels when given, else :func:`pixel_values`."""
 
     import torch
 
@@ -80,7 +98,9 @@ def patch_features(vision, images: "torch.Tensor", select_layer: int = -2, batch
     out = []
     with torch.no_grad():
         for lo in bar(range(0, len(images), batch_size), desc="features", disable=not progress):
-            pixels = pixel_values(images[lo:lo + batch_size], size).to(device)
+            chunk = images[lo:lo + batch_size]
+            pixels = (pixel_values(chunk, size) if processor is None else
+                      processor(images=list(chunk.numpy()), return_tensors="pt")["pixel_values"]).to(device)
             hidden = vision(pixel_values=pixels, output_hidden_states=True).hidden_states
             out.append(hidden[select_layer][:, 1:].float().cpu())
     return torch.cat(out)

@@ -1,7 +1,8 @@
 """``relin chat-lm``: the chat LLM the bridges feed. Default: a tiny ``Qwen2ForCausalLM`` trained on the
 scenes' text alone, captions and conversations whose image is replaced by its caption, so that, like an
 instruct LLM, it already answers in the chat format from a description; with ``lia_mtr.llm.pretrained``:
-that checkpoint and its tokenizer, saved with the project's ChatML template (assistant turns marked)."""
+that checkpoint and its tokenizer with ``<image>`` added as a special token (and its embedding row), its
+own chat template kept."""
 from __future__ import annotations
 
 import argparse
@@ -38,8 +39,7 @@ def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
 
 def run(args: argparse.Namespace, sections) -> None:
     from ...data.vision.artifact import VisionData
-    from ...models.vlm.chat import CHAT_TEMPLATE
-    from ...models.vlm.llm import build_llm
+    from ...models.vlm.llm import add_image_token, build_llm
     from ...train.batching import StepBatches
     from ...train.objectives import build_objective
 
@@ -47,14 +47,20 @@ def run(args: argparse.Namespace, sections) -> None:
     data = VisionData.load(args.data)
     if cfg.pretrained:
         from ...data.tokenizer import load_tokenizer
+        from ...errors import InputError
         from ...models.teachers import load_pretrained
         from ...tracking import stage_run
         from .._training import write_outputs
 
-        tokenizer = load_tokenizer(cfg.pretrained)
-        tokenizer.chat_template = CHAT_TEMPLATE
+        tokenizer, llm = load_tokenizer(cfg.pretrained), load_pretrained(cfg.pretrained)
+        if not tokenizer.chat_template:
+            raise InputError(f"lia_mtr.llm.pretrained: {cfg.pretrained} has no chat template (expected a chat "
+                             f"model, e.g. Qwen/Qwen2.5-3B-Instruct)")
+        image_id = add_image_token(llm, tokenizer)
         with stage_run("chat-lm", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
-            write_outputs(args, load_pretrained(cfg.pretrained), tokenizer, [], {"steps": 0}, tracker)
+            tracker.set_tags({"relin.pretrained": cfg.pretrained})
+            write_outputs(args, llm, tokenizer, [], {"steps": 0, "pretrained": cfg.pretrained,
+                                                     "image_token_id": image_id}, tracker)
         return
 
     def setup(env):

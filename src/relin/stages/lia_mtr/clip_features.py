@@ -23,7 +23,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...data.vision.artifact import VisionData
     from ...devices import compute_device
     from ...io import atomic_dir, atomic_write_json
-    from ...models.vlm.tower import load_vision_tower, patch_features
+    from ...models.vlm.tower import load_image_processor, load_vision_tower, patch_features
     from ...stages._training import use_thread_budget
     from ...tracking import stage_run
 
@@ -31,7 +31,8 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("lia_mtr.tower")
     with stage_run("clip-features", sections.raw, inputs=[args.tower, args.data], outputs=[args.out]) as tracker:
         vision, images = load_vision_tower(args.tower).to(compute_device()), VisionData.load(args.data).images()
-        features = {split: patch_features(vision, images[split], cfg.select_layer).contiguous()
+        processor = load_image_processor(args.tower)
+        features = {split: patch_features(vision, images[split], cfg.select_layer, processor=processor).contiguous()
                     for split in ("train", "mme")}
         shapes = {split: list(f.shape) for split, f in features.items()}
         with atomic_dir(args.out) as tmp:

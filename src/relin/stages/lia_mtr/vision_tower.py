@@ -21,7 +21,7 @@ def run(args: argparse.Namespace, sections) -> None:
     import torch
 
     from ...data.vision.artifact import VisionData
-    from ...models.vlm.tower import build_clip, load_vision_tower, pixel_values
+    from ...models.vlm.tower import build_clip, load_image_processor, load_vision_tower, pixel_values
     from ...train.objectives import build_objective
     from ...train.sources import RowBatches, pad_rows
     from .._training import write_outputs
@@ -32,7 +32,10 @@ def run(args: argparse.Namespace, sections) -> None:
         from ...tracking import stage_run
 
         with stage_run("vision-tower", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
-            write_outputs(args, load_vision_tower(cfg.pretrained), data.tokenizer(), [], {"steps": 0}, tracker)
+            tracker.set_tags({"relin.pretrained": cfg.pretrained})
+            # The checkpoint's own image processor travels with it: clip-features prepares pixels with it.
+            write_outputs(args, load_vision_tower(cfg.pretrained), load_image_processor(cfg.pretrained), [],
+                          {"steps": 0, "pretrained": cfg.pretrained}, tracker)
         return
 
     def setup(env):
