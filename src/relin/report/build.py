@@ -107,16 +107,23 @@ def _training_sections(histories: list[NamedRows], figure_dir: Path) -> Section 
     return Section("Training", blocks)
 
 
+def _group(items: list[ModelItems], teacher: str, prefix: str, resamples: int) -> ItemScores | None:
+    """One paper's models scored together: its teacher and its students, all on the teacher family's test split
+    (each pretrained teacher has its own, rendered with its tokenizer)."""
+    group = [i for i in items if i.name == teacher or i.name.startswith(prefix)]
+    return ItemScores(group, resamples) if group else None
+
+
 def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: Path
                     ) -> tuple[list[Section], list[Claim]]:
     """The sections of the report and every claim; figures are drawn into ``figure_dir``."""
     evals = {e.name: e for e in inputs.evals}
-    scores = (ItemScores(attach_chance(inputs.items, inputs.evals), settings.resamples) if inputs.items else None)
+    items = attach_chance(inputs.items, inputs.evals)
     histories = {h.name: h for h in inputs.histories}
     train = {t.name: t for t in inputs.train_metrics}
     papers, claims = [], []
     layers = inputs.opal_layers.data if inputs.opal_layers else None
-    if (opal := opal_section(scores, settings.opal, histories, train, inputs.speed, evals, figure_dir,
+    if (opal := opal_section(_group(items, settings.opal.teacher, "opal-", settings.resamples), settings.opal, histories, train, inputs.speed, evals, figure_dir,
                              FIGURES, layers)) is not None:
         papers.append(opal[0])
         claims += opal[1]
@@ -128,7 +135,8 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
         claims += lia[1]
     decays = {d.name.removeprefix("hedgemamba-"): d.data for d in inputs.hedgemamba_decays}
     init = inputs.hedgemamba_init.data if inputs.hedgemamba_init else None
-    if (hedgemamba := hedgemamba_section(scores, settings.hedgemamba, histories, init, evals,
+    if (hedgemamba := hedgemamba_section(_group(items, settings.hedgemamba.teacher, "hedgemamba-",
+                                                settings.resamples), settings.hedgemamba, histories, init, evals,
                                          figure_dir, FIGURES, decays)) is not None:
         papers.append(hedgemamba[0])
         claims += hedgemamba[1]
