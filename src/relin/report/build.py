@@ -123,7 +123,8 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
     train = {t.name: t for t in inputs.train_metrics}
     papers, claims = [], []
     layers = inputs.opal_layers.data if inputs.opal_layers else None
-    if (opal := opal_section(_group(items, settings.opal.teacher, "opal-", settings.resamples), settings.opal, histories, train, inputs.speed, evals, figure_dir,
+    opal_scores = _group(items, settings.opal.teacher, "opal-", settings.resamples)
+    if (opal := opal_section(opal_scores, settings.opal, histories, train, inputs.speed, evals, figure_dir,
                              FIGURES, layers)) is not None:
         papers.append(opal[0])
         claims += opal[1]
@@ -135,8 +136,8 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
         claims += lia[1]
     decays = {d.name.removeprefix("hedgemamba-"): d.data for d in inputs.hedgemamba_decays}
     init = inputs.hedgemamba_init.data if inputs.hedgemamba_init else None
-    if (hedgemamba := hedgemamba_section(_group(items, settings.hedgemamba.teacher, "hedgemamba-",
-                                                settings.resamples), settings.hedgemamba, histories, init, evals,
+    hedgemamba_scores = _group(items, settings.hedgemamba.teacher, "hedgemamba-", settings.resamples)
+    if (hedgemamba := hedgemamba_section(hedgemamba_scores, settings.hedgemamba, histories, init, evals,
                                          figure_dir, FIGURES, decays)) is not None:
         papers.append(hedgemamba[0])
         claims += hedgemamba[1]
