@@ -57,7 +57,8 @@ def qwen3(size: str, max_positions: int):
 
 
 def hybrid_of(teacher):
-    from relin.models.convert.opal import convert, kept_attention_layers
+    from relin.config.opal import kept_attention_layers
+    from relin.models.convert.opal import convert
 
     layers = teacher.config.num_hidden_layers
     kept = set(kept_attention_layers(layers, 4))

@@ -68,17 +68,19 @@ def tile(dim: int, cap: int) -> int:
 def tensor_descriptors(device: torch.device) -> bool:
     """Whether kernels on ``device`` read through TMA tensor descriptors (``tl.make_tensor_descriptor``): on Hopper
     and newer GPUs, not under the interpreter. Descriptors made inside a kernel need scratch memory, which Triton
-    takes from the allocator set here (the caching allocator, so CUDA-graph capture keeps working)."""
-    return device.type == "cuda" and not interpreting() and _hopper_with_allocator(device)
-
-
-@functools.lru_cache(maxsize=None)
-def _hopper_with_allocator(device: torch.device) -> bool:
-    """Once per device, off the launch path: its compute capability, and the allocator set when it has TMA."""
-    if torch.cuda.get_device_capability(device)[0] < 9:
+    takes from the allocator set here (the caching allocator, so CUDA-graph capture keeps working). Triton keeps
+    the allocator in a context variable, which a thread does not inherit: the autograd engine's threads (a
+    recomputed forward under gradient checkpointing) would launch without one, so it is set on every call."""
+    if device.type != "cuda" or interpreting() or not _hopper(device):
         return False
     triton.set_allocator(_scratch)
     return True
+
+
+@functools.lru_cache(maxsize=None)
+def _hopper(device: torch.device) -> bool:
+    """Once per device, off the launch path: whether its compute capability has TMA."""
+    return torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def _scratch(size: int, alignment: int, stream) -> torch.Tensor:

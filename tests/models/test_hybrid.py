@@ -129,3 +129,36 @@ def test_an_unknown_or_flat_layer_option_is_one_clear_error():
     config = HybridConfig(num_hidden_layers=1, mixer_types=["gdn"], gdn={"conv_size": 2})
     assert config.layer("gdn").conv_size == 2 and config.layer("swa").window == SWAConfig().window
     assert HybridConfig(**config.to_dict()).gdn == config.gdn, "the sections survive a save and load"
+
+
+def test_gradient_checkpointing_gives_the_same_loss_and_gradients(teacher):
+    """Recomputing each layer in the backward pass changes memory, not the numbers (fp32, padded rows)."""
+    from relin.train.trainable import enable_gradient_checkpointing
+
+    ids, mask = _inputs(seed=3)
+    results = []
+    for checkpointed in (False, True):
+        model = convert(teacher, MIXED).train()
+        if checkpointed:
+            assert enable_gradient_checkpointing(model) == 1 and model.model.gradient_checkpointing
+        loss = model(ids, attention_mask=mask, labels=ids.masked_fill(mask == 0, -100)).loss
+        loss.backward()
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+    (plain_loss, plain), (loss, grads) = results
+    torch.testing.assert_close(loss, plain_loss, rtol=0, atol=1e-6)
+    assert grads.keys() == plain.keys() and len(grads) > 10
+    for name in plain:
+        torch.testing.assert_close(grads[name], plain[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_gradient_checkpointing_reaches_a_vlms_llm_and_refuses_a_model_without_layers():
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    from relin.train.trainable import enable_gradient_checkpointing
+
+    llm = Qwen2ForCausalLM(Qwen2Config(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                       num_key_value_heads=1, intermediate_size=32))
+    vlm = torch.nn.ModuleDict({"bridge": torch.nn.Linear(4, 16), "llm": llm})
+    assert enable_gradient_checkpointing(vlm) == 1 and llm.is_gradient_checkpointing
+    with pytest.raises(ConfigError, match="holds no model that supports it"):
+        enable_gradient_checkpointing(torch.nn.Linear(4, 4))

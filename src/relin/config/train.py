@@ -36,6 +36,8 @@ class TrainConfig:
     checkpoint_every: int = option(200, "steps between resumable checkpoints", minimum=1)
     log_every: int = option(10, "steps between logged metrics", minimum=1)
     backend: Literal["torch", "deepspeed"] = option("torch", "plain PyTorch or DeepSpeed ZeRO-2")
+    gradient_checkpointing: bool = option(False, "recompute each decoder layer's activations in the backward pass "
+                                                 "(memory for long rows; about a third more compute)")
     precision: Literal["auto", "fp32", "bf16"] = option("auto", "auto = bf16 on GPU, fp32 on CPU")
     seed: int = option(0, "training seed (init, batch order)")
     curriculum: list[CurriculumStage] = option([], "length curriculum (empty = full length throughout)")

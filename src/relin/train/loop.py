@@ -183,6 +183,10 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
     if cfg.backend == "torch":
         init_process_group(env)
     device = device_for(env)
+    if cfg.gradient_checkpointing:
+        from .trainable import enable_gradient_checkpointing
+
+        enable_gradient_checkpointing(model)
     model.to(device).train()
     for frozen in objective.frozen_modules():
         frozen.to(device).eval().requires_grad_(False)

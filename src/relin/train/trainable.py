@@ -21,3 +21,30 @@ def set_optimizer(param: torch.nn.Parameter, *, lr_scale: float = 1.0, eps: floa
     if weight_decay is not None:
         settings["weight_decay"] = weight_decay
     param.optimizer_settings = settings
+
+
+def enable_gradient_checkpointing(model: torch.nn.Module) -> int:
+    """Turn on gradient checkpointing in every outermost Hugging Face model inside ``model`` (the model itself, a
+    VLM's LLM) that supports it, non-reentrant (frozen inputs and keyword arguments are fine); returns how many.
+
+    Raises :class:`~relin.errors.ConfigError` when none does."""
+    from transformers import PreTrainedModel
+
+    from ..errors import ConfigError
+
+    enabled, inside = 0, set()
+    for name, module in model.named_modules():
+        if any(name.startswith(prefix) for prefix in inside) or not isinstance(module, PreTrainedModel):
+            continue
+        inside.add(f"{name}." if name else "")
+        if module.supports_gradient_checkpointing:
+            kwargs = {"use_reentrant": False}
+            if hasattr(module, "activation_checkpointing_enable"):  # transformers >= 5.2x's name
+                module.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+            else:
+                module.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+            enabled += 1
+    if not enabled:
+        raise ConfigError(f"train.gradient_checkpointing: {type(model).__name__} holds no model that supports it "
+                          f"(expected a transformers model with checkpointable layers)")
+    return enabled

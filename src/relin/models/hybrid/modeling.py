@@ -189,7 +189,7 @@ class HybridDecoderLayer(nn.Module):
 class HybridPreTrainedModel(PreTrainedModel):
     config_class = HybridConfig
     base_model_prefix = "model"
-    supports_gradient_checkpointing = False
+    supports_gradient_checkpointing = True
     _no_split_modules = ["HybridDecoderLayer"]
 
     @torch.no_grad()
@@ -227,6 +227,8 @@ class HybridModel(HybridPreTrainedModel):
         self.norm = (nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps) if config.block == "gpt_neox"
                      else RMSNorm(config.hidden_size, config.rms_norm_eps))
         self.rotary = RotaryEmbedding(int(config.head_dim * config.rotary_pct), config.rope_theta)
+        # Set by gradient_checkpointing_enable(): each layer's activations are recomputed in the backward pass.
+        self.gradient_checkpointing = False
         self.post_init()
 
     def get_input_embeddings(self):
@@ -257,8 +259,12 @@ class HybridModel(HybridPreTrainedModel):
         masks = {key: build_attention_mask(attention_mask, steps, *key) for key in windows}
         states = cache.states if cache is not None else [None] * len(self.layers)
         new_states = []
+        recompute = self.gradient_checkpointing and self.training and torch.is_grad_enabled() and not use_cache
         for layer, state in zip(self.layers, states):
-            hidden, state = layer(hidden, rope, masks, attention_mask, state, use_cache)
+            if recompute:
+                hidden, state = self._gradient_checkpointing_func(layer.__call__, hidden, rope, masks, attention_mask)
+            else:
+                hidden, state = layer(hidden, rope, masks, attention_mask, state, use_cache)
             new_states.append(state)
         new_cache = HybridCache(new_states, past + steps) if use_cache else None
         return HybridModelOutput(last_hidden_state=self.norm(hidden), cache=new_cache)
