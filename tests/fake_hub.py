@@ -30,7 +30,7 @@ QWEN25_CHAT_TEMPLATE = (
 QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
 # The papers' checkpoints (workflow/configs/paper.yaml) and what stands in for each.
-PAPER_CHECKPOINTS = {"Qwen/Qwen3-4B": "qwen3", "EleutherAI/pythia-410m": "pythia",
+PAPER_CHECKPOINTS = {"Qwen/Qwen3-4B": "qwen3", "EleutherAI/pythia-1b": "pythia",
                      "Qwen/Qwen2.5-3B-Instruct": "qwen2_chat", "openai/clip-vit-large-patch14": "clip"}
 
 

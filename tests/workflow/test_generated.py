@@ -182,3 +182,17 @@ def test_every_param_a_rule_passes_is_in_params_yaml():
     for job in gen_dvc.snakemake_jobs(ROOT):
         for key in json.loads(job.params.cfg) if "cfg" in job.params.keys() else []:
             lookup(params, key)  # a ConfigError names the missing key
+
+
+def test_training_jobs_launch_on_gpus_per_job_processes(tmp_path):
+    """``gpus_per_job: 2``: every training rule runs its stage under torchrun on two processes and asks for two GPUs;
+    a job that does not train (conversion, evaluation) stays one process."""
+    repo = copy_repository(tmp_path / "repo")
+    two = overlay(tmp_path / "two.yaml", {"gpus_per_job": 2})
+    out = snakemake(repo, "-n", "-p", "results/eval/opal-align/metrics.json", overlays=(two,)).stdout
+    blocks = {block.split(":", 1)[0]: block for block in out.split("\nrule ")[1:]}
+    launch = 'torchrun --standalone --nproc-per-node 2 "$(command -v relin)"'
+    for rule in ("teacher_lm", "opal_align"):
+        assert f"{launch} {rule.replace('_', '-')} " in blocks[rule] and "gpu=2" in blocks[rule], rule
+    for rule in ("opal_convert", "eval_lm"):
+        assert "torchrun" not in blocks[rule] and "gpu=2" not in blocks[rule], rule

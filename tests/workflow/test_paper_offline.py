@@ -54,7 +54,7 @@ def test_students_carry_their_teachers_tokenizer(paper_run, monkeypatch):
     repo, hub, _ = paper_run
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
     for checkpoint, arch, students in (("Qwen/Qwen3-4B", "qwen3", ("opal/gdn", "opal/onpolicy")),
-                                       ("EleutherAI/pythia-410m", "gpt_neox", ("hedgemamba/finetune",))):
+                                       ("EleutherAI/pythia-1b", "gpt_neox", ("hedgemamba/finetune",))):
         original = load_tokenizer(checkpoint)
         data = load_tokenizer(repo / f"results/data/synth_text-{arch}/tokenizer")
         assert data.get_vocab() == original.get_vocab() and data.chat_template == original.chat_template

@@ -29,6 +29,13 @@ def sections(*dotted):
     return render()
 
 
+# Training jobs run on config["gpus_per_job"] processes of one node: torchrun launches the relin script itself (not
+# ``-m relin.cli``, whose working directory, the checkout, would put kernels/ before the ``kernels`` package).
+GPUS_PER_JOB = config["gpus_per_job"]
+TRAIN = ("relin" if GPUS_PER_JOB == 1 else
+         f"torchrun --standalone --nproc-per-node {GPUS_PER_JOB} \"$(command -v relin)\"")
+
+
 # Replicas of the student stages, one per training seed (config "seeds"): the first replica trains the models as
 # named, each further seed s a replica whose names end in "-s<s>". Rules of student stages carry a {rep}
 # wildcard ("" or "-s<s>") and set every train.seed of their sections to the replica's seed.

@@ -9,6 +9,7 @@ rule hedgehog_match:
         history="results/hedgemamba/{model}{rep}/history.csv",
         metrics="results/hedgemamba/{model}{rep}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=hedgehog_match_sections,
     log:
         "logs/hedgemamba/hedgehog_match/{model}{rep}.log",
@@ -22,9 +23,9 @@ rule hedgehog_match:
         "../envs/relin.yaml"
     resources:
         mem_mb=4000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin hedgehog-match --config {params.cfg:q} --teacher {input.teacher} --data {input.data}"
+        "{params.launch} hedgehog-match --config {params.cfg:q} --teacher {input.teacher} --data {input.data}"
         " --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/hedgemamba/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
@@ -69,6 +70,7 @@ rule hedgemamba_finetune:
         metrics="results/hedgemamba/{model}{rep}/train_metrics.json",
         decays="results/hedgemamba/{model}{rep}/decays.json",
     params:
+        launch=TRAIN,
         cfg=hedgemamba_finetune_sections,
         variant=lambda wildcards: HEDGEMAMBA_FINETUNES[wildcards.model],
     log:
@@ -83,9 +85,9 @@ rule hedgemamba_finetune:
         "../envs/relin.yaml"
     resources:
         mem_mb=4000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin hedgemamba-finetune --config {params.cfg:q} --variant {params.variant}"
+        "{params.launch} hedgemamba-finetune --config {params.cfg:q} --variant {params.variant}"
         " --student {input.student} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --decays {output.decays}"
         " --checkpoints checkpoints/hedgemamba/{wildcards.model}{wildcards.rep} > {log} 2>&1"

@@ -34,6 +34,7 @@ rule vision_tower:
         history="results/lia_mtr/tower/history.csv",
         metrics="results/lia_mtr/tower/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=sections("lia_mtr.tower"),
     log:
         "logs/lia_mtr/vision_tower.log",
@@ -44,9 +45,9 @@ rule vision_tower:
         "../envs/relin.yaml"
     resources:
         mem_mb=3000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin vision-tower --config {params.cfg:q} --data {input.data} --out {output.model}"
+        "{params.launch} vision-tower --config {params.cfg:q} --data {input.data} --out {output.model}"
         " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/tower > {log} 2>&1"
 
 
@@ -83,6 +84,7 @@ rule chat_lm:
         history="results/lia_mtr/llm/history.csv",
         metrics="results/lia_mtr/llm/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=sections("lia_mtr.llm"),
     log:
         "logs/lia_mtr/chat_lm.log",
@@ -93,9 +95,9 @@ rule chat_lm:
         "../envs/relin.yaml"
     resources:
         mem_mb=3000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin chat-lm --config {params.cfg:q} --data {input.data} --out {output.model}"
+        "{params.launch} chat-lm --config {params.cfg:q} --data {input.data} --out {output.model}"
         " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/llm > {log} 2>&1"
 
 
@@ -110,6 +112,7 @@ rule bridge_align:
         history="results/lia_mtr/align/{bridge}{rep}/history.csv",
         metrics="results/lia_mtr/align/{bridge}{rep}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=seeded(sections("lia_mtr.align", "lia_mtr.bridge", "lia_mtr.kernel_backend")),
     log:
         "logs/lia_mtr/bridge_align/{bridge}{rep}.log",
@@ -123,9 +126,9 @@ rule bridge_align:
         "../envs/relin.yaml"
     resources:
         mem_mb=3000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin bridge-align --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
+        "{params.launch} bridge-align --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
         " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/align/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 
@@ -141,6 +144,7 @@ rule bridge_instruct:
         history="results/lia_mtr/instruct/{bridge}{rep}/history.csv",
         metrics="results/lia_mtr/instruct/{bridge}{rep}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=seeded(sections("lia_mtr.instruct")),
     log:
         "logs/lia_mtr/bridge_instruct/{bridge}{rep}.log",
@@ -154,9 +158,9 @@ rule bridge_instruct:
         "../envs/relin.yaml"
     resources:
         mem_mb=3000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin bridge-instruct --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
+        "{params.launch} bridge-instruct --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
         " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/instruct/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 

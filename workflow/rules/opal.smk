@@ -42,6 +42,7 @@ rule opal_align:
         history="results/opal/{model}{rep}/history.csv",
         metrics="results/opal/{model}{rep}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=seeded(sections("opal.align", "opal.niah_protocol")),
     log:
         "logs/opal/align/{model}{rep}.log",
@@ -56,9 +57,9 @@ rule opal_align:
         "../envs/relin.yaml"
     resources:
         mem_mb=4000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
+        "{params.launch} opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
         " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
@@ -76,6 +77,7 @@ rule opal_offpolicy:
         history="results/opal/offpolicy_{phase}{rep}/history.csv",
         metrics="results/opal/offpolicy_{phase}{rep}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=opal_offpolicy_sections,
         budget=lambda wildcards, input: f"--budget {input.budget}" if input.budget else "",
     log:
@@ -91,9 +93,9 @@ rule opal_offpolicy:
         "../envs/relin.yaml"
     resources:
         mem_mb=4000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin opal-offpolicy --config {params.cfg:q} --phase {wildcards.phase} --teacher {input.teacher}"
+        "{params.launch} opal-offpolicy --config {params.cfg:q} --phase {wildcards.phase} --teacher {input.teacher}"
         " --student {input.student} --data {input.data} {params.budget} --out {output.model}"
         " --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/opal/offpolicy_{wildcards.phase}{wildcards.rep} > {log} 2>&1"
@@ -110,6 +112,7 @@ rule opal_onpolicy:
         history="results/opal/onpolicy{rep}/history.csv",
         metrics="results/opal/onpolicy{rep}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=seeded(sections("opal.onpolicy", "opal.niah_protocol")),
     log:
         "logs/opal/onpolicy{rep}.log",
@@ -123,9 +126,9 @@ rule opal_onpolicy:
         "../envs/relin.yaml"
     resources:
         mem_mb=4000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
+        "{params.launch} opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
         " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/opal/onpolicy{wildcards.rep} > {log} 2>&1"
 

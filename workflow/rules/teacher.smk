@@ -7,6 +7,7 @@ rule teacher_lm:
         history="results/teacher/{arch}/history.csv",
         metrics="results/teacher/{arch}/train_metrics.json",
     params:
+        launch=TRAIN,
         cfg=sections("teacher.models.{arch}", "teacher.train"),
     log:
         "logs/teacher_lm/{arch}.log",
@@ -17,8 +18,8 @@ rule teacher_lm:
         "../envs/relin.yaml"
     resources:
         mem_mb=8000,
-        gpu=1,
+        gpu=GPUS_PER_JOB,
     shell:
-        "relin teacher-lm --config {params.cfg:q} --arch {wildcards.arch} --data {input.data}"
+        "{params.launch} teacher-lm --config {params.cfg:q} --arch {wildcards.arch} --data {input.data}"
         " --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/teacher/{wildcards.arch} > {log} 2>&1"

@@ -59,9 +59,11 @@ def _stage_name(job) -> str:
 
 
 def relin_stage(job) -> str:
-    """The ``relin <stage>`` entry point a rule's shell command calls."""
+    """The ``relin <stage>`` entry point a rule's shell command calls (training rules: ``{params.launch} <stage>``,
+    relin itself or torchrun running it)."""
     words = shlex.split(job.rule.shellcmd)
-    return words[words.index("relin") + 1]
+    launcher = next(i for i, word in enumerate(words) if word in ("relin", "{params.launch}"))
+    return words[launcher + 1]
 
 
 def code_deps(stage: str, root: Path) -> list[str]:

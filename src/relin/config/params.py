@@ -33,6 +33,9 @@ class Params:
                                    "stages and controls, LIA-MTR's bridges), each replacing their train.seed: the "
                                    "first trains the models as named, every further seed s a replica <name>-s<s>; "
                                    "with several, the report's intervals cover training noise too")
+    gpus_per_job: int = option(1, "processes (one GPU each) every training job runs on: above 1 the rule launches it "
+                                  "with torchrun on one node (ZeRO-2 with train.backend deepspeed) and asks the "
+                                  "scheduler for that many GPUs", minimum=1)
     tracking: TrackingConfig = option(default_factory=TrackingConfig, help="MLflow tracking")
     data: DataConfig = option(default_factory=DataConfig, help="synthetic text data")
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
