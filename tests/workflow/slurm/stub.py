@@ -1,7 +1,8 @@
 """SLURM's client commands for a machine without SLURM: ``sbatch`` runs the job locally in the background, and
-``sacct`` / ``squeue`` / ``scancel`` / ``sinfo`` / ``scontrol`` / ``srun`` / ``sacctmgr`` / ``sshare`` answer as SLURM does, enough for
-snakemake-executor-plugin-slurm to submit, follow and collect jobs. State lives in ``$STUB_SLURM_STATE``: one
-``<id>.json`` per job (its sbatch arguments and state) and ``calls.log`` (every call, one JSON line).
+``sacct`` / ``squeue`` / ``scancel`` / ``sinfo`` / ``scontrol`` / ``srun`` / ``sacctmgr`` / ``sshare`` answer as
+SLURM does, enough for snakemake-executor-plugin-slurm to submit, follow and collect jobs. State lives in
+``$STUB_SLURM_STATE``: one ``<id>.json`` per job (its sbatch arguments and state) and ``calls.log`` (every
+call, one JSON line).
 
 Usage: ``python stub.py <command> [args...]``, one wrapper per command on PATH (:func:`install`). The state
 directory travels in the wrappers, not the environment: the job-step executor runs ``srun`` with every ``SLURM_*``
@@ -153,8 +154,8 @@ def install(bin_dir: Path, state: Path) -> None:
     state.mkdir(parents=True, exist_ok=True)
     for command in COMMANDS:
         wrapper = bin_dir / command
-        wrapper.write_text(f'#!/bin/sh\nSTUB_SLURM_STATE="{state}" exec "{sys.executable}" "{Path(__file__).resolve()}" '
-                           f'{command} "$@"\n')
+        stub = Path(__file__).resolve()
+        wrapper.write_text(f'#!/bin/sh\nSTUB_SLURM_STATE="{state}" exec "{sys.executable}" "{stub}" {command} "$@"\n')
         wrapper.chmod(0o755)
 
 
