@@ -27,9 +27,11 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     ({"lia_mtr": {"tower": {"select_layer": 4}}}, "lia_mtr.tower.select_layer: the tower has 4 hidden states"),
     ({"lia_mtr": {"data": {"image_size": 30}}}, "lia_mtr.data.image_size: expected a multiple of "
                                                 "lia_mtr.tower.patch_size (4), got 30"),
+    ({"opal": {"align": {"train": {"gradient_checkpointing": True}}}},
+     "opal.align.train.gradient_checkpointing: stage 1 feeds each GDN layer the teacher's layer inputs"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
-        "image_size vs patch_size"])
+        "image_size vs patch_size", "checkpointing in stage 1"])
 def test_bad_value_is_one_line_naming_the_layer_and_key(overlay, message):
     with pytest.raises(ConfigError) as err:
         load_layers([("params.yaml", PARAMS), ("bad.yaml", overlay)], check)

@@ -57,6 +57,12 @@ class AlignConfig:
                                                           "on the student's own hidden states")
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-1 training")
 
+    def validate(self, prefix: str) -> None:
+        if self.train.gradient_checkpointing:
+            raise ConfigError(f"{prefix}.train.gradient_checkpointing: stage 1 feeds each GDN layer the teacher's "
+                              f"layer inputs through hooks, which a recomputed forward would run again; expected "
+                              f"false (stage 1 holds one layer's activations per layer, without the LM head)")
+
 
 @dataclass(kw_only=True)
 class OffPolicyConfig:
