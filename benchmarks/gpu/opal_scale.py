@@ -5,10 +5,13 @@ The models are :mod:`hybrid_decode`'s: a Qwen3 0.6B-shaped teacher with random b
 and its OPAL hybrid (every 4th layer attention, the rest Gated DeltaNet on relin's Triton kernels). Stage 2 is
 relin's own objective (:class:`relin.train.objectives.kd.Distillation`, forward KL on every position, the
 teacher frozen) with AdamW on the student's bf16 parameters; each configuration reports tokens/s over the timed
-steps and the peak memory. Rollouts go through :func:`relin.models.generation.sample` (the path stage 3 uses:
-the recurrent cache, one token per step, temperature 1) for the hybrid and, for reference, the teacher.
+steps and the peak memory. Rollouts (temperature 1, no early stop) of the hybrid go through the two decoders stage
+3 can use: :func:`relin.models.generation.sample` (the cache grown each step, one forward launched from Python
+per token) and :class:`relin.models.generation.StaticSampler` (what stage 3 uses on a GPU: a static cache, the
+decode step replayed from a CUDA graph); the teacher's through ``sample``, for reference.
 
     python benchmarks/gpu/opal_scale.py --out $OUT          # H200
+    python benchmarks/gpu/opal_scale.py --batches --out $OUT   # rollouts only
     python benchmarks/gpu/opal_scale.py --size tiny --seq 256 --rollout-tokens 32   # CPU dry run
 """
 from __future__ import annotations
@@ -87,19 +90,24 @@ def stage2(teacher, size: str, seq: int, batch: int, checkpointing: bool, steps:
     return row
 
 
-def rollouts(model, name: str, prompts: int, prompt_len: int, tokens: int) -> dict:
-    from relin.models.generation import sample
+def rollouts(model, name: str, prompts: int, prompt_len: int, tokens: int, static: bool = False) -> dict:
+    from functools import partial
+
+    from relin.models.generation import StaticSampler, sample
 
     g = torch.Generator(device=DEVICE).manual_seed(1)
     ids = torch.randint(4, model.config.vocab_size, (prompts, prompt_len), generator=g, device=DEVICE)
-    sample(model, ids[:, :16], 8, generator=g)  # warm the kernels' autotuning at these shapes
+    draw = StaticSampler(model, prompts, prompt_len + tokens).sample if static else partial(sample, model)
+    draw(ids, 8, generator=g)  # warm up: kernels' autotuning, the graph's capture
     reset_peak()
     sync()
     began = time.perf_counter()
-    new = sample(model, ids, tokens, temperature=1.0, generator=g)
+    new = draw(ids, tokens, temperature=1.0, generator=g)
     sync()
     seconds = time.perf_counter() - began
-    return {"model": name, "prompts": prompts, "prompt_tokens": prompt_len, "sampled": int(new.numel()),
+    return {"model": name, "decoder": "static, CUDA graph" if static and DEVICE == "cuda" else
+            "static" if static else "dynamic", "prompts": prompts, "prompt_tokens": prompt_len,
+            "sampled": int(new.numel()),
             "seconds": round(seconds, 2), "tokens_per_s": round(new.numel() / seconds),
             "ms_per_step": round(1000 * seconds / tokens, 2), "peak_gib": round(peak_gib(), 2)}
 
@@ -108,7 +116,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", default="0.6b")
     parser.add_argument("--seq", type=int, default=4096)
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 4])
+    parser.add_argument("--batches", type=int, nargs="*", default=[1, 4], help="stage-2 batch sizes (none: skip)")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rollout-prompts", type=int, default=16)
@@ -120,7 +128,9 @@ def main() -> None:
     params = sum(p.numel() for p in teacher.parameters())
     train = [stage2(teacher, args.size, args.seq, batch, ckpt, args.steps, args.warmup)
              for batch in args.batches for ckpt in (False, True)]
-    roll = [rollouts(hybrid_of(teacher), "hybrid", args.rollout_prompts, 128, args.rollout_tokens),
+    hybrid = hybrid_of(teacher)
+    roll = [rollouts(hybrid, "hybrid", args.rollout_prompts, 128, args.rollout_tokens),
+            rollouts(hybrid, "hybrid", args.rollout_prompts, 128, args.rollout_tokens, static=True),
             rollouts(teacher, "teacher", args.rollout_prompts, 128, args.rollout_tokens)]
     result = {"benchmark": "opal_scale", "size": args.size, "teacher_parameters": params, "device":
               torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu", "torch": torch.__version__,
@@ -132,9 +142,9 @@ def main() -> None:
     for r in train:
         print(f"{'':30s}{r['batch']:>5d} x {r['seq']:<6d}{str(r['checkpointing']):>14s}"
               f"{str(r['tokens_per_s']):>11s}{str(r['step_s']):>9s}{str(r['peak_gib']):>11s}")
-    print("rollouts                      model     prompts x sampled   tokens/s   ms/step   peak GiB")
+    print("rollouts   decoder             model     prompts x sampled   tokens/s   ms/step   peak GiB")
     for r in roll:
-        print(f"{'':30s}{r['model']:10s}{r['prompts']:>7d} x {r['sampled'] // r['prompts']:<8d}"
+        print(f"{'':11s}{r['decoder']:20s}{r['model']:10s}{r['prompts']:>7d} x {r['sampled'] // r['prompts']:<8d}"
               f"{r['tokens_per_s']:>10d}{r['ms_per_step']:>10.2f}{r['peak_gib']:>11}")
 
 

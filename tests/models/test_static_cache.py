@@ -10,6 +10,7 @@ from relin.config.opal import SWAConfig
 from relin.config.teacher import TeacherModelConfig
 from relin.layers.attention import attention_mask, static_attention_mask
 from relin.models.convert.opal import convert
+from relin.models.generation import StaticSampler, sample
 from relin.models.hybrid import StaticHybridCache
 from relin.models.teachers import build_teacher
 
@@ -95,7 +96,7 @@ def test_static_decoding_keeps_a_bf16_model_in_bf16(hybrid):
 
 def test_static_cache_refuses_padding_and_unsupported_types(hybrid):
     cache = StaticHybridCache.allocate(hybrid, batch=2, max_length=8)
-    with pytest.raises(ValueError, match="unpadded"):
+    with pytest.raises(ValueError, match="pad_left"):
         hybrid(_ids(steps=3), attention_mask=torch.ones(2, 3), cache=cache, use_cache=True)
     hybrid.config.mixer_types[0] = "hedgemamba"
     try:
@@ -103,3 +104,50 @@ def test_static_cache_refuses_padding_and_unsupported_types(hybrid):
             StaticHybridCache.allocate(hybrid, batch=2, max_length=8)
     finally:
         hybrid.config.mixer_types[0] = "gdn"
+
+
+def _left_padded(pad=0):
+    """Two prompts, of 9 and 5 real tokens, the short one left-padded, and their mask."""
+    ids = _ids(steps=9)
+    ids[1, :4] = pad
+    mask = (torch.arange(9) >= torch.tensor([[0], [4]])).long()
+    return ids, mask
+
+
+@torch.no_grad()
+def test_left_padded_static_prefill_and_decode_match_the_dynamic_cache(hybrid):
+    """Padded slots are neither attended (attention, and SWA whose sinks are a row's first real tokens) nor
+    folded into the Gated DeltaNet state, and positions count real tokens: the logits of every real
+    position and of each decode step equal the dynamic cache's under the same attention mask."""
+    ids, mask = _left_padded()
+    dyn = hybrid(ids, attention_mask=mask, use_cache=True)
+    cache = StaticHybridCache.allocate(hybrid, batch=2, max_length=16)
+    cache.pad_left(mask)
+    static = hybrid(ids, cache=cache, use_cache=True).logits
+    real = mask.bool()
+    torch.testing.assert_close(static[real], dyn.logits[real], rtol=1e-4, atol=1e-4)
+    dynamic, full_mask = dyn.cache, mask
+    for token in _ids(steps=4).T:
+        full_mask = torch.cat([full_mask, torch.ones(2, 1, dtype=torch.long)], 1)
+        positions = full_mask.sum(-1, keepdim=True) - 1
+        step = hybrid(token[:, None], attention_mask=full_mask, position_ids=positions, cache=dynamic, use_cache=True)
+        dynamic = step.cache
+        torch.testing.assert_close(hybrid(token[:, None], cache=cache, use_cache=True).logits, step.logits,
+                                   rtol=1e-4, atol=1e-4)
+    cache.reset()
+    assert int(cache.start.abs().sum()) == 0
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_static_sampler_draws_what_the_dynamic_sampler_draws(hybrid, temperature):
+    """Same prompts, same generator seed: the static sampler (eager here; graphed on CUDA in
+    tests/kernels/test_cuda_graphs.py) returns the dynamic sampler's tokens, and reusing it gives them again."""
+    ids, mask = _left_padded()
+    kwargs = dict(attention_mask=mask, eos_token_id=3, pad_token_id=0, temperature=temperature)
+    expected = sample(hybrid, ids, 7, generator=torch.Generator().manual_seed(5), **kwargs)
+    sampler = StaticSampler(hybrid, batch=2, max_length=20, graph=False)
+    for _ in range(2):
+        got = sampler.sample(ids, 7, generator=torch.Generator().manual_seed(5), **kwargs)
+        assert torch.equal(got, expected)
+    with pytest.raises(ValueError, match="expected 2 rows of prompt \\+ continuation <= 20 tokens"):
+        sampler.sample(ids, 12, **kwargs)

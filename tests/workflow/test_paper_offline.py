@@ -1,7 +1,9 @@
 """The paper config, offline: the papers' checkpoint ids resolve to tiny stand-ins of their real classes in a local
 Hugging Face cache (tests/fake_hub.py), and every kind of stage of the three papers runs on them under a few-step
-overlay. What a researcher relies on there: the tasks are tokenized by each teacher's own tokenizer, the students
-carry it, and the VLM keeps its chat LLM's template with ``<image>`` added.
+overlay, on real-format data: OPAL trains on a JSON-lines corpus, LIA-MTR on LLaVA JSON over an image folder
+and is scored on MME's release folders (tests/real_data.py). What a researcher relies on there: the tasks and
+the corpus are tokenized by each teacher's own tokenizer, the students carry it, and the VLM keeps its chat
+LLM's template with ``<image>`` added.
 
 One chain per paper (one variant of each training and evaluation stage, not every variant): the whole paper DAG
 holds 58 jobs (about 7 minutes here), the same rules as these with other wildcards.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import yaml
 
 from .conftest import SMOKE, copy_repository, snakemake
 
@@ -25,11 +28,20 @@ TARGETS = ("results/eval/opal-onpolicy/metrics.json", "results/eval/hedgemamba-f
 @pytest.fixture(scope="module")
 def paper_run(tmp_path_factory):
     from ..fake_hub import populate
+    from ..real_data import write_corpus, write_llava, write_mme
 
     root = tmp_path_factory.mktemp("paper")
     populate(root / "hub", root / "checkpoints")
     repo = copy_repository(root / "repo")
-    proc = snakemake(repo, *TARGETS, overlays=(PAPER, SMOKE, OFFLINE), HF_HUB_CACHE=str(root / "hub"))
+    files = {"corpus": {"files": [str(write_corpus(root / "data" / "corpus.jsonl"))], "seq_len": 64, "test_rows": 2},
+             "opal": {"train_data": "corpus", "onpolicy": {"prompt_tasks": {
+                 "corpus": 1.0, "niah_single": 0.0, "niah_multikey": 0.0, "niah_multiquery": 0.0, "arithmetic": 0.0,
+                 "filler": 0.0}}},
+             "lia_mtr": {"source": "llava", "llava": {**write_llava(root / "data" / "llava"), "image_size": 32,
+                                                     "mme_folder": write_mme(root / "data" / "mme")}}}
+    (root / "real_data.yaml").write_text(yaml.safe_dump(files))
+    proc = snakemake(repo, *TARGETS, overlays=(PAPER, SMOKE, OFFLINE, root / "real_data.yaml"),
+                     HF_HUB_CACHE=str(root / "hub"))
     return repo, root / "hub", proc
 
 
@@ -38,12 +50,33 @@ def test_every_stage_runs_on_the_papers_checkpoints_offline(paper_run):
     for target in TARGETS:
         assert (repo / target).is_file(), target
     log = proc.stdout + proc.stderr
-    for rule in ("synth_text_checkpoint", "teacher_lm", "opal_convert", "opal_align", "opal_offpolicy",
-                 "opal_onpolicy", "hedgehog_match", "hedgemamba_init", "hedgemamba_finetune",
+    for rule in ("synth_text_checkpoint", "text_corpus", "llava_data", "teacher_lm", "opal_convert", "opal_align",
+                 "opal_offpolicy", "opal_onpolicy", "hedgehog_match", "hedgemamba_init", "hedgemamba_finetune",
                  "vision_tower", "clip_features", "chat_lm", "bridge_align", "bridge_instruct", "eval_mme",
                  "eval_lm"):
         assert f"rule {rule}:" in log, rule
     assert "rule synth_text:" not in log, "no teacher is trained here, so no word-tokenized dataset is made"
+    assert "rule synth_vision:" not in log
+
+
+def test_real_format_data_feeds_the_stages(paper_run):
+    """OPAL's students trained on the corpus rows (the tasks stay their evaluation); LIA-MTR's phases read LLaVA's
+    samples (the text-only one skipped) over one image table, and MME's two layouts gave every question."""
+    from relin.data.vision.artifact import VisionData
+
+    repo, _, _ = paper_run
+    corpus = json.loads((repo / "results/data/corpus-qwen3/stats.json").read_text())
+    assert corpus["seq_len"] == 64 and corpus["test"]["rows"] == 2 and corpus["train"]["rows"] > 10
+    history = (repo / "results/opal/align/history.csv").read_text()
+    assert history.count("\n") > 1
+    data = VisionData.load(repo / "results/lia_mtr/data")
+    assert len(data.train["captions"]) == 12 and len(data.train["conversations"]) == 12
+    assert data.train["align_images"] == data.train["instruct_images"] == list(range(12))
+    assert data.images()["train"].shape == (12, 32, 32, 3)
+    questions = data.mme["questions"]
+    assert len(questions) == 16 and {q["task"] for q in questions} == {"existence", "scene"}
+    mme = json.loads((repo / "results/lia_mtr/mme/lia_mtr/metrics.json").read_text())
+    assert set(mme["instruct"]["tasks"]) == {"existence", "scene"}
 
 
 def test_students_carry_their_teachers_tokenizer(paper_run, monkeypatch):

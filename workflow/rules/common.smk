@@ -74,6 +74,13 @@ def text_data(arch):
 PRETRAINED_ARCHS = [arch for arch, model in config["teacher"]["models"].items() if model["pretrained"]]
 
 
+def train_data(paper):
+    """What a paper's student stages train on (``<paper>.train_data``): its teacher's synthetic tasks, or the
+    corpus packed in that teacher's tokenizer. Evaluation always reads the tasks (:func:`lm_data`)."""
+    arch = config[paper]["teacher"]
+    return f"results/data/corpus-{arch}" if config[paper]["train_data"] == "corpus" else text_data(arch)
+
+
 # OPAL's trained models (the conversions are not trained, and not replicated).
 OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("swa", *OPAL_CONVERSIONS)]
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
@@ -102,12 +109,14 @@ def lm_data(wildcards):
 HEDGEMAMBA_TEACHER = f"results/teacher/{config['hedgemamba']['teacher']}/model"
 HEDGEMAMBA_TEACHER_EVAL = f"teacher-{config['hedgemamba']['teacher']}"
 HEDGEMAMBA_DATA = text_data(config["hedgemamba"]["teacher"])
+HEDGEMAMBA_TRAIN_DATA = train_data("hedgemamba")
 
 
 # OPAL: the teacher it converts (and its evaluation's name), and what each off-policy phase starts from.
 OPAL_TEACHER = f"results/teacher/{config['opal']['teacher']}/model"
 OPAL_TEACHER_EVAL = f"teacher-{config['opal']['teacher']}"
 OPAL_DATA = text_data(config["opal"]["teacher"])
+OPAL_TRAIN_DATA = train_data("opal")
 
 
 def opal_previous(wildcards):
@@ -170,7 +179,7 @@ def opal_convert_inputs(wildcards):
     """The gdn conversion scores the teacher's layers on training rows; the SWA one keeps its layers, a selection
     variant chooses from its scores."""
     if wildcards.conversion == "gdn":
-        return {"teacher": OPAL_TEACHER, "data": OPAL_DATA}
+        return {"teacher": OPAL_TEACHER, "data": OPAL_TRAIN_DATA}
     return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
 
 

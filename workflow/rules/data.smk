@@ -39,3 +39,28 @@ rule synth_text_checkpoint:
         gpu=0,
     shell:
         "relin synth-text --config {params.cfg:q} --tokenizer {params.tokenizer:q} --out {output} > {log} 2>&1"
+
+
+rule text_corpus:
+    """The corpus section's local files, tokenized by a pretrained teacher's tokenizer and packed into rows."""
+    input:
+        config["corpus"]["files"],
+    output:
+        directory("results/data/corpus-{arch}"),
+    params:
+        cfg=sections("corpus"),
+        tokenizer=lambda wildcards: config["teacher"]["models"][wildcards.arch]["pretrained"],
+    log:
+        "logs/text_corpus/{arch}.log",
+    benchmark:
+        "results/benchmarks/text_corpus/{arch}.tsv"
+    wildcard_constraints:
+        arch="|".join(map(re.escape, PRETRAINED_ARCHS)) or "(?!)",
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=8000,
+        gpu=0,
+    shell:
+        "relin text-corpus --config {params.cfg:q} --tokenizer {params.tokenizer:q} --out {output} > {log} 2>&1"

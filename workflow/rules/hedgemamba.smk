@@ -3,7 +3,7 @@ rule hedgehog_match:
     model wildcard names the configured loss (hedgehog) or a loss variant (MATCH_VARIANTS)."""
     input:
         teacher=HEDGEMAMBA_TEACHER,
-        data=HEDGEMAMBA_DATA,
+        data=HEDGEMAMBA_TRAIN_DATA,
     output:
         model=directory("results/hedgemamba/{model}{rep}/model"),
         history="results/hedgemamba/{model}{rep}/history.csv",
@@ -34,7 +34,7 @@ rule hedgemamba_init:
     """HedgeMamba: the Hedgehog model converted to HedgeMamba blocks (eq. 7), with its logit gap recorded."""
     input:
         hedgehog="results/hedgemamba/hedgehog{rep}/model",
-        data=HEDGEMAMBA_DATA,
+        data=HEDGEMAMBA_TRAIN_DATA,
     output:
         model=directory("results/hedgemamba/init{rep}/model"),
         check="results/hedgemamba/init{rep}/check.json",
@@ -63,7 +63,7 @@ rule hedgemamba_finetune:
     conversion): CE fine-tune of all but the embeddings."""
     input:
         student=hedgemamba_start,
-        data=HEDGEMAMBA_DATA,
+        data=HEDGEMAMBA_TRAIN_DATA,
     output:
         model=directory("results/hedgemamba/{model}{rep}/model"),
         history="results/hedgemamba/{model}{rep}/history.csv",

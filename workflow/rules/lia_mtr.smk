@@ -5,24 +5,52 @@ LIA_BRIDGES = config["lia_mtr"]["bridges"]
 BRIDGE_WILDCARD = "|".join(BRIDGE_NAMES)
 
 
-rule synth_vision:
-    """Synthetic scenes: captions, conversations, the MME-style set, the chat tokenizer."""
-    output:
-        directory("results/lia_mtr/data"),
-    params:
-        cfg=sections("lia_mtr.data"),
-    log:
-        "logs/lia_mtr/synth_vision.log",
-    benchmark:
-        "results/benchmarks/lia_mtr/synth_vision.tsv"
-    threads: 1
-    conda:
-        "../envs/relin.yaml"
-    resources:
-        mem_mb=2000,
-        gpu=0,
-    shell:
-        "relin synth-vision --config {params.cfg:q} --out {output} > {log} 2>&1"
+if config["lia_mtr"]["source"] == "synthetic":
+
+    rule synth_vision:
+        """Synthetic scenes: captions, conversations, the MME-style set, the chat tokenizer."""
+        output:
+            directory("results/lia_mtr/data"),
+        params:
+            cfg=sections("lia_mtr.data"),
+        log:
+            "logs/lia_mtr/synth_vision.log",
+        benchmark:
+            "results/benchmarks/lia_mtr/synth_vision.tsv"
+        threads: 1
+        conda:
+            "../envs/relin.yaml"
+        resources:
+            mem_mb=2000,
+            gpu=0,
+        shell:
+            "relin synth-vision --config {params.cfg:q} --out {output} > {log} 2>&1"
+
+else:
+
+    rule llava_data:
+        """Real data: LLaVA JSON for both phases, their images, and MME as released (same layout as synth_vision)."""
+        input:
+            align=config["lia_mtr"]["llava"]["align_json"],
+            instruct=config["lia_mtr"]["llava"]["instruct_json"],
+            images=config["lia_mtr"]["llava"]["image_folder"],
+            mme=config["lia_mtr"]["llava"]["mme_folder"],
+        output:
+            directory("results/lia_mtr/data"),
+        params:
+            cfg=sections("lia_mtr.llava", "lia_mtr.llm"),
+        log:
+            "logs/lia_mtr/llava_data.log",
+        benchmark:
+            "results/benchmarks/lia_mtr/llava_data.tsv"
+        threads: 1
+        conda:
+            "../envs/relin.yaml"
+        resources:
+            mem_mb=16000,
+            gpu=0,
+        shell:
+            "relin llava-data --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
 rule vision_tower:
@@ -315,8 +343,9 @@ LIA_MTR_HISTORIES = {
 LIA_MTR_REPORT = [
     *expand("results/lia_mtr/mme/{bridge}{rep}/metrics.json", bridge=LIA_BRIDGES, rep=REPLICAS),
     *expand("results/lia_mtr/mme/{bridge}{rep}/answers", bridge=LIA_BRIDGES, rep=REPLICAS),
-    "results/lia_mtr/mme/text_reference/metrics.json",
-    "results/lia_mtr/mme/text_reference/answers",
+    # the text-only reference reads the drawn scenes' captions; MME's images have none
+    *(["results/lia_mtr/mme/text_reference/metrics.json", "results/lia_mtr/mme/text_reference/answers"]
+      if config["lia_mtr"]["source"] == "synthetic" else []),
     *expand("results/lia_mtr/niah/{bridge}{rep}/items.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
     *expand("results/lia_mtr/niah/{bridge}{rep}/history.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
     *expand("results/lia_mtr/niah/{bridge}{rep}/metrics.json", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),

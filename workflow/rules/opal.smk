@@ -36,7 +36,7 @@ rule opal_align:
     input:
         teacher=OPAL_TEACHER,
         student=lambda wildcards: f"results/opal/{OPAL_ALIGNMENTS[wildcards.model]}/model",
-        data=OPAL_DATA,
+        data=OPAL_TRAIN_DATA,
     output:
         model=directory("results/opal/{model}{rep}/model"),
         history="results/opal/{model}{rep}/history.csv",
@@ -70,7 +70,7 @@ rule opal_offpolicy:
     input:
         teacher=OPAL_TEACHER,
         student=opal_previous,
-        data=OPAL_DATA,
+        data=OPAL_TRAIN_DATA,
         budget=opal_budget,
     output:
         model=directory("results/opal/offpolicy_{phase}{rep}/model"),
@@ -106,7 +106,7 @@ rule opal_onpolicy:
     input:
         teacher=OPAL_TEACHER,
         student="results/opal/offpolicy_long{rep}/model",
-        data=OPAL_DATA,
+        data=OPAL_TRAIN_DATA,
     output:
         model=directory("results/opal/onpolicy{rep}/model"),
         history="results/opal/onpolicy{rep}/history.csv",

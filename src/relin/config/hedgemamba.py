@@ -78,6 +78,9 @@ class HedgeMambaConfig:
     """HedgeMamba: which teacher, the layers' options, and both stages' training."""
 
     teacher: str = option("gpt_neox", "key of teacher.models to distil (a gpt_neox-family teacher)")
+    train_data: Literal["synth_text", "corpus"] = option(
+        "synth_text", "what the student stages train on: the synthetic tasks in the teacher's tokenizer, or the "
+                      "corpus section's text (the tasks stay the evaluation either way)")
     kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the linear layers (auto: Triton "
                                                                           "on CUDA tensors)")
     hedgehog: HedgehogLayerConfig = option(default_factory=HedgehogLayerConfig, help="the Hedgehog layers")

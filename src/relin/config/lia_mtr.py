@@ -27,6 +27,23 @@ class SynthVisionConfig:
 
 
 @dataclass(kw_only=True)
+class LlavaDataConfig:
+    """Real data (``lia_mtr.source: llava``): LLaVA-format JSON for each phase over one image folder, and the
+    MME benchmark in its release layout. Images are padded to a square (LLaVA-1.5's ``pad``) and resized to
+    ``image_size``; needs a pretrained tower and chat LLM."""
+
+    align_json: str = option("", "phase 1 samples (e.g. blip_laion_cc_sbu_558k.json): one caption each")
+    instruct_json: str = option("", "phase 2 samples (e.g. llava_v1_5_mix665k.json): conversations")
+    image_folder: str = option("", "folder the samples' 'image' paths are relative to")
+    mme_folder: str = option("", "MME_Benchmark_release_version: <subtask>/ with images and question files")
+    image_size: int = option(336, "image side after padding to a square (the tower's input size)", minimum=16)
+    max_align: int = option(0, "phase-1 samples taken, in file order (0: all)", minimum=0)
+    max_instruct: int = option(0, "phase-2 samples with an image taken, in file order (0: all)", minimum=0)
+
+    FILES = ("align_json", "instruct_json", "image_folder", "mme_folder")
+
+
+@dataclass(kw_only=True)
 class TowerConfig:
     """The CLIP-architecture vision tower: a tiny ``CLIPModel`` trained contrastively in the DAG, or a
     checkpoint (``pretrained``: hub id or local directory of a ``CLIPModel``/``CLIPVisionModel``)."""
@@ -154,7 +171,10 @@ class BridgeMemoryConfig:
 class LiaMtrConfig:
     """LIA-MTR: data, tower, LLM, bridges, the two training phases and the experiments."""
 
+    source: Literal["synthetic", "llava"] = option("synthetic", "the images and text of both phases and MME: drawn "
+                                                                "scenes (data), or LLaVA JSON and MME files (llava)")
     data: SynthVisionConfig = option(default_factory=SynthVisionConfig, help="synthetic vision data")
+    llava: LlavaDataConfig = option(default_factory=LlavaDataConfig, help="real data files (with source: llava)")
     tower: TowerConfig = option(default_factory=TowerConfig, help="CLIP vision tower")
     llm: LLMConfig = option(default_factory=LLMConfig, help="chat LLM")
     bridges: list[BridgeName] = option(list(BRIDGE_NAMES), "bridges trained and evaluated (Table I analogue)")
@@ -171,6 +191,14 @@ class LiaMtrConfig:
             raise ConfigError(f"{prefix}.bridges: expected at least one of {', '.join(BRIDGE_NAMES)}")
         if len(set(self.bridges)) != len(self.bridges):
             raise ConfigError(f"{prefix}.bridges: a bridge is listed twice ({self.bridges})")
+        if self.source == "llava":
+            for key in LlavaDataConfig.FILES:
+                if not getattr(self.llava, key):
+                    raise ConfigError(f"{prefix}.llava.{key}: empty (lia_mtr.source is llava: expected a local path)")
+            missing = [key for key in ("tower", "llm") if not getattr(self, key).pretrained]
+            if missing:
+                raise ConfigError(f"{prefix}.source: llava data needs a pretrained tower and chat LLM "
+                                  f"(set {', '.join(f'{prefix}.{k}.pretrained' for k in missing)})")
         tower = self.tower
         if tower.pretrained:  # a checkpoint brings its own layers and image size (the scenes are resized to it)
             return

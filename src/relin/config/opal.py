@@ -163,6 +163,9 @@ class OpalConfig:
     """OPAL: which teacher converts, which layers stay attention, and every stage's training."""
 
     teacher: str = option("qwen3", "key of teacher.models to convert (a qwen3-family teacher)")
+    train_data: Literal["synth_text", "corpus"] = option(
+        "synth_text", "what the student stages train on: the synthetic tasks in the teacher's tokenizer, or the "
+                      "corpus section's text (the tasks stay the evaluation either way)")
     layer_selection: Literal["every_n", "explicit", "kl_guided"] = option(
         "every_n", "which layers stay attention: every keep_every-th (the paper's), the attention_layers listed, or "
                    "kl_guided: as many as every_n keeps, those whose conversion alone moves the teacher's next-token "
@@ -196,6 +199,12 @@ class OpalConfig:
         if (self.layer_selection == "explicit") != bool(self.attention_layers):
             raise ConfigError(f"{prefix}.attention_layers: expected indices exactly when layer_selection is explicit "
                               f"(got {self.attention_layers} with {self.layer_selection})")
+        if self.train_data == "corpus":
+            others = sorted(t for t, w in self.onpolicy.prompt_tasks.items() if w > 0 and t != "corpus")
+            if others or not self.onpolicy.prompt_tasks.get("corpus", 0) > 0:
+                raise ConfigError(f"{prefix}.onpolicy.prompt_tasks: train_data is corpus, whose rows are all of task "
+                                  f"'corpus'; expected corpus: 1.0" + (f" and {', '.join(others)} set to 0" if others
+                                                                        else ""))
         if self.niah_protocol == "zero_shot" and not any(
                 weight > 0 for task, weight in self.onpolicy.prompt_tasks.items() if task not in NIAH_TASKS):
             raise ConfigError(f"{prefix}.onpolicy.prompt_tasks: niah_protocol zero_shot leaves no prompt task "

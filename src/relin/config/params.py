@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import yaml
 
+from .corpus import CorpusConfig
 from .data import DataConfig
 from .eval import EvalConfig
 from .hedgemamba import HedgeMambaConfig
@@ -38,6 +39,7 @@ class Params:
                                   "scheduler for that many GPUs", minimum=1)
     tracking: TrackingConfig = option(default_factory=TrackingConfig, help="MLflow tracking")
     data: DataConfig = option(default_factory=DataConfig, help="synthetic text data")
+    corpus: CorpusConfig = option(default_factory=CorpusConfig, help="a text corpus from local files")
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
     eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
@@ -71,6 +73,16 @@ class Params:
         if self.teacher.models[hedgemamba].family != "gpt_neox":
             raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
                               f"({self.teacher.models[hedgemamba].family})")
+        for paper, section in (("opal", self.opal), ("hedgemamba", self.hedgemamba)):
+            if section.train_data != "corpus":
+                continue
+            if not self.corpus.files:
+                raise ConfigError(f"{paper}.train_data: corpus selected but corpus.files is empty (expected the "
+                                  f"local .jsonl or .parquet files to train on)")
+            if not self.teacher.models[section.teacher].pretrained:
+                raise ConfigError(f"{paper}.train_data: a corpus is tokenized by a pretrained teacher's tokenizer; "
+                                  f"teacher.models.{section.teacher} is trained in the DAG on the word tokenizer "
+                                  f"(set its pretrained, or train_data: synth_text)")
 
 
 def deep_merge(base: dict, overlay: dict) -> dict:

@@ -56,17 +56,22 @@ class StaticAttentionState(AttentionState):
 
 
 def static_attention_mask(length: torch.Tensor, num_queries: int, max_length: int, window: int | None = None,
-                          sinks: int = 0) -> torch.Tensor:
-    """``[1, 1, T_q, T_max]`` bool mask over a static cache's slots for queries at positions
-    ``length … length + T_q - 1`` (``length`` a 0-d device tensor; rows unpadded, so slot = position):
-    key j is seen when j ≤ the query's position and, with a ``window``, within ``window`` of it or
-    among the first ``sinks``. The same rule as :func:`attention_mask` without padding."""
-    q_pos = (length + torch.arange(num_queries, device=length.device))[:, None]    # [T_q, 1]
-    k_pos = torch.arange(max_length, device=length.device)[None, :]                # [1, T_max]
-    allowed = k_pos <= q_pos
+                          sinks: int = 0, start: torch.Tensor | None = None) -> torch.Tensor:
+    """``[B, 1, T_q, T_max]`` bool mask over a static cache's slots for queries at slots
+    ``length … length + T_q - 1`` (``length`` a 0-d device tensor), ``B = 1`` without ``start``.
+    ``start [B]`` is each row's first real slot (its left padding): key j is seen when
+    ``start ≤ j ≤`` the query's slot and, with a ``window``, within ``window`` of it or among the row's
+    first ``sinks`` real tokens. The same rule as :func:`attention_mask`; a padding query sees itself."""
+    q_slot = (length + torch.arange(num_queries, device=length.device))[:, None]    # [T_q, 1]
+    k_slot = torch.arange(max_length, device=length.device)[None, :]                # [1, T_max]
+    start = torch.zeros(1, dtype=torch.long, device=length.device) if start is None else start
+    real = k_slot[None] >= start[:, None, None]                                     # [B, 1, T_max]
+    allowed = (k_slot <= q_slot)[None] & real                                       # [B, T_q, T_max]
     if window is not None:
-        allowed &= (q_pos - k_pos < window) | (k_pos < sinks)
-    return allowed[None, None]
+        allowed &= (q_slot - k_slot < window)[None] | (k_slot[None] - start[:, None, None] < sinks)
+    empty = ~allowed.any(-1, keepdim=True)
+    allowed |= empty & (k_slot == q_slot)[None]
+    return allowed[:, None]
 
 
 def attention_mask(key_padding: torch.Tensor, num_queries: int, window: int | None = None,

@@ -13,6 +13,7 @@ from types import ModuleType
 
 STAGES: dict[str, tuple[str, str]] = {
     "synth-text": ("relin.stages.synth_text", "generate the synthetic text tasks and tokenizer"),
+    "text-corpus": ("relin.stages.text_corpus", "tokenize and pack a local text corpus (JSON lines or parquet)"),
     "teacher-lm": ("relin.stages.teacher_lm", "build and train one teacher language model"),
     "eval-lm": ("relin.stages.eval_lm", "evaluate a language model: perplexity, accuracy per task and length"),
     "report": ("relin.stages.report", "build the HTML/Markdown report from stage outputs"),
@@ -26,6 +27,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "hedgemamba-init": ("relin.stages.hedgemamba.init", "HedgeMamba: Hedgehog layers -> HedgeMamba blocks (exact)"),
     "hedgemamba-finetune": ("relin.stages.hedgemamba.finetune", "HedgeMamba stage 2 and its controls: CE fine-tune"),
     "synth-vision": ("relin.stages.lia_mtr.synth_vision", "LIA-MTR: draw the scenes, captions, conversations, MME set"),
+    "llava-data": ("relin.stages.lia_mtr.llava_data", "LIA-MTR: import LLaVA JSON, its images and MME (real data)"),
     "vision-tower": ("relin.stages.lia_mtr.vision_tower", "LIA-MTR: train (or load) the CLIP vision tower"),
     "clip-features": ("relin.stages.lia_mtr.clip_features", "LIA-MTR: cache the tower's penultimate patch features"),
     "chat-lm": ("relin.stages.lia_mtr.chat_lm", "LIA-MTR: train (or load) the chat LLM on the scenes' text"),

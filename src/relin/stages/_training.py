@@ -32,8 +32,10 @@ from ..artifacts import HISTORY_COLUMNS, TIMING_COLUMNS
 from ..errors import InputError
 
 if TYPE_CHECKING:
+    import numpy as np
     import torch
 
+    from ..data.token_rows import TokenRows
     from ..ranks import DistEnv
     from ..train.loop import BatchSource
     from ..train.objectives import Objective
@@ -59,30 +61,47 @@ def add_distillation_arguments(parser: argparse.ArgumentParser, student: str) ->
 
 @dataclass
 class TextData:
-    """The training split of a ``synth_text``-style dataset and the tokenizer beside it."""
+    """The training split of a ``synth_text``-style dataset or a ``text-corpus`` one, and the tokenizer beside it.
+
+    Token rows stay in the memory-mapped Arrow files (:class:`~relin.data.token_rows.TokenRows`). A corpus
+    has no ``labels`` column (every token is a target: the labels are the ids) and no ``prompt_len``.
+    """
 
     path: Path
     tasks: list[str]
-    input_ids: list[list[int]]
-    labels: list[list[int]]
-    prompt_len: list[int]
+    input_ids: "TokenRows"
+    labels: "TokenRows"
+    prompt_len: "np.ndarray"
     tokenizer: Any
 
     @classmethod
     def load(cls, path: str | Path) -> "TextData":
+        import numpy as np
+
         from ..data.loaders import load_split
+        from ..data.token_rows import TokenRows
         from ..data.tokenizer import load_tokenizer
 
         path = Path(path)
-        train = load_split(path, "train", ("task", "input_ids", "labels", "prompt_len"))
-        return cls(path, list(train["task"]), list(train["input_ids"]), list(train["labels"]),
-                   list(train["prompt_len"]), load_tokenizer(path / "tokenizer"))
+        train = load_split(path, "train", ("task", "input_ids"))
+        if train._indices is not None:
+            train = train.flatten_indices()
+        table = train.data
+        input_ids = TokenRows.from_arrow(table.column("input_ids"))
+        labels = TokenRows.from_arrow(table.column("labels")) if "labels" in train.column_names else input_ids
+        prompt_len = (np.asarray(table.column("prompt_len").to_numpy(), dtype=np.int64)
+                      if "prompt_len" in train.column_names else np.zeros(len(train), dtype=np.int64))
+        return cls(path, table.column("task").to_pylist(), input_ids, labels, prompt_len,
+                   load_tokenizer(path / "tokenizer"))
 
     def prompts(self) -> dict[str, list[list[int]]]:
-        """Per task, the prompts of its rows (up to the answer); a filler passage gives its first half."""
+        """Per task, the prompts of its rows (up to the answer); a filler passage or a corpus row (no prompt)
+        gives its first half."""
         out: dict[str, list[list[int]]] = {}
-        for task, ids, prompt_len in zip(self.tasks, self.input_ids, self.prompt_len):
-            out.setdefault(task, []).append(ids[:max(2, len(ids) // 2)] if task == "filler" else ids[:prompt_len])
+        for i, task in enumerate(self.tasks):
+            ids, prompt_len = self.input_ids[i], int(self.prompt_len[i])
+            cut = max(2, ids.size // 2) if task == "filler" or prompt_len == 0 else prompt_len
+            out.setdefault(task, []).append(ids[:cut].tolist())
         return out
 
     def model(self, reference: str):
@@ -95,7 +114,7 @@ class TextData:
         return load_pretrained(reference)
 
     def check_fits(self, max_positions: int, key: str) -> None:
-        longest = max(len(ids) for ids in self.input_ids)
+        longest = int(self.input_ids.lengths.max())
         if longest > max_positions:
             raise InputError(f"data {self.path}: rows of {longest} tokens exceed {key}={max_positions}")
 

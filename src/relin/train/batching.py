@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from ..artifacts import IGNORE_INDEX
+from ..data.token_rows import TokenRows
 from ..errors import ConfigError, InputError
 
 
@@ -37,8 +38,9 @@ class StepBatches:
     """Padded batches ``{"input_ids", "labels", "attention_mask"}`` (each ``[B, T]``) per step.
 
     Args:
-        input_ids (Sequence[Sequence[int]]): token ids per row.
-        labels (Sequence[Sequence[int]]): per-row targets aligned with ``input_ids`` (-100 = none).
+        input_ids (TokenRows | Sequence[Sequence[int]]): token ids per row (a memory-mapped
+            :class:`~relin.data.token_rows.TokenRows` is read row by row, never copied whole).
+        labels (TokenRows | Sequence[Sequence[int]]): per-row targets aligned with ``input_ids`` (-100 = none).
         batch_size (int): rows per micro-batch and process (a curriculum stage's non-zero
             ``batch_size`` overrides it for that stage's steps).
         pad_id (int): id that fills ``input_ids`` past a row's end.
@@ -50,20 +52,21 @@ class StepBatches:
         rank, world_size (int): this process's slice of each step's rows.
     """
 
-    def __init__(self, input_ids: Sequence[Sequence[int]], labels: Sequence[Sequence[int]], *,
+    def __init__(self, input_ids: TokenRows | Sequence[Sequence[int]], labels: TokenRows | Sequence[Sequence[int]], *,
                  batch_size: int, pad_id: int, seed: int = 0, curriculum: Sequence = (),
                  tasks: Sequence[str] | None = None, task_weights: Mapping[str, float] | None = None,
                  bucket_by_length: bool = False, rank: int = 0, world_size: int = 1):
         if len(input_ids) != len(labels) or not input_ids:
             raise InputError(f"training rows: expected equal, non-zero numbers of input_ids and labels "
                              f"(got {len(input_ids)} and {len(labels)})")
-        self.rows = [np.asarray(ids, dtype=np.int64) for ids in input_ids]
-        self.labels = [np.asarray(lab, dtype=np.int64) for lab in labels]
-        for i, (ids, lab) in enumerate(zip(self.rows, self.labels)):
-            if ids.shape != lab.shape:
-                raise InputError(f"training row {i}: input_ids ({ids.size}) and labels ({lab.size}) "
-                                 f"differ in length")
-        self.lengths = np.array([r.size for r in self.rows])
+        self.rows = input_ids if isinstance(input_ids, TokenRows) else TokenRows.from_lists(input_ids)
+        self.labels = labels if isinstance(labels, TokenRows) else TokenRows.from_lists(labels)
+        differ = np.flatnonzero(self.rows.lengths != self.labels.lengths)
+        if differ.size:
+            i = int(differ[0])
+            raise InputError(f"training row {i}: input_ids ({self.rows.lengths[i]}) and labels "
+                             f"({self.labels.lengths[i]}) differ in length")
+        self.lengths = self.rows.lengths
         self.weights = self._row_weights(tasks, dict(task_weights or {}))
         self.batch_size, self.pad_id, self.seed = batch_size, pad_id, seed
         self.bucket_by_length, self.rank, self.world_size = bucket_by_length, rank, world_size

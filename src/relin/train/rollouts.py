@@ -7,8 +7,15 @@ gives a prefix to continue), samples up to ``horizon`` tokens per prompt from th
 ``labels`` on the sampled tokens only. Prompts and sampling are seeded by ``(seed, step, rank)``, so a
 resumed run rolls out what an uninterrupted one would. The horizon follows a
 :class:`~relin.train.curriculum.HorizonCurriculum` fed by each step's KL (:meth:`observe`).
+
+On a CUDA device a relin hybrid whose mixers all have a static decode path samples through a
+:class:`~relin.models.generation.StaticSampler` (a cache sized for the longest prompt and the largest
+horizon, allocated once, the decode step replayed from a CUDA graph); any other model, or a CPU, through
+:func:`~relin.models.generation.sample`.
 """
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 import torch
@@ -46,10 +53,25 @@ class OnPolicyRollouts:
         self.seed, self.rank, self.world_size = seed, rank, world_size
         self.generated_tokens = 0
         self.horizons: list[int] = []
+        self.longest_prompt = max(len(p) for rows in self.prompts.values() for p in rows)
+        self._static = None
 
     def max_len(self, step: int) -> int:
-        longest = max(len(p) for rows in self.prompts.values() for p in rows)
-        return longest + self.curriculum.horizon
+        return self.longest_prompt + self.curriculum.horizon
+
+    def _sampler(self, device: torch.device):
+        """The static, graphed sampler where it applies (see the module docstring), else :func:`sample`."""
+        from ..models.generation import StaticSampler, sample
+        from ..models.hybrid import HybridForCausalLM
+        from ..models.hybrid.modeling import STATIC_MIXERS
+
+        model = getattr(self.model, "module", self.model)
+        if (device.type != "cuda" or not isinstance(model, HybridForCausalLM)
+                or not set(model.config.mixer_types) <= set(STATIC_MIXERS)):
+            return partial(sample, self.model)
+        if self._static is None:
+            self._static = StaticSampler(model, self.batch_size, self.longest_prompt + self.curriculum.maximum)
+        return self._static.sample
 
     def _prompts(self, rng: np.random.Generator) -> list[list[int]]:
         picked = []
@@ -60,9 +82,8 @@ class OnPolicyRollouts:
 
     @torch.no_grad()
     def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
-        from ..models.generation import sample
-
         device = model_device(self.model)
+        sample = self._sampler(device)
         was_training = self.model.training
         self.model.eval()
         batches = []
@@ -76,7 +97,7 @@ class OnPolicyRollouts:
                 ids[row, width - len(prompt):] = torch.tensor(prompt)
                 mask[row, width - len(prompt):] = 1
             generator = torch.Generator(device=device).manual_seed(int(np.random.default_rng(stream).integers(2**62)))
-            new = sample(self.model, ids.to(device), self.curriculum.horizon, attention_mask=mask.to(device),
+            new = sample(ids.to(device), self.curriculum.horizon, attention_mask=mask.to(device),
                          eos_token_id=self.eos_id, pad_token_id=self.pad_id, temperature=self.temperature,
                          top_p=self.top_p, generator=generator).cpu()
             batches.append(self._batch(prompts, new))

@@ -33,7 +33,7 @@ def write_synth_vision(tmp: Path, data: dict, tokenizer) -> dict:
     for task, lines in by_task.items():
         (tmp / "mme_questions" / f"{task}.txt").write_text("".join(lines))
     tokenizer.save_pretrained(str(tmp / "tokenizer"))
-    stats = {"train_images": len(data["train"]["captions"]), "mme_images": len(data["mme"]["scenes"]),
+    stats = {"train_images": len(data["train"]["images"]), "mme_images": len(data["mme"]["scenes"]),
              "mme_questions": {task: len(lines) for task, lines in by_task.items()},
              "distinct_captions": len(set(data["train"]["captions"])), "vocab_size": len(tokenizer)}
     atomic_write_json(tmp / "stats.json", stats)

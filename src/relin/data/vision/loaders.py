@@ -88,3 +88,33 @@ def load_llava_json(path: str | Path) -> list[Conversation]:
                              f"got {placeholders}")
         out.append(Conversation(str(record.get("id", i)), image, tuple(parsed)))
     return out
+
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+
+
+def load_mme_release(root: str | Path) -> list[MMEQuestion]:
+    """The questions of the MME benchmark as released (``MME_Benchmark_release_version/``): one folder per
+    subtask holding, per image, a ``.txt`` of two ``question<TAB>yes|no`` lines with the same stem, either beside
+    the images or in ``images/`` and ``questions_answers_YN/``. ``image`` is the path relative to ``root``."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: MME folder not found (expected MME_Benchmark_release_version/ with one folder "
+                         f"per subtask)")
+    questions = []
+    for task in sorted(p for p in root.iterdir() if p.is_dir()):
+        split = (task / "images").is_dir() and (task / "questions_answers_YN").is_dir()
+        image_dir, text_dir = (task / "images", task / "questions_answers_YN") if split else (task, task)
+        images = {p.stem: p for p in image_dir.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES}
+        for text in sorted(text_dir.glob("*.txt")):
+            if text.stem not in images:
+                raise InputError(f"{text}: no image {text.stem}{{{','.join(IMAGE_SUFFIXES)}}} beside it")
+            rows = [line.split("\t") for line in text.read_text(encoding="utf-8").splitlines() if line.strip()]
+            if len(rows) != 2 or any(len(r) < 2 or r[1].strip().lower() not in ("yes", "no") for r in rows):
+                raise InputError(f"{text}: expected two lines question<TAB>yes|no")
+            image = str(images[text.stem].relative_to(root))
+            questions += [MMEQuestion(task.name, image, r[0].strip(), r[1].strip().lower()) for r in rows]
+    if not questions:
+        raise InputError(f"{root}: no MME questions found (expected <subtask>/<image>.txt beside the images, or "
+                         f"<subtask>/images/ and <subtask>/questions_answers_YN/)")
+    return questions

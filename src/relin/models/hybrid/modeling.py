@@ -58,14 +58,17 @@ class StaticHybridCache:
     conv-1]``, recurrent ``S [B, H, K, V]`` in float32), all written in place, and ``length``, the
     tokens seen, as a 0-d int64 device tensor that the model advances after each forward.
 
-    Every row holds the same number of tokens (no padding: the model refuses an ``attention_mask``
-    with this cache). Build one with :meth:`allocate`, prefill it with any number of forwards of
-    ``[B, T]`` tokens, then decode ``[B, 1]``; :meth:`reset` empties it for reuse.
+    Rows may be left-padded: ``start [B]`` (int64, on the device) holds each row's first real slot, set
+    by :meth:`pad_left` before the prefill; positions count real tokens and padded slots are never
+    attended nor folded into a recurrent state (the model refuses an ``attention_mask`` with this
+    cache). Build one with :meth:`allocate`, prefill it with any number of forwards of ``[B, T]``
+    tokens, then decode ``[B, 1]``; :meth:`reset` empties it for reuse.
     """
 
     states: list = field(default_factory=list)
     length: torch.Tensor | None = None
     max_length: int = 0
+    start: torch.Tensor | None = None
 
     @classmethod
     def allocate(cls, model: nn.Module, batch: int, max_length: int, device: torch.device | str | None = None,
@@ -94,11 +97,20 @@ class StaticHybridCache:
                 recurrent = torch.zeros(batch, config.num_attention_heads, config.head_dim, config.head_dim,
                                         dtype=torch.float32, device=device)
                 states.append(StaticDeltaNetState(*conv, recurrent))
-        return cls(states, length, max_length)
+        return cls(states, length, max_length, torch.zeros(batch, dtype=torch.long, device=device))
+
+    def pad_left(self, attention_mask: torch.Tensor) -> None:
+        """Mark the left padding of the prompts about to be prefilled: ``attention_mask [B, T]`` (1 = real
+        token, zeros only before a row's tokens). Call on an empty cache."""
+        if attention_mask.shape[0] != self.start.shape[0]:
+            raise ValueError(f"attention_mask: expected {self.start.shape[0]} rows, got {attention_mask.shape[0]}")
+        self.start.copy_(attention_mask.shape[1] - attention_mask.long().sum(-1))
 
     def reset(self) -> None:
-        """Zero every buffer and the length, in place (addresses kept, so captured graphs stay valid)."""
+        """Zero every buffer, the length and the padding, in place (addresses kept, so captured graphs stay
+        valid)."""
         self.length.zero_()
+        self.start.zero_()
         for state in self.states:
             for tensor in vars(state).values():
                 if isinstance(tensor, torch.Tensor) and tensor is not self.length:
@@ -274,16 +286,18 @@ class HybridModel(HybridPreTrainedModel):
         """``hidden [B, T, C]`` through a static cache: no shape depends on ``cache.length`` and
         nothing reads it on the host, so a ``T = 1`` step can be captured in a CUDA graph."""
         if attention_mask is not None or position_ids is not None:
-            raise ValueError("a StaticHybridCache decodes unpadded rows: pass neither attention_mask nor "
-                             "position_ids (positions run from cache.length)")
-        batch, steps = hidden.shape[:2]
-        positions = (cache.length + torch.arange(steps, device=hidden.device))[None].expand(batch, steps)
-        rope = self.rotary(positions, hidden.dtype)
+            raise ValueError("a StaticHybridCache takes neither attention_mask nor position_ids (positions run "
+                             "from cache.length; mark left padding with cache.pad_left)")
+        steps = hidden.shape[1]
+        slots = cache.length + torch.arange(steps, device=hidden.device)
+        real = slots[None] >= cache.start[:, None]                                 # [B, T]
+        rope = self.rotary((slots[None] - cache.start[:, None]).clamp(min=0), hidden.dtype)
         windows = {(layer.self_attn.window, layer.self_attn.sinks) for layer in self.layers
                    if layer.kind in SOFTMAX_MIXERS}
-        masks = {key: static_attention_mask(cache.length, steps, cache.max_length, *key) for key in windows}
+        masks = {key: static_attention_mask(cache.length, steps, cache.max_length, *key, start=cache.start)
+                 for key in windows}
         for layer, state in zip(self.layers, cache.states):
-            hidden, _ = layer(hidden, rope, masks, None, state, use_cache=True)
+            hidden, _ = layer(hidden, rope, masks, real, state, use_cache=True)
         cache.length.add_(steps)
         return HybridModelOutput(last_hidden_state=self.norm(hidden), cache=cache)
 

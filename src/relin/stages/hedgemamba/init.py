@@ -48,7 +48,7 @@ def run(args: argparse.Namespace, sections) -> None:
         data = TextData.load(args.data)
         hedgehog = data.model(args.hedgehog)
         student = hedgemamba_from_hedgehog(hedgehog, block)
-        check = logit_gap(hedgehog, student, data.input_ids[:CHECK_ROWS], data.tokenizer.pad_token_id)
+        check = logit_gap(hedgehog, student, data.input_ids.head(CHECK_ROWS), data.tokenizer.pad_token_id)
         tracker.log_metrics(check)
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})
         write_model(args.out, student, data.tokenizer)

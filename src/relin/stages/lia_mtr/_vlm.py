@@ -25,10 +25,11 @@ def add_bridge_arguments(parser: argparse.ArgumentParser, start: str) -> None:
     add_output_arguments(parser)
 
 
-def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list[int]], list[list[int]]]:
+def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list[int]], list[list[int]], list[int]]:
     """Phase 1 (``align``): LLaVA's plain rows, ``<image>`` then the caption. Phase 2 (``instruct``): the
     conversation through the chat template with ``<image>`` opening the first user turn. Only the caption,
-    or the assistant turns, are supervised."""
+    or the assistant turns, are supervised. Returns ids, labels and each row's image (its index in the
+    features): row i's own image for drawn scenes, ``train.<phase>_images`` for imported data."""
     from ...models.vlm.chat import IMAGE, encode_caption, encode_chat, expand_image_tokens
 
     image_id = tokenizer.convert_tokens_to_ids(IMAGE)
@@ -40,18 +41,22 @@ def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list
             messages = [dict(turns[0], content=f"{IMAGE} {turns[0]['content']}"), *turns[1:]]
             rows.append(encode_chat(tokenizer, messages))
     expanded = [expand_image_tokens(ids, labels, image_id, num_patches) for ids, labels in rows]
-    return [ids for ids, _ in expanded], [labels for _, labels in expanded]
+    images = data.train.get(f"{phase}_images", list(range(len(rows))))
+    return [ids for ids, _ in expanded], [labels for _, labels in expanded], images
 
 
-def feature_batches(ids, labels, features, pad_id: int, train_cfg, env):
-    """Rows with their image's features: ``input_ids``, ``labels``, ``attention_mask`` and ``features``."""
+def feature_batches(ids, labels, images, features, pad_id: int, train_cfg, env):
+    """Rows with their image's features (``features[images[row]]``): ``input_ids``, ``labels``,
+    ``attention_mask`` and ``features``."""
     import torch
 
     from ...train.sources import RowBatches, pad_rows
 
+    images = torch.as_tensor(images)
+
     def collate(idx):
         batch = pad_rows([ids[i] for i in idx], [labels[i] for i in idx], pad_id)
-        return {**batch, "features": features[torch.as_tensor(idx)]}
+        return {**batch, "features": features[images[torch.as_tensor(idx)]]}
 
     return RowBatches(len(ids), collate, batch_size=train_cfg.batch_size, seed=train_cfg.seed,
                       max_len=max(map(len, ids)), rank=env.rank, world_size=env.world_size)

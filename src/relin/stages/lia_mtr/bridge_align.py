@@ -34,13 +34,13 @@ def run(args: argparse.Namespace, sections) -> None:
 
         tokenizer, llm = load_tokenizer(args.start), load_pretrained(args.start)
         features = load_features(args.features)["train"]
-        ids, labels = phase_rows(VisionData.load(args.data), tokenizer, "align", features.shape[1])
+        ids, labels, images = phase_rows(VisionData.load(args.data), tokenizer, "align", features.shape[1])
         torch.manual_seed(cfg.train.seed)
         bridge = Bridge(args.bridge, features.shape[-1], llm.config.hidden_size, bridge_cfg,
                         sections.get("lia_mtr.kernel_backend"))
         llm.requires_grad_(False)
         model = BridgeVLM(bridge, llm, tokenizer.convert_tokens_to_ids(IMAGE))
-        batches = feature_batches(ids, labels, features, tokenizer.pad_token_id, cfg.train, env)
+        batches = feature_batches(ids, labels, images, features, tokenizer.pad_token_id, cfg.train, env)
         return Setup(model, tokenizer, build_objective("vlm_ce"), batches)
 
     run_training("bridge-align", __name__, args, sections, cfg.train, setup,

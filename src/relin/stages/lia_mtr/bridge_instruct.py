@@ -29,8 +29,8 @@ def run(args: argparse.Namespace, sections) -> None:
         flush_denormals()
         tokenizer, model = load_tokenizer(args.start), BridgeVLM.from_pretrained(args.start)
         features = load_features(args.features)["train"]
-        ids, labels = phase_rows(VisionData.load(args.data), tokenizer, "instruct", features.shape[1])
-        batches = feature_batches(ids, labels, features, tokenizer.pad_token_id, cfg.train, env)
+        ids, labels, images = phase_rows(VisionData.load(args.data), tokenizer, "instruct", features.shape[1])
+        batches = feature_batches(ids, labels, images, features, tokenizer.pad_token_id, cfg.train, env)
         return Setup(model, tokenizer, build_objective("vlm_ce"), batches)
 
     run_training("bridge-instruct", __name__, args, sections, cfg.train, setup,

@@ -47,7 +47,7 @@ def scoring_batches(data_path: str, pad_id: int, teacher: str) -> list[dict]:
 
     data = TextData.load(data_path)
     check_same_tokenizer(data.tokenizer, data_path, teacher)
-    rows = data.input_ids[:SCORED_ROWS]
+    rows = data.input_ids.head(SCORED_ROWS)
     batches = []
     for lo in range(0, len(rows), SCORE_BATCH):
         chunk = rows[lo:lo + SCORE_BATCH]
