@@ -1,10 +1,11 @@
-"""The bridge-isolated NIAH probe trains through the one loop: a killed run resumes to the uninterrupted result."""
+"""The bridge-isolated NIAH: the key-value generator's answer is always the queried key's value, and the probe
+trains through the one loop (a killed run resumes to the uninterrupted result)."""
 import pytest
 import torch
 
 from relin.config.lia_mtr import BridgeConfig, BridgeNIAHConfig
 from relin.config.train import TrainConfig
-from relin.eval.bridge_niah import NIAHBatches, NIAHProbe, evaluate_grid
+from relin.eval.bridge_niah import NIAHBatches, NIAHProbe, evaluate_grid, niah_batch
 from relin.train.loop import train
 from relin.train.objectives import ReadoutCrossEntropy
 
@@ -23,7 +24,7 @@ class KilledAt(ReadoutCrossEntropy):
 
 
 def _cfg():
-    return BridgeNIAHConfig(dim=16, num_values=4, noise_tokens=8, train_lengths=[8, 16], lengths=[16], depths=[0.5],
+    return BridgeNIAHConfig(dim=16, num_values=4, num_keys=6, train_lengths=[8, 16], lengths=[16], depths=[0.5],
                             test_examples=8, train=TrainConfig(steps=9, batch_size=8, lr=3e-3, warmup_steps=2,
                                                                checkpoint_every=3, log_every=1))
 
@@ -60,3 +61,29 @@ def test_the_probe_batches_follow_the_curriculum_and_repeat_per_step():
     assert [batches.length(s) for s in (1, 4, 5, 6)] == [8, 8, 16, 8]
     (a,), (b,) = batches.micro_batches(5, 1), NIAHBatches(cfg, 0).micro_batches(5, 1)
     assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("depth", [None, 0.0, 0.4, 1.0])
+def test_the_answer_is_the_queried_keys_value_and_no_distractor_shares_its_key(depth):
+    import numpy as np
+
+    cfg = BridgeNIAHConfig(num_values=5, num_keys=3)
+    rng = np.random.default_rng(np.random.SeedSequence().entropy)
+    for length in (2, 3, 17, 64):
+        pairs, targets = niah_batch(rng, cfg, 200, length, depth)
+        keys, values = pairs[..., 0].numpy(), pairs[..., 1].numpy()
+        query = keys[:, -1]
+        assert (values[:, -1] == cfg.num_values).all()                        # the query slot, not a value
+        assert ((keys >= 0) & (keys < cfg.num_keys)).all() and ((values[:, :-1] < cfg.num_values)).all()
+        holds = keys[:, :-1] == query[:, None]
+        assert (holds.sum(1) == 1).all(), "the queried key appears in exactly one pair"
+        needle = holds.argmax(1)
+        assert (values[np.arange(200), needle] == targets.numpy()).all()
+        if depth is not None:
+            assert (needle == round(depth * (length - 2))).all()
+        elif length > 3:
+            assert len(set(needle.tolist())) > 1, "random depths put the needle at several positions"
+    # the distractors draw from every other key: with 3 keys, each row of 40 holds both non-needle keys
+    pairs, _ = niah_batch(rng, cfg, 50, 40, 0.5)
+    for row in pairs[..., 0].tolist():
+        assert set(row[:-1]) - {row[-1]} == set(range(3)) - {row[-1]}

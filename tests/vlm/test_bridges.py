@@ -12,7 +12,8 @@ from relin.layers.mtr_bridge import MTRBridge, decay_constants, half_lives
 
 
 def loop_eqs_1_to_5(bridge: MTRBridge, x: torch.Tensor) -> torch.Tensor:
-    """Eqs. 1-5 one token at a time in float64, from the bridge's own weights."""
+    """Eqs. 1-5 one token at a time in float64, from the bridge's own weights; without a gate g ≡ 1, and with
+    the normaliser N_{t,s} = λ_s N_{t-1,s} + g k, n = Σ α N, y = W_o(q ⊙ m / (n + ε))."""
     W = {name: p.detach().double() for name, p in bridge.named_parameters()}
     x = x.double()
     B, N, _ = x.shape
@@ -20,6 +21,7 @@ def loop_eqs_1_to_5(bridge: MTRBridge, x: torch.Tensor) -> torch.Tensor:
     taps = W["conv.weight"].shape[1]
     S, C = lam.shape[0], W["q_proj.weight"].shape[0]
     M = torch.zeros(B, S, C, dtype=torch.float64)
+    Z = torch.zeros(B, S, C, dtype=torch.float64)
     ys = []
     for t in range(N):
         window = [x[:, t - taps + 1 + i] if t - taps + 1 + i >= 0 else torch.zeros_like(x[:, 0]) for i in range(taps)]
@@ -27,10 +29,14 @@ def loop_eqs_1_to_5(bridge: MTRBridge, x: torch.Tensor) -> torch.Tensor:
         q = x[:, t] @ W["q_proj.weight"].T                                       # (1)
         k = F.elu(x[:, t] @ W["k_proj.weight"].T) + 1
         v = x[:, t] @ W["v_proj.weight"].T
-        g = torch.sigmoid(x_conv @ W["g_proj.weight"].T + W["g_proj.bias"])       # (2)
+        g = (torch.sigmoid(x_conv @ W["g_proj.weight"].T + W["g_proj.bias"]) if "g_proj.weight" in W
+             else torch.ones(B, 1, dtype=torch.float64))                          # (2)
         alpha = torch.softmax(x_conv @ W["mix_proj.weight"].T + W["mix_proj.bias"], -1)
         M = lam[None, :, None] * M + (g * k * v)[:, None, :]                      # (3)
         m = (alpha[:, :, None] * M).sum(1)                                        # (4)
+        if bridge.normalize:
+            Z = lam[None, :, None] * Z + (g * k)[:, None, :]
+            m = m / ((alpha[:, :, None] * Z).sum(1) + 1e-6)
         ys.append((q * m) @ W["o_proj.weight"].T)                                 # (5)
     return torch.stack(ys, 1)
 
@@ -53,6 +59,38 @@ def test_bridge_equals_fp64_loop_of_eqs_1_to_5(gate, N):
     # fp32 inside the kernel's chunked path against an fp64 loop: relative error at fp32 rounding
     err = ((ours - ref).norm() / ref.norm()).item()
     assert err < 1e-5, f"relative error {err:.2e} vs fp64 loop: eqs. 1-5 differ beyond fp32 rounding"
+
+
+@pytest.mark.parametrize("name", ["lia_mtr_no_gate", "lia_mtr_one_scale", "lia_mtr_half_life", "lia_mtr_normalized"])
+def test_each_ablation_equals_the_fp64_loop_of_its_equations(name):
+    """Each named ablation is LIA-MTR with one option changed (relin.config.lia_mtr.MTR_ABLATIONS), and its
+    output is the step-by-step loop of its own equations."""
+    from relin.config.lia_mtr import MTR_ABLATIONS
+
+    bridge = Bridge(name, 12, 20, BridgeConfig(mtr=MTRConfig(conv_size=3))).mixer
+    change = MTR_ABLATIONS[name]
+    assert bridge.g_proj is None if change == {"gate": "none"} else bridge.g_proj.out_features == 1
+    assert bridge.log_decays.numel() == (1 if change == {"num_scales": 1} else 4)
+    assert bridge.normalize == (change == {"normalize": True})
+    randomise(bridge, seed=3)
+    x = torch.randn(2, 45, 12)
+    ours, ref = bridge(x).double(), loop_eqs_1_to_5(bridge, x)
+    err = ((ours - ref).norm() / ref.norm()).item()
+    assert err < 1e-5, f"{name}: relative error {err:.2e} against its equations"
+
+
+def test_the_normaliser_makes_m_an_average_of_the_values():
+    """With the normaliser and equal values v at every step, m_t / n_t = v whatever the gates and decays."""
+    bridge = MTRBridge(6, 6, MTRConfig(normalize=True, conv_size=2))
+    randomise(bridge, seed=4)
+    with torch.no_grad():
+        bridge.v_proj.weight.zero_()
+        bridge.v_proj.weight[:, 0] = 1.0          # v_t = x_t[0] on every channel
+        bridge.o_proj.weight.copy_(torch.eye(6))
+        bridge.q_proj.weight.copy_(torch.eye(6))
+    x = torch.randn(1, 30, 6)
+    x[..., 0] = 2.5
+    torch.testing.assert_close(bridge(x), 2.5 * x, rtol=1e-4, atol=1e-4)
 
 
 def test_fp64_loop_catches_a_wrong_decay():

@@ -90,3 +90,20 @@ def test_each_image_pairs_one_yes_with_one_no_in_a_drawn_order():
     assert all(a["image"] == b["image"] and {a["answer"], b["answer"]} == {"yes", "no"} for a, b in pairs)
     firsts = [a["answer"] for a, _ in pairs]
     assert 0.3 < firsts.count("yes") / len(firsts) < 0.7, "the true question comes first in about half the pairs"
+
+
+def test_every_training_scene_carries_a_true_and_a_false_question_of_each_category():
+    """``train.qa`` (what the chat LLM learns to answer from the caption): per scene and MME category one question
+    answered yes and one answered no, and the yes questions name the scene's own attributes."""
+    from relin.config.lia_mtr import SynthVisionConfig
+    from relin.data.vision.synth import CATEGORIES, COUNT_WORDS, generate
+
+    train = generate(SynthVisionConfig(train_images=30, mme_images_per_category=1, image_size=16))["train"]
+    for scene, qa in zip(train["scenes"], train["qa"]):
+        assert sorted((q["task"], q["answer"]) for q in qa) == sorted((c, a) for c in CATEGORIES for a in ("yes", "no"))
+        true = {q["task"]: q["question"] for q in qa if q["answer"] == "yes"}
+        assert f"{scene['colour']} {scene['shape']}" in true["existence"]
+        assert COUNT_WORDS[scene["count"]] in true["count"] and scene["position"] in true["position"]
+        assert scene["colour"] in true["color"] and scene["scene"] in true["scene"]
+        false = {q["task"]: q["question"] for q in qa if q["answer"] == "no"}
+        assert scene["position"] not in false["position"].split() and scene["scene"] not in false["scene"].split()

@@ -56,7 +56,8 @@ def test_dvc_stages_mirror_the_snakemake_jobs(generated_dvc_yaml):
     assert not any(dep.startswith(("src/relin/eval", "src/relin/report")) for dep in teacher["deps"]), \
         "a teacher stage depends only on the code it runs"
     assert {d for d in teacher["deps"] if d.startswith("src/relin/data")} == {
-        "src/relin/data/__init__.py", "src/relin/data/loaders.py", "src/relin/data/tokenizer.py"}, \
+        "src/relin/data/__init__.py", "src/relin/data/loaders.py", "src/relin/data/token_rows.py",
+        "src/relin/data/tokenizer.py"}, \
         "the loaders and the tokenizer, not the generators"
     assert teacher["cmd"].startswith("relin run-job teacher_lm results/teacher/qwen3/model ")
     assert all(spec == {"persist": True} for key in ("outs", "metrics", "plots") for out in teacher.get(key, [])

@@ -9,8 +9,14 @@ from typing import Literal
 from .loader import ConfigError, option
 from .train import TrainConfig
 
-BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn")
-BridgeName = Literal["lia_mtr", "mlp2x_gelu", "mha", "linear_attn"]
+# The ablations of LIA-MTR, each the default MTR config with one option changed: the causal claims they test.
+MTR_ABLATIONS = {"lia_mtr_no_gate": {"gate": "none"},                  # g_t ≡ 1: does the write gate matter?
+                 "lia_mtr_one_scale": {"num_scales": 1},               # S = 1 (λ = decay_max): do the timescales?
+                 "lia_mtr_half_life": {"decay_spacing": "log_half_life"},  # half-lives 1.94 / 8.6 / 31 / 138
+                 "lia_mtr_normalized": {"normalize": True}}            # the "denominator" reading (ours)
+BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn", *MTR_ABLATIONS)
+BridgeName = Literal["lia_mtr", "mlp2x_gelu", "mha", "linear_attn", "lia_mtr_no_gate", "lia_mtr_one_scale",
+                     "lia_mtr_half_life", "lia_mtr_normalized"]
 
 
 @dataclass(kw_only=True)
@@ -75,6 +81,9 @@ class LLMConfig:
     num_attention_heads: int = option(4, "query heads", minimum=1)
     num_key_value_heads: int = option(2, "key/value heads", minimum=1)
     intermediate_size: int = option(192, "MLP width", minimum=8)
+    initializer_range: float = option(0.1, "std of the initial weights: at width 64 the usual 0.02 leaves attention "
+                                           "near uniform, and a yes/no that compares two words stays at chance for "
+                                           "thousands of steps", exclusive_minimum=0)
     train: TrainConfig = option(default_factory=TrainConfig, help="text-only training of the tiny LLM")
 
     def validate(self, prefix: str) -> None:
@@ -94,15 +103,19 @@ class MTRConfig:
     decay_spacing: Literal["log_lambda", "log_half_life"] = option(
         "log_lambda", "log λ evenly spaced (the paper's 'log-linear in [0.70, 0.995]'), or log half-life evenly "
                       "spaced; both give the paper's end half-lives")
-    gate: Literal["token", "channel"] = option("token", "write gate g_t: one scalar per token (the paper's "
-                                                        "'token-wise'), or one per channel")
+    gate: Literal["token", "channel", "none"] = option("token", "write gate g_t: one scalar per token (the paper's "
+                                                                "'token-wise'), one per channel, or none (g ≡ 1)")
     state: Literal["diagonal", "head_matrix"] = option(
         "diagonal", "M_{t,s}: a C-vector as eq. 3 writes it, or a per-head K x V matrix (linear attention with S "
                     "decays), the reading under which Lemma 2 holds")
     num_heads: int = option(4, "heads of the head_matrix state", minimum=1)
     conv_size: int = option(4, "taps of the causal short convolution giving x^conv (eq. 2)", minimum=1)
+    normalize: bool = option(False, "divide m_t by the same recurrence over the keys, n_t = Σ_s α_s Σ λ_s^(t-j) g_j "
+                                    "k_j (our reading of the paper's 'denominator'; eqs. 3-5 have none)")
 
     def validate(self, prefix: str) -> None:
+        if self.normalize and self.state != "diagonal":
+            raise ConfigError(f"{prefix}.normalize: only with the diagonal state (eqs. 3-5), got state {self.state!r}")
         if self.decay_min >= self.decay_max:
             raise ConfigError(f"{prefix}.decay_max: expected > decay_min ({self.decay_min}), got {self.decay_max}")
 
@@ -129,13 +142,13 @@ class PhaseConfig:
 
 @dataclass(kw_only=True)
 class BridgeNIAHConfig:
-    """Bridge-isolated NIAH (Fig. 2): each bridge alone learns to retrieve the value of a queried key
-    buried at a depth of a sequence of random distractor tokens; a linear readout at the last position."""
+    """Bridge-isolated NIAH (Fig. 2): each bridge alone learns to retrieve the value of the key queried at the
+    end, whose pair sits at a depth among distractor pairs; a linear readout at the last position."""
 
     bridges: list[BridgeName] = option(["lia_mtr", "linear_attn", "mha"], "bridges compared (Fig. 2)")
     dim: int = option(32, "token embedding width (d_vision = d_out)", minimum=4)
-    num_values: int = option(8, "distinct needle tokens (the readout's classes)", minimum=2)
-    noise_tokens: int = option(32, "distinct distractor tokens", minimum=1)
+    num_values: int = option(8, "distinct values (the readout's classes; chance 1 / num_values)", minimum=2)
+    num_keys: int = option(64, "distinct keys (distractor pairs draw theirs from all but the needle's)", minimum=2)
     train_lengths: list[int] = option([32, 64, 128], "sequence lengths trained on")
     lengths: list[int] = option([64, 256, 1024], "sequence lengths evaluated (the paper: up to 16K)")
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "needle depths as fractions of the sequence")

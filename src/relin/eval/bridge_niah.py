@@ -1,12 +1,15 @@
-"""Bridge-isolated needle in a haystack (seed 000, Fig. 2): a bridge alone, between a token embedding and a
-linear readout at the last position, learns to name the one needle token (one of ``num_values``) hidden at a
-depth of a sequence of distractor tokens, then is scored over a depth x length grid. It trains through the
-one training loop (:func:`relin.train.loop.train`: its batch source :class:`NIAHBatches`, the ``readout_ce``
-objective), so every option of its ``train`` section applies, with resume and per-step metrics.
+"""Bridge-isolated needle in a haystack (seed 000, Fig. 2), as key-value retrieval: a bridge alone, between an
+embedding of key-value pairs and a linear readout at the last position, learns to return the value of the key
+queried at the end, whose pair sits at a depth among distractor pairs. It trains through the one training loop
+(:func:`relin.train.loop.train`: its batch source :class:`NIAHBatches`, the ``readout_ce`` objective), so every
+option of its ``train`` section applies (a length curriculum, resume, per-step metrics); then it is scored over a
+depth x length grid.
 
-Sequence: distractors drawn from ``noise_tokens``, the needle at position round(depth·(L−2)), and a query
-token last. The readout reads the bridge's output at the query, so every causal bridge has seen the whole
-sequence there. Tokens: ``[0, noise)`` distractors, ``[noise, noise + values)`` needles, then the query.
+A sequence of L positions: L − 1 pairs (key, value), each position's feature the sum of a key and a value
+embedding (one patch holds both, as a patch feature holds what it shows), then the query: the needle's key with
+the query slot in place of a value. The needle pair sits at pair index round(depth · (L − 2)); every distractor
+key differs from the needle's (they may repeat among themselves), so the answer is the needle's value. Keys
+``[0, num_keys)``, values ``[0, num_values)``, the query slot ``num_values``.
 """
 from __future__ import annotations
 
@@ -21,29 +24,34 @@ from ..layers.bridges import Bridge
 
 def niah_batch(rng: np.random.Generator, cfg, batch: int, length: int, depth: float | None = None
                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``tokens [batch, length]`` and ``targets [batch]`` (the needle's class); depth random when None."""
-    tokens = rng.integers(0, cfg.noise_tokens, size=(batch, length))
-    values = rng.integers(0, cfg.num_values, size=batch)
-    if depth is None:
-        where = rng.integers(0, length - 1, size=batch)
-    else:
-        where = np.full(batch, int(round(depth * (length - 2))))
-    tokens[np.arange(batch), where] = cfg.noise_tokens + values
-    tokens[:, -1] = cfg.noise_tokens + cfg.num_values
-    return torch.from_numpy(tokens), torch.from_numpy(values)
+    """``pairs [batch, length, 2]`` (key, value per position; the last is the query) and ``targets [batch]``, the
+    needle's value. The needle's depth is random when None."""
+    keys = rng.integers(0, cfg.num_keys - 1, size=(batch, length))
+    needle_keys = rng.integers(0, cfg.num_keys, size=batch)
+    keys += keys >= needle_keys[:, None]          # distractor keys skip the needle's
+    values = rng.integers(0, cfg.num_values, size=(batch, length))
+    where = (rng.integers(0, length - 1, size=batch) if depth is None
+             else np.full(batch, int(round(depth * (length - 2)))))
+    rows = np.arange(batch)
+    keys[rows, where] = needle_keys
+    keys[:, -1] = needle_keys
+    values[:, -1] = cfg.num_values
+    return torch.from_numpy(np.stack([keys, values], -1)), torch.from_numpy(values[rows, where])
 
 
 class NIAHProbe(nn.Module):
-    """Embedding -> bridge -> linear readout at the last position: ``tokens [B, L] -> logits [B, values]``."""
+    """Pair embedding -> bridge -> linear readout at the last position: ``pairs [B, L, 2] -> logits [B, values]``."""
 
     def __init__(self, bridge_name: str, cfg, bridge: BridgeConfig, backend: str = "auto"):
         super().__init__()
-        self.embed = nn.Embedding(cfg.noise_tokens + cfg.num_values + 1, cfg.dim)
+        self.keys = nn.Embedding(cfg.num_keys, cfg.dim)
+        self.values = nn.Embedding(cfg.num_values + 1, cfg.dim)
         self.bridge = Bridge(bridge_name, cfg.dim, cfg.dim, bridge, backend)
         self.readout = nn.Linear(cfg.dim, cfg.num_values)
 
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.readout(self.bridge(self.embed(tokens))[:, -1])
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        features = self.keys(pairs[..., 0]) + self.values(pairs[..., 1])
+        return self.readout(self.bridge(features)[:, -1])
 
     def save_pretrained(self, directory, safe_serialization: bool = True) -> None:
         """The weights (safetensors) and the bridge's spec, as every trained model of the DAG is saved."""
@@ -79,8 +87,8 @@ class NIAHBatches:
         rng = np.random.default_rng([self.seed, 1, step])
         out = []
         for _ in range(count):
-            tokens, targets = niah_batch(rng, self.cfg, self.cfg.train.batch_size, self.length(step))
-            out.append({"input_ids": tokens, "targets": targets, "attention_mask": torch.ones_like(tokens)})
+            pairs, targets = niah_batch(rng, self.cfg, self.cfg.train.batch_size, self.length(step))
+            out.append({"input_ids": pairs, "targets": targets, "attention_mask": torch.ones_like(pairs[..., 0])})
         return out
 
 
@@ -94,8 +102,8 @@ def evaluate_grid(model: NIAHProbe, cfg, seed: int) -> tuple[list[dict], list[di
     for length in cfg.lengths:
         for depth in cfg.depths:
             rng = np.random.default_rng([seed, 2, length, int(depth * 1000)])
-            tokens, targets = niah_batch(rng, cfg, cfg.test_examples, length, depth)
-            correct = (model(tokens.to(device)).argmax(-1).cpu() == targets).tolist()
+            pairs, targets = niah_batch(rng, cfg, cfg.test_examples, length, depth)
+            correct = (model(pairs.to(device)).argmax(-1).cpu() == targets).tolist()
             rows.append({"length": length, "depth": depth, "accuracy": round(sum(correct) / len(correct), 4),
                          "n": len(correct)})
             items += [{"length": length, "depth": depth, "correct": int(c)} for c in correct]

@@ -11,10 +11,15 @@ For visual tokens x_t ([B, N, d_vision]):
 
 x^conv is a causal depthwise short convolution of x (identity-initialised). The S decays are fixed
 (a buffer, no gradient), log-linear between ``decay_min`` and ``decay_max``. Options for what the paper
-leaves open: ``gate`` (one scalar per token, or per channel), ``state`` (the C-vector of eq. 3, or a
-per-head K x V matrix, i.e. linear attention with S decays, under which Lemma 2 holds; see
-notes/methods.md §7C.1), ``decay_spacing``. Shape legend: B batch, N patches, C inner width, S scales,
-H heads, D head width.
+leaves open: ``gate`` (one scalar per token, or per channel; ``none`` is the ablation g ≡ 1), ``state``
+(the C-vector of eq. 3, or a per-head K x V matrix, i.e. linear attention with S decays, under which
+Lemma 2 holds; see notes/methods.md §7C.1), ``decay_spacing``, and ``normalize``: the paper motivates
+ELU + 1 keys by "denominator collapse" but eqs. 3-5 have no denominator; with ``normalize`` (our reading)
+
+    n_t = Σ_s α_{t,s} N_{t,s},  N_{t,s} = λ_s N_{t-1,s} + g_t ⊙ k_t,  y_t = W_o (q_t ⊙ m_t / (n_t + ε))
+
+so m_t / n_t is a decayed, gated average of the values per channel. Shape legend: B batch, N patches,
+C inner width, S scales, H heads, D head width.
 """
 from __future__ import annotations
 
@@ -26,6 +31,9 @@ from torch import nn
 
 from ..config.lia_mtr import MTRConfig
 from .short_conv import ShortConvolution
+
+# ε of the normalised reading: n_t ≥ g_t k_t > 0 (ELU + 1 keys), so it only guards a gate that underflows.
+NORMALIZER_EPS = 1e-6
 
 
 def decay_constants(num_scales: int, decay_min: float = 0.70, decay_max: float = 0.995,
@@ -71,37 +79,41 @@ class MTRBridge(nn.Module):
         decay_min, decay_max, decay_spacing = cfg.decay_min, cfg.decay_max, cfg.decay_spacing
         num_heads, conv_size = cfg.num_heads, cfg.conv_size
         self.backend = backend
-        if gate not in ("token", "channel"):
-            raise ValueError(f"gate: expected 'token' or 'channel', got {gate!r}")
+        if gate not in ("token", "channel", "none"):
+            raise ValueError(f"gate: expected 'token', 'channel' or 'none', got {gate!r}")
+        if cfg.normalize and state != "diagonal":
+            raise ValueError("normalize: only with the diagonal state")
         if state not in ("diagonal", "head_matrix"):
             raise ValueError(f"state: expected 'diagonal' or 'head_matrix', got {state!r}")
         width = width or d_in
         if state == "head_matrix" and width % num_heads:
             raise ValueError(f"width {width}: expected a multiple of num_heads ({num_heads}) for the head_matrix state")
-        self.width, self.state, self.num_heads = width, state, num_heads
+        self.width, self.state, self.num_heads, self.normalize = width, state, num_heads, cfg.normalize
         self.q_proj = nn.Linear(d_in, width, bias=False)
         self.k_proj = nn.Linear(d_in, width, bias=False)
         self.v_proj = nn.Linear(d_in, width, bias=False)
         self.conv = ShortConvolution(d_in, conv_size, activation="none")
-        self.g_proj = nn.Linear(d_in, 1 if gate == "token" else width)
+        self.g_proj = None if gate == "none" else nn.Linear(d_in, 1 if gate == "token" else width)
         self.mix_proj = nn.Linear(d_in, num_scales)
         self.o_proj = nn.Linear(width, d_out, bias=False)
         self.register_buffer("log_decays", decay_constants(num_scales, decay_min, decay_max, decay_spacing).log()
                              .float(), persistent=True)
 
     def gates(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Eq. 2: the write gate ``g [B, N, 1 or C]`` and the scale mixer ``α [B, N, S]``.
+        """Eq. 2: the write gate ``g [B, N, 1 or C]`` (ones without a gate) and the scale mixer ``α [B, N, S]``.
 
         With the token gate the conv is folded into the projections (all linear, so exact up to rounding):
         ``W x^conv_t = Σ_j (W diag(w_j)) x_{t-K+1+j}`` with ``w_j [C]`` the conv's tap j, i.e. one
         ``[N, C] x [C, K(1+S)]`` matmul and K shifted adds, instead of a depthwise conv over the full
         ``[N, C]`` (which cost half the forward at N = 262,144, C = 1024 on the GPU).
         """
-        if self.g_proj.out_features != 1:
+        if self.g_proj is not None and self.g_proj.out_features != 1:
             x_conv, _ = self.conv(x)
             return torch.sigmoid(self.g_proj(x_conv)), torch.softmax(self.mix_proj(x_conv), dim=-1)
+        heads = [p for p in (self.g_proj, self.mix_proj) if p is not None]
+        gated = len(heads) - 1                                # 1 with the token gate, 0 without one
         taps = self.conv.weight.shape[1]
-        proj = torch.cat([self.g_proj.weight, self.mix_proj.weight])                        # [1 + S, C]
+        proj = torch.cat([p.weight for p in heads])                                         # [1 + S, C]
         folded = (proj[None] * self.conv.weight.t()[:, None]).reshape(-1, proj.shape[1])    # [K (1 + S), C]
         parts = (x @ folded.t().to(x.dtype)).unflatten(-1, (taps, proj.shape[0]))          # [B, N, K, 1 + S]
         acc = torch.promote_types(x.dtype, torch.float32)     # bf16 inputs sum their taps in fp32
@@ -109,8 +121,10 @@ class MTRBridge(nn.Module):
         for j in range(taps - 1):      # tap j reads x_{t - (K - 1 - j)}: shifted right, zeros before the start
             shift = taps - 1 - j
             z[:, shift:] += parts[:, :-shift, j].to(acc)
-        z = z + torch.cat([self.g_proj.bias, self.mix_proj.bias]).to(acc)
-        return torch.sigmoid(z[..., :1]).to(x.dtype), torch.softmax(z[..., 1:], dim=-1).to(x.dtype)
+        z = z + torch.cat([p.bias for p in heads]).to(acc)
+        mix = torch.softmax(z[..., gated:], dim=-1).to(x.dtype)
+        gate = torch.sigmoid(z[..., :1]).to(x.dtype) if gated else x.new_ones(*x.shape[:2], 1)
+        return gate, mix
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, N, d_in]`` -> ``y [B, N, d_out]`` (eqs. 1-5)."""
@@ -118,6 +132,11 @@ class MTRBridge(nn.Module):
 
         q, k, v = self.q_proj(x), F.elu(self.k_proj(x)) + 1, self.v_proj(x)
         gate, mix = self.gates(x)
+        if self.state == "diagonal" and self.normalize:
+            ones = torch.ones_like(q)
+            m, _ = multiscale_diag_retention(ones, k, v, gate, mix, self.log_decays, backend=self.backend)
+            n, _ = multiscale_diag_retention(ones, k, ones, gate, mix, self.log_decays, backend=self.backend)
+            return self.o_proj(q * m / (n + NORMALIZER_EPS))
         if self.state == "diagonal":
             o, _ = multiscale_diag_retention(q, k, v, gate, mix, self.log_decays, backend=self.backend)
             # Without autograd nothing else holds q, k, v: freed here, the output projection's [B, N, d_out]

@@ -305,6 +305,84 @@ def niah_figure(items: dict[str, list[dict]], history: dict[str, list[dict]], ch
     return path
 
 
+# What each bridge of the NIAH tests (the ablations: relin.config.lia_mtr.MTR_ABLATIONS).
+NIAH_ROLES = {"lia_mtr": "the paper's bridge (eqs. 1-5)", "lia_mtr_no_gate": "g ≡ 1: is the write gate needed?",
+              "lia_mtr_one_scale": "S = 1: are several timescales needed?",
+              "lia_mtr_half_life": "half-lives 1.94 / 8.6 / 31 / 138: is the log-λ spacing's bunching the limit?",
+              "lia_mtr_normalized": "a denominator (our reading): does normalising m_t help?",
+              "linear_attn": "ungated linear attention (a K x V state per head: more memory, not an ablation)",
+              "mha": "softmax attention: the reference that must succeed"}
+# A probe "did not learn" when its last logged loss is above this share of chance's ln(values).
+UNLEARNED = 0.9
+
+
+def niah_table(data: dict) -> Table | None:
+    """Per bridge: accuracy at the trained and the longest lengths, the last training loss against chance's, and
+    the reading: did not learn (loss near ln(values)), learned but does not carry the needle past the trained
+    lengths, or carries it."""
+    rows = []
+    for bridge in first_replicas(list(data["niah_items"])):
+        items, metrics = data["niah_items"][bridge], data["niah_metrics"].get(bridge, {})
+        history = data["niah_history"].get(bridge) or [{}]
+        chance = metrics.get("chance", 0.0)
+        trained = max(metrics.get("trained_lengths") or [0])
+        lengths = sorted({r["length"] for r in items})
+        near = [r["correct"] for r in items if r["length"] <= trained] or [r["correct"] for r in items
+                                                                         if r["length"] == lengths[0]]
+        far = [r["correct"] for r in items if r["length"] == lengths[-1]]
+        loss, floor = history[-1].get("loss", float("nan")), math.log(1 / chance) if chance else float("nan")
+        if not loss < UNLEARNED * floor:
+            reading = "did not learn (loss at chance)"
+        elif np.mean(far) >= RETRIEVES:
+            reading = f"carries the needle to {lengths[-1]}"
+        elif np.mean(near) >= RETRIEVES:
+            reading = f"learned at ≤ {trained}, loses the needle by {lengths[-1]}"
+        else:
+            reading = "learned in part"
+        rows.append([bridge, NIAH_ROLES.get(bridge, ""), float(np.mean(near)), float(np.mean(far)), loss, floor,
+                     reading])
+    if not rows:
+        return None
+    return Table(title="Bridge NIAH (key-value): what each bridge and ablation shows",
+                 columns=["bridge", "tests", "accuracy ≤ trained length", "accuracy, longest", "last loss",
+                          "chance loss", "reading"], rows=rows, digits=2,
+                 note=f"Chance accuracy 1 / values. 'did not learn': the last training loss is above {UNLEARNED:g} "
+                      f"x ln(values); a bridge that learned at its trained lengths but not beyond cannot carry the "
+                      f"needle that far (see the limit below).")
+
+
+def retention_table(data: dict) -> Table | None:
+    """The weight a needle keeps under LIA-MTR's fixed decays at each cell, beside LIA-MTR's accuracy, and the
+    verdict line that tells 'impossible under eqs. 3-5' from 'not learned'."""
+    metrics = data["niah_metrics"].get("lia_mtr", {})
+    limit = metrics.get("retention")
+    items = data["niah_items"].get("lia_mtr")
+    if not limit or not items:
+        return None
+    chance, lam = metrics.get("chance", 0.0), limit["slowest_decay"]
+    rows, impossible, unlearned = [], [], []
+    for cell in limit["cells"]:
+        hits = [r["correct"] for r in items if r["length"] == cell["length"] and r["depth"] == cell["depth"]]
+        accuracy = float(np.mean(hits)) if hits else float("nan")
+        rows.append([cell["length"], cell["depth"], cell["distance"], f"{cell['retained']:.2e}",
+                     cell["gate_logit_margin"], "impossible" if cell["impossible"] else "allowed", accuracy])
+        if cell["impossible"]:
+            impossible.append(cell)
+        elif accuracy < RETRIEVES:
+            unlearned.append(cell)
+    line = (f"Under eqs. 3-5 with λ_max = {lam:g}, {len(impossible)} of {len(rows)} cells keep less than 2^-23 of the "
+            f"needle: impossible there by construction, whatever is learned. " +
+            (f"In the {len(unlearned)} cells the decays allow, LIA-MTR stays below {RETRIEVES:g} (chance {chance:g}): "
+             f"not learned (the gate cannot single out a pair the query names only at the end)."
+             if unlearned else "In every cell the decays allow, LIA-MTR retrieves."))
+    return Table(title="LIA-MTR bridge NIAH: what the fixed decays allow",
+                 columns=["length", "depth", "distance", "weight kept λ_max^d", "gate-logit margin needed",
+                          "under eqs. 3-5", "LIA-MTR accuracy"], rows=rows, digits=2,
+                 note=line + " A needle d steps before the read keeps at most λ_max^d of its write (the mixer on the "
+                      "slowest scale); for it to weigh as much as the pairs just before the read, its gate logit would "
+                      "have to exceed theirs by d · ln(1/λ_max). Below fp32's 2^-23 it is lost to rounding.")
+
+
 def memory_figure(rows: list[dict], path: Path) -> Path:
     fig = Figure(figsize=(7.5, 3.6), layout="constrained")
     ax = fig.add_subplot()
@@ -346,10 +424,16 @@ def lia_mtr_section(paths: list[str | Path], s: LiaSettings, figure_dir: Path,
         chance = next(iter(data["niah_metrics"].values()), {}).get("chance", 0.0)
         shown = {b: data["niah_items"][b] for b in first_replicas(list(data["niah_items"]))}
         fig = niah_figure(shown, data["niah_history"], chance, figure_dir / "lia_mtr_niah.png")
-        blocks.append(FigureRef(f"{prefix}/{fig.name}", "Bridge-isolated NIAH: accuracy by needle depth and sequence "
-                                "length per bridge (paper Fig. 2: LIA-MTR 1.0 everywhere), and each probe's training "
-                                "loss: a loss at ln(values) never learned, a heatmap below a learned loss cannot carry "
-                                "the needle that far."))
+        blocks.append(FigureRef(f"{prefix}/{fig.name}", "Bridge-isolated NIAH (key-value): accuracy by needle depth "
+                                "and sequence length per bridge (paper Fig. 2: LIA-MTR 1.0 everywhere), and each "
+                                "probe's training loss: a loss at ln(values) never learned, a heatmap below a learned "
+                                "loss cannot carry the needle that far."))
+        table = niah_table(data)
+        if table is not None:
+            blocks.append(table)
+        limit = retention_table(data)
+        if limit is not None:
+            blocks.append(limit)
     if data["memory"]:
         fig = memory_figure(data["memory"], figure_dir / "lia_mtr_memory.png")
         blocks.append(FigureRef(f"{prefix}/{fig.name}", "Peak forward memory against N on the machine that ran the DAG "

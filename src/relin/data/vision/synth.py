@@ -2,10 +2,11 @@
 
 A scene is a background of one of four types (two colour bands and a texture) with 1 to ``max_objects``
 objects of one shape and one colour side by side in the left or right half. From its attributes come a
-caption (phase 1), a conversation (phase 2: an open question and a yes/no question) and, for the
-MME-style set, two yes/no questions of one category (existence, count, position, color, scene), one true
-and one false as MME pairs them, in an order drawn per image (a model that answers by position in the pair
-scores chance, not better).
+caption (phase 1), a conversation (phase 2: an open question and a yes/no question), the yes/no pairs of
+every MME category about it (``qa``: what the chat LLM learns to answer from the caption in text) and, for
+the MME-style set, two yes/no questions of one category (existence, count, position, color, scene), one
+true and one false as MME pairs them, in an order drawn per image (a model that answers by position in the
+pair scores chance, not better).
 """
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ def vocabulary() -> list[str]:
 def generate(cfg) -> dict:
     """Images and text of every split from :class:`~relin.config.lia_mtr.SynthVisionConfig`.
 
-    Returns ``{"train": {"images": [N, H, W, 3] uint8, "scenes", "captions", "conversations"},
+    Returns ``{"train": {"images": [N, H, W, 3] uint8, "scenes", "captions", "conversations", "qa"},
     "mme": {"images", "scenes", "questions": [{"task", "image", "question", "answer"}]}}``.
     """
     rng = _rng(cfg.seed, "train")
@@ -153,6 +154,9 @@ def generate(cfg) -> dict:
     images = np.stack([draw(s, cfg.image_size, rng) for s in scenes])
     train = {"images": images, "scenes": [asdict(s) for s in scenes], "captions": [caption(s) for s in scenes],
              "conversations": [conversation(s, rng, cfg.max_objects) for s in scenes]}
+    qa_rng = _rng(cfg.seed, "qa")
+    train["qa"] = [[{"task": category, "question": q, "answer": a} for category in CATEGORIES
+                    for q, a in yes_no_pair(s, category, qa_rng, cfg.max_objects)] for s in scenes]
     rng = _rng(cfg.seed, "mme")
     mme_scenes, mme_images, questions = [], [], []
     for category in CATEGORIES:

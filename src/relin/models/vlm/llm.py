@@ -11,6 +11,7 @@ def build_llm(cfg, tokenizer, seed: int = 0):
                          num_hidden_layers=cfg.num_hidden_layers, num_attention_heads=cfg.num_attention_heads,
                          num_key_value_heads=cfg.num_key_value_heads, intermediate_size=cfg.intermediate_size,
                          max_position_embeddings=1024, tie_word_embeddings=True,
+                         initializer_range=cfg.initializer_range,
                          pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
                          eos_token_id=tokenizer.eos_token_id)
     torch.manual_seed(seed)

@@ -27,21 +27,28 @@ def add_bridge_arguments(parser: argparse.ArgumentParser, start: str) -> None:
 
 def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list[int]], list[list[int]], list[int]]:
     """Phase 1 (``align``): LLaVA's plain rows, ``<image>`` then the caption. Phase 2 (``instruct``): the
-    conversation through the chat template with ``<image>`` opening the first user turn. Only the caption,
+    conversation through the chat template with ``<image>`` opening the first user turn, and for drawn scenes a
+    one-turn row per yes/no question of every MME category about the image (``train.qa``). Only the caption,
     or the assistant turns, are supervised. Returns ids, labels and each row's image (its index in the
-    features): row i's own image for drawn scenes, ``train.<phase>_images`` for imported data."""
+    features): the scene's own image for drawn scenes, ``train.<phase>_images`` for imported data."""
     from ...models.vlm.chat import IMAGE, encode_caption, encode_chat, expand_image_tokens
 
     image_id = tokenizer.convert_tokens_to_ids(IMAGE)
     rows = []
     if phase == "align":
         rows = [encode_caption(tokenizer, caption) for caption in data.train["captions"]]
+        images = data.train.get("align_images", list(range(len(rows))))
     else:
         for turns in data.train["conversations"]:
             messages = [dict(turns[0], content=f"{IMAGE} {turns[0]['content']}"), *turns[1:]]
             rows.append(encode_chat(tokenizer, messages))
+        images = list(data.train.get("instruct_images", range(len(rows))))
+        for image, qa in enumerate(data.train.get("qa", [])):  # drawn scenes: MME's kind of question, asked first
+            for item in qa:
+                rows.append(encode_chat(tokenizer, [{"role": "user", "content": f"{IMAGE} {item['question']}"},
+                                                    {"role": "assistant", "content": item["answer"]}]))
+                images.append(image)
     expanded = [expand_image_tokens(ids, labels, image_id, num_patches) for ids, labels in rows]
-    images = data.train.get(f"{phase}_images", list(range(len(rows))))
     return [ids for ids, _ in expanded], [labels for _, labels in expanded], images
 
 

@@ -3,7 +3,8 @@
 (the model, ``history.csv`` and ``train_metrics.json`` as every training stage writes them, resumable), then
 scored on the ``lengths`` x ``depths`` grid: ``niah.csv`` (length, depth, accuracy, n), ``items.csv`` (every
 test sequence's outcome), ``metrics.json`` (mean accuracy, per length, the worst cell, chance) and
-``niah.png`` (the heatmap)."""
+``niah.png`` (the heatmap). For the LIA-MTR family ``metrics.json`` also holds what its fixed decays allow at
+each cell (:mod:`relin.eval.retention_limit`)."""
 from __future__ import annotations
 
 import argparse
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from ...eval.bridge_niah import NIAHBatches, NIAHProbe, evaluate_grid
     from ...eval.plots import save_figure
+    from ...eval.retention_limit import retention_grid
     from ...io import atomic_write_csv, atomic_write_json
     from ...train.objectives import ReadoutCrossEntropy
     from ._vlm import flush_denormals
@@ -76,7 +78,12 @@ def run(args: argparse.Namespace, sections) -> None:
                      for n in cfg.lengths}
         scores.update({"bridge": args.bridge, "mean_accuracy": round(sum(r["accuracy"] for r in rows) / len(rows), 4),
                        "by_length": by_length, "min_accuracy": min(r["accuracy"] for r in rows),
-                       "chance": round(1 / cfg.num_values, 6)})
+                       "chance": round(1 / cfg.num_values, 6), "trained_lengths": sorted(cfg.train_lengths)})
+        decays = getattr(getattr(model, "module", model).bridge.mixer, "log_decays", None)
+        if decays is not None:  # the MTR family: what its fixed decays allow at each cell (eqs. 3-5)
+            slowest = float(decays.double().exp().max())
+            scores["retention"] = {"slowest_decay": slowest,
+                                   "cells": retention_grid(slowest, list(cfg.lengths), list(cfg.depths))}
         atomic_write_json(args.scores, scores)
         tracker.log_metrics({"mean_accuracy": scores["mean_accuracy"], "min_accuracy": scores["min_accuracy"]})
         save_figure(heatmap(rows, f"bridge NIAH: {args.bridge}"), args.figure)

@@ -21,11 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
-    """Per training image: its caption (all supervised), and its conversation with the caption in place of
-    the image (assistant tokens supervised)."""
+    """Per training image: its caption (all supervised), its conversation with the caption in place of the
+    image, and a one-turn row per yes/no question of every MME category about it (``train.qa``), asked after
+    the caption as the text-only reference asks (assistant tokens supervised)."""
     from ...models.vlm.chat import encode_chat
 
     ids, labels = [], []
+    for caption, qa in zip(data.train["captions"], data.train.get("qa", [[]] * len(data.train["captions"]))):
+        for item in qa:
+            row, lab = encode_chat(tokenizer, [{"role": "user", "content": f"{caption} . {item['question']}"},
+                                               {"role": "assistant", "content": item["answer"]}])
+            ids.append(row)
+            labels.append(lab)
     for caption, turns in zip(data.train["captions"], data.train["conversations"]):
         row = tokenizer(caption)["input_ids"] + [tokenizer.eos_token_id]
         ids.append(row)
