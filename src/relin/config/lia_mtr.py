@@ -190,7 +190,8 @@ class LiaMtrConfig:
     llava: LlavaDataConfig = option(default_factory=LlavaDataConfig, help="real data files (with source: llava)")
     tower: TowerConfig = option(default_factory=TowerConfig, help="CLIP vision tower")
     llm: LLMConfig = option(default_factory=LLMConfig, help="chat LLM")
-    bridges: list[BridgeName] = option(list(BRIDGE_NAMES), "bridges trained and evaluated (Table I analogue)")
+    bridges: list[BridgeName] = option(["lia_mtr", "mlp2x_gelu", "mha", "linear_attn"],
+                                       "bridges trained and evaluated (Table I analogue; an ablation may be added)")
     bridge: BridgeConfig = option(default_factory=BridgeConfig, help="bridge options")
     kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the recurrent bridges (auto: "
                                                                           "Triton on CUDA tensors)")
