@@ -5,8 +5,9 @@ and is scored on MME's release folders (tests/real_data.py). What a researcher r
 the corpus are tokenized by each teacher's own tokenizer, the students carry it, and the VLM keeps its chat
 LLM's template with ``<image>`` added.
 
-One chain per paper (one variant of each training and evaluation stage, not every variant): the whole paper DAG
-holds 58 jobs (about 7 minutes here), the same rules as these with other wildcards.
+One chain per paper (one variant of each training and evaluation stage, not every variant; HedgeMamba's stages on the
+local Pythia run in tests/train/test_hedgemamba_stages.py, so its chain here stops at the teacher): the whole paper
+DAG holds 60 jobs (about 7 minutes here), the same rules as these with other wildcards.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 PAPER, OFFLINE = "workflow/configs/paper.yaml", "tests/workflow/paper_offline.yaml"
 # hybrid_speed and mme_text read a teacher and a chat LLM as the stages here do; the smoke DAG runs them
-TARGETS = ("results/eval/opal-onpolicy/metrics.json", "results/eval/hedgemamba-finetune/metrics.json",
+TARGETS = ("results/eval/opal-onpolicy/metrics.json", "results/teacher/gpt_neox/model",
            "results/lia_mtr/mme/lia_mtr/metrics.json")
 
 
@@ -48,12 +49,11 @@ def paper_run(tmp_path_factory):
 def test_every_stage_runs_on_the_papers_checkpoints_offline(paper_run):
     repo, _, proc = paper_run
     for target in TARGETS:
-        assert (repo / target).is_file(), target
+        assert (repo / target).exists(), target
     log = proc.stdout + proc.stderr
     for rule in ("synth_text_checkpoint", "text_corpus", "llava_data", "teacher_lm", "opal_convert", "opal_align",
-                 "opal_offpolicy", "opal_onpolicy", "hedgehog_match", "hedgemamba_init", "hedgemamba_finetune",
-                 "vision_tower", "clip_features", "chat_lm", "bridge_align", "bridge_instruct", "eval_mme",
-                 "eval_lm"):
+                 "opal_offpolicy", "opal_onpolicy", "vision_tower", "clip_features", "chat_lm", "bridge_align",
+                 "bridge_instruct", "eval_mme", "eval_lm"):
         assert f"rule {rule}:" in log, rule
     assert "rule synth_text:" not in log, "no teacher is trained here, so no word-tokenized dataset is made"
     assert "rule synth_vision:" not in log
@@ -87,7 +87,7 @@ def test_students_carry_their_teachers_tokenizer(paper_run, monkeypatch):
     repo, hub, _ = paper_run
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
     for checkpoint, arch, students in (("Qwen/Qwen3-4B", "qwen3", ("opal/gdn", "opal/onpolicy")),
-                                       ("EleutherAI/pythia-1b", "gpt_neox", ("hedgemamba/finetune",))):
+                                       ("EleutherAI/pythia-1b", "gpt_neox", ())):
         original = load_tokenizer(checkpoint)
         data = load_tokenizer(repo / f"results/data/synth_text-{arch}/tokenizer")
         assert data.get_vocab() == original.get_vocab() and data.chat_template == original.chat_template
