@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..config.corpus import FORMATS, CorpusConfig
 from ..errors import InputError
+from .loaders import _first_line
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
@@ -32,8 +33,7 @@ def read_documents(cfg: CorpusConfig):
     try:
         docs = load_dataset(kind, data_files=[str(Path(f).resolve()) for f in cfg.files], split="train")
     except Exception as err:  # noqa: BLE001 - pyarrow and json raise many types for damaged files
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
-        raise InputError(f"corpus files {', '.join(cfg.files)}: unreadable as {kind} ({first})") from None
+        raise InputError(f"corpus files {', '.join(cfg.files)}: unreadable as {kind} ({_first_line(err)})") from None
     if cfg.text_field not in docs.column_names:
         raise InputError(f"corpus files {', '.join(cfg.files)}: no {cfg.text_field!r} column (found "
                          f"{', '.join(docs.column_names)}; set corpus.text_field)")

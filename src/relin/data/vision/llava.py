@@ -45,7 +45,7 @@ def _take(samples: list[Conversation], limit: int) -> list[Conversation]:
 def import_llava(cfg: LlavaDataConfig) -> dict:
     """``{"train": {"images", "captions", "align_images", "conversations", "instruct_images", "scenes"},
     "mme": {"images", "scenes", "questions"}}`` as :func:`relin.data.vision.synth.generate` returns."""
-    from tqdm import tqdm
+    from ...logs import progress
 
     folder = Path(cfg.image_folder)
     align, instruct = _take(load_llava_json(cfg.align_json), cfg.max_align), \
@@ -59,7 +59,7 @@ def import_llava(cfg: LlavaDataConfig) -> dict:
     for sample in (*align, *instruct):
         table.setdefault(sample.image, len(table))
     images = np.stack([square_image(folder / name, cfg.image_size)
-                       for name in tqdm(table, desc="images", mininterval=5)])
+                       for name in progress(table, desc="images", mininterval=5)])
     conversations = [[{"role": role, "content": text} for role, text in s.turns] for s in instruct]
     train = {"images": images, "scenes": list(table), "captions": [s.turns[-1][1] for s in align],
              "align_images": [table[s.image] for s in align], "conversations": conversations,
@@ -69,7 +69,7 @@ def import_llava(cfg: LlavaDataConfig) -> dict:
     names = list(dict.fromkeys(q.image for q in questions))
     index = {name: i for i, name in enumerate(names)}
     mme_images = np.stack([square_image(root / name, cfg.image_size)
-                           for name in tqdm(names, desc="MME images", mininterval=5)])
+                           for name in progress(names, desc="MME images", mininterval=5)])
     mme = {"images": mme_images, "scenes": names,
            "questions": [{"task": q.task, "image": q.image, "index": index[q.image], "question": q.question,
                           "answer": q.answer} for q in questions]}
