@@ -6,8 +6,9 @@ Per head, with q and k L2-normalised in the kernel and scale 1/√K:
     S_t = exp(g_t) (I − β_t k_t k_tᵀ) S_{t−1} + β_t k_t v_tᵀ,   o_t = scale · S_tᵀ q_t
     g_t = −exp(A_log) · softplus(a_t + dt_bias),   β_t = σ(b_t)  (× 2 with negative eigenvalues)
 
-then ``o_proj(GatedRMSNorm(o_t, g_proj(x)))``. q, k and v pass a short causal convolution first,
-and q and k the teacher's per-head RMSNorm (kept from Qwen3, as RADLADS' ``use_qk_rmsnorm``).
+then ``o_proj(GatedRMSNorm(o_t, g_proj(x)))``. q, k and v pass a short causal convolution first;
+with ``qk_norm``, q and k also pass the teacher's per-head RMSNorm (RADLADS' ``use_qk_rmsnorm``; off by
+default, as in Qwen3-Next and Qwen3.5, whose layout :mod:`relin.models.export` writes).
 Every head has its own q, k and v (a teacher's grouped k/v heads are expanded at conversion), so
 projections keep the teacher's names and shapes ``q_proj``, ``k_proj``, ``v_proj``, ``o_proj``.
 Padding positions write nothing (β = 0, g = 0, inputs zeroed).

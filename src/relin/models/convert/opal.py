@@ -69,6 +69,8 @@ def convert(teacher, mixer_types: list[str], seed: int = 0, *, gdn: GDNConfig | 
             heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
             attn["k_proj.weight"] = expand_heads(attn["k_proj.weight"], kv_heads, heads)
             attn["v_proj.weight"] = expand_heads(attn["v_proj.weight"], kv_heads, heads)
+            if not config.layer("gdn").qk_norm:
+                attn = {k: v for k, v in attn.items() if k not in ("q_norm.weight", "k_norm.weight")}
         prefix = f"model.layers.{i}.{'linear_attn' if kind == 'gdn' else 'self_attn'}."
         copied.update({prefix + k: v for k, v in attn.items()})
     missing, unexpected = student.load_state_dict(copied, strict=False)
