@@ -58,6 +58,7 @@ include: "workflow/rules/report.smk"
 rule all:
     input:
         rules.report.output,
+        rules.opal_export.output.record,
 
 
 onstart:

@@ -4,6 +4,7 @@ from .decayed_linear_attn import (  # noqa: F401
     fused_recurrent_decayed_linear_attn,
     naive_recurrent_decayed_linear_attn,
 )
+from .decode_attention import decode_attention, naive_decode_attention  # noqa: F401
 from .gated_delta_rule import (  # noqa: F401
     chunk_gated_delta_rule,
     fused_recurrent_gated_delta_rule,
@@ -11,6 +12,7 @@ from .gated_delta_rule import (  # noqa: F401
 )
 from .multiscale_retention import multiscale_diag_retention, multiscale_diag_retention_step  # noqa: F401
 
-__all__ = ["chunk_decayed_linear_attn", "fused_recurrent_decayed_linear_attn", "naive_recurrent_decayed_linear_attn",
+__all__ = ["decode_attention", "naive_decode_attention",
+           "chunk_decayed_linear_attn", "fused_recurrent_decayed_linear_attn", "naive_recurrent_decayed_linear_attn",
            "chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "naive_recurrent_gated_delta_rule",
            "multiscale_diag_retention", "multiscale_diag_retention_step"]

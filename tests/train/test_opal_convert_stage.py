@@ -132,3 +132,25 @@ def test_a_model_saved_without_its_tokenizer_is_refused_in_one_line(toy_dataset,
     with pytest.raises(InputError, match="saved without its tokenizer") as err:
         check_same_tokenizer(word_tokenizer(), toy_dataset, tmp_path / "bare")
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("qk_norm", [False, True])
+def test_export_writes_a_stock_checkpoint_or_names_what_it_cannot_map(checkpoint, toy_dataset, tmp_path, capsys,
+                                                                      qk_norm):
+    config = {**GDN, "opal.gdn": {**GDN["opal.gdn"], "qk_norm": qk_norm}}
+    assert _convert(config, checkpoint, "gdn", tmp_path / "gdn", "--data", toy_dataset) == 0
+    out = tmp_path / "export"
+    capsys.readouterr()
+    code = main(["export", "--model", str(tmp_path / "gdn/model"), "--out", str(out / "model"),
+                 "--record", str(out / "export.json")])
+    if qk_norm:
+        errors = [line for line in capsys.readouterr().err.splitlines() if "qwen3_5_text" in line]
+        assert code != 0 and len(errors) == 1 and "gdn.qk_norm" in errors[0]
+        assert not out.exists()
+        return
+    assert code == 0
+    record = json.loads((out / "export.json").read_text())
+    assert record["model_type"] == "qwen3_5_text" and record["max_abs_logit_difference"] <= 1e-4
+    assert record["layer_types"] == ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + \
+        ["full_attention"]
+    assert (out / "model/tokenizer.json").is_file() and (out / "model/model.safetensors").is_file()

@@ -133,6 +133,27 @@ rule opal_onpolicy:
         " --checkpoints checkpoints/opal/onpolicy{wildcards.rep} > {log} 2>&1"
 
 
+rule opal_export:
+    """OPAL's hybrid as a qwen3_5_text checkpoint that stock transformers, vLLM and SGLang load without relin."""
+    input:
+        model="results/opal/onpolicy/model",
+    output:
+        model=directory("results/opal/export/model"),
+        record="results/opal/export/export.json",
+    log:
+        "logs/opal/export.log",
+    benchmark:
+        "results/benchmarks/opal/export.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=0,
+    shell:
+        "relin export --model {input.model} --out {output.model} --record {output.record} > {log} 2>&1"
+
+
 rule hybrid_speed:
     """Decode memory (KV + states) and throughput of the OPAL hybrid against its teacher by context."""
     input:
@@ -190,4 +211,5 @@ rule opal:
     input:
         expand("results/eval/{name}/metrics.json", name=[OPAL_TEACHER_EVAL, *(f"opal-{m}" for m in OPAL_MODELS)]),
         "results/opal/speed.csv",
+        "results/opal/export/export.json",
         OPAL_LM_EVAL,

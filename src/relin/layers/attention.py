@@ -41,9 +41,11 @@ class StaticAttentionState(AttentionState):
     ``length`` (a 0-d int64 device tensor shared by every layer of a static cache, advanced by the
     cache after each forward), so that a decode step has fixed shapes and no host sync (CUDA-graph
     safe). Slots at and beyond ``length + T`` hold stale or zero values; :func:`static_attention_mask`
-    hides them."""
+    hides them, and the one-token decode step (:func:`relin.kernels.decode_attention`) never reads them.
+    ``start [B]`` (shared likewise) is each row's first real slot."""
 
     length: torch.Tensor | None = None
+    start: torch.Tensor | None = None
 
     def update(self, keys: torch.Tensor, values: torch.Tensor
                ) -> tuple[torch.Tensor, torch.Tensor, StaticAttentionState]:
@@ -109,14 +111,19 @@ class Attention(nn.Module):
         out_bias (bool): a bias on the output projection (GPT-NeoX's ``dense``). Default: False.
         window (int, Optional): sliding window in tokens (None = full attention).
         sinks (int): with a window, the first tokens every query also sees. Default: 0.
+        backend (str): kernel backend of the static-cache decode step, ``auto`` | ``triton`` | ``torch``.
+
+    A one-token step through a :class:`StaticAttentionState` without a window runs
+    :func:`relin.kernels.decode_attention`: grouped heads read in place, only the filled slots. Every other call
+    runs SDPA under the mask, the key/value heads repeated to the query heads.
     """
 
     def __init__(self, width: int, num_heads: int, num_kv_heads: int, head_dim: int, *, qk_norm: bool = True,
                  bias: bool = False, out_bias: bool = False, eps: float = 1e-6, window: int | None = None,
-                 sinks: int = 0):
+                 sinks: int = 0, backend: str = "auto"):
         super().__init__()
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, num_kv_heads, head_dim
-        self.window, self.sinks = window, sinks
+        self.window, self.sinks, self.backend = window, sinks, backend
         self.q_proj = nn.Linear(width, num_heads * head_dim, bias=bias)
         self.k_proj = nn.Linear(width, num_kv_heads * head_dim, bias=bias)
         self.v_proj = nn.Linear(width, num_kv_heads * head_dim, bias=bias)
@@ -141,6 +148,12 @@ class Attention(nn.Module):
         else:
             new_state = AttentionState(k, v)
         new_state = new_state if use_cache else None
+        if steps == 1 and self.window is None and isinstance(state, StaticAttentionState):
+            from relin.kernels import decode_attention
+
+            out = decode_attention(q[:, :, 0], k, v, state.length + 1, state.start, self.head_dim ** -0.5,
+                                   backend=self.backend)
+            return self.o_proj(out.reshape(batch, 1, -1)), new_state
         groups = self.num_heads // self.num_kv_heads
         out = F.scaled_dot_product_attention(q, k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1),
                                              attn_mask=mask, scale=self.head_dim ** -0.5)

@@ -22,6 +22,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "opal-offpolicy": ("relin.stages.opal.offpolicy", "OPAL stage 2A/2B (and the matched control): logit KD"),
     "opal-onpolicy": ("relin.stages.opal.onpolicy", "OPAL stage 3: on-policy reverse-KL distillation"),
     "hybrid-speed": ("relin.stages.opal.hybrid_speed", "decode memory and throughput of a hybrid vs its teacher"),
+    "export": ("relin.stages.opal.export", "a saved OPAL hybrid as a qwen3_5_text checkpoint (stock transformers)"),
     "lm-eval": ("relin.stages.opal.lm_eval", "OPAL: lm-evaluation-harness tasks (GSM8K, MATH-500, ...) on one model"),
     "hedgehog-match": ("relin.stages.hedgemamba.hedgehog_match", "HedgeMamba stage 1: Hedgehog attention matching"),
     "hedgemamba-init": ("relin.stages.hedgemamba.init", "HedgeMamba: Hedgehog layers -> HedgeMamba blocks (exact)"),

@@ -50,7 +50,8 @@ class HybridConfig(PretrainedConfig):
                  swa: dict | None = None, gdn: dict | None = None, hedgehog: dict | None = None,
                  hedgemamba: dict | None = None, kernel_backend: str = "auto",
                  block: str = "qwen3", rotary_pct: float = 1.0, layer_norm_eps: float = 1e-5,
-                 use_parallel_residual: bool = True, hidden_act: str = "gelu", **kwargs):
+                 use_parallel_residual: bool = True, hidden_act: str = "gelu", pad_token_id: int | None = None,
+                 bos_token_id: int | None = None, eos_token_id: int | None = None, **kwargs):
         flat = sorted(key for key in kwargs if key.split("_", 1)[0] in LAYER_OPTIONS)
         if flat:
             raise ConfigError(f"hybrid config: {', '.join(flat)}: expected the options inside their section "
@@ -64,6 +65,8 @@ class HybridConfig(PretrainedConfig):
         for name, section in (("swa", swa), ("gdn", gdn), ("hedgehog", hedgehog), ("hedgemamba", hedgemamba)):
             setattr(self, name, as_dict(build(LAYER_OPTIONS[name], dict(section or {}), f"hybrid config {name}")))
         self.kernel_backend = kernel_backend
+        # transformers 5 no longer gives every config these: set here, a config built without them still loads.
+        self.pad_token_id, self.bos_token_id, self.eos_token_id = pad_token_id, bos_token_id, eos_token_id
         self.block, self.rotary_pct, self.layer_norm_eps = block, rotary_pct, layer_norm_eps
         self.use_parallel_residual, self.hidden_act = use_parallel_residual, hidden_act
         if block not in BLOCKS:

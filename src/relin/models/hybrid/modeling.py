@@ -84,12 +84,13 @@ class StaticHybridCache:
         device = weight.device if device is None else torch.device(device)
         dtype = weight.dtype if dtype is None else dtype
         length = torch.zeros((), dtype=torch.long, device=device)
+        start = torch.zeros(batch, dtype=torch.long, device=device)
         states = []
         for kind in config.mixer_types:
             if kind in SOFTMAX_MIXERS:
                 shape = (batch, config.num_key_value_heads, max_length, config.head_dim)
                 states.append(StaticAttentionState(torch.zeros(shape, dtype=dtype, device=device),
-                                                   torch.zeros(shape, dtype=dtype, device=device), length))
+                                                   torch.zeros(shape, dtype=dtype, device=device), length, start))
             else:
                 inner = config.num_attention_heads * config.head_dim
                 conv = [torch.zeros(batch, inner, config.layer("gdn").conv_size - 1, dtype=dtype, device=device)
@@ -97,7 +98,7 @@ class StaticHybridCache:
                 recurrent = torch.zeros(batch, config.num_attention_heads, config.head_dim, config.head_dim,
                                         dtype=torch.float32, device=device)
                 states.append(StaticDeltaNetState(*conv, recurrent))
-        return cls(states, length, max_length, torch.zeros(batch, dtype=torch.long, device=device))
+        return cls(states, length, max_length, start)
 
     def pad_left(self, attention_mask: torch.Tensor) -> None:
         """Mark the left padding of the prompts about to be prefilled: ``attention_mask [B, T]`` (1 = real
@@ -113,7 +114,7 @@ class StaticHybridCache:
         self.start.zero_()
         for state in self.states:
             for tensor in vars(state).values():
-                if isinstance(tensor, torch.Tensor) and tensor is not self.length:
+                if isinstance(tensor, torch.Tensor) and tensor is not self.length and tensor is not self.start:
                     tensor.zero_()
 
     def nbytes(self) -> dict[str, int]:
@@ -145,7 +146,7 @@ def build_mixer(config: HybridConfig, kind: str) -> nn.Module:
     neox = config.block == "gpt_neox"
     attention = dict(width=config.hidden_size, num_heads=config.num_attention_heads,
                      num_kv_heads=config.num_key_value_heads, head_dim=config.head_dim, eps=config.rms_norm_eps,
-                     qk_norm=not neox, bias=neox, out_bias=neox)
+                     qk_norm=not neox, bias=neox, out_bias=neox, backend=config.kernel_backend)
     heads = (config.hidden_size, config.num_attention_heads, config.head_dim)
     if kind == "hedgehog":
         return HedgehogAttention(*heads, config.layer("hedgehog"), bias=neox, backend=config.kernel_backend)
