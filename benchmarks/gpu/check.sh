@@ -2,7 +2,7 @@
 # others' logs. Logs and kernels.json go to $OUT (the device tool returns them), else to benchmarks/results/local/.
 #   bash benchmarks/gpu/check.sh sweep memcheck     # head-dim sweeps, CUDA graphs, then the sanitizer sweep
 #   bash benchmarks/gpu/check.sh tests              # every kernel test (a fresh machine compiles for minutes)
-#   bash benchmarks/gpu/check.sh bench              # benchmarks/gpu/kernels.py (ONLY=dla,gdn,msr by default)
+#   bash benchmarks/gpu/check.sh bench              # benchmarks/gpu/kernel_bench.py (ONLY=dla,gdn,msr by default)
 #   PROFILE_ARGS="--only dla --host" bash benchmarks/gpu/check.sh profile
 # RELIN_GIT_COMMIT names the commit in kernels.json (the lent machine gets the tree without .git).
 source benchmarks/gpu/env.sh
@@ -24,7 +24,7 @@ for stage in "$@"; do
             timeout "${MEMCHECK_LIMIT:-240}" "$SANITIZER" --tool memcheck --error-exitcode 1 \
                 python3 benchmarks/gpu/memcheck.py 2>&1 | tee "$OUT/memcheck.log" | grep -v "^ok " | tail -20 ;;
         bench)
-            timeout "${BENCH_LIMIT:-420}" python3 benchmarks/gpu/kernels.py --only "${ONLY:-dla,gdn,msr}" --out "$OUT" \
+            timeout "${BENCH_LIMIT:-420}" python3 benchmarks/gpu/kernel_bench.py --only "${ONLY:-dla,gdn,msr}" --out "$OUT" \
                 2>&1 | grep -v "warn" | tee "$OUT/kernels.log" | sed -n '/^op /,$p' ;;
         profile)
             timeout "${PROFILE_LIMIT:-300}" python3 benchmarks/gpu/kernel_profile.py ${PROFILE_ARGS:---only gdn,dla,msr} \

@@ -56,12 +56,14 @@ def qwen3(size: str, max_positions: int):
         return Qwen3ForCausalLM(config).to(DTYPE).eval()
 
 
-def hybrid_of(teacher):
+def hybrid_of(teacher, keep_every: int = 4):
+    """OPAL's conversion of ``teacher`` keeping every ``keep_every``-th layer as attention (1: all of them, the
+    teacher itself as a relin model)."""
     from relin.config.opal import kept_attention_layers
     from relin.models.convert.opal import convert
 
     layers = teacher.config.num_hidden_layers
-    kept = set(kept_attention_layers(layers, 4))
+    kept = set(kept_attention_layers(layers, keep_every))
     types = ["attention" if i in kept else "gdn" for i in range(layers)]
     return convert(teacher, types, kernel_backend="auto").to(DEVICE, DTYPE).eval()
 

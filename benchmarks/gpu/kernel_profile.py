@@ -19,13 +19,13 @@ import pstats
 import sys
 import time
 
+import kernel_bench as bench  # benchmarks/gpu/kernel_bench.py
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 from triton.testing import do_bench
 
-import kernels as bench  # benchmarks/gpu/kernels.py
 from kernels import TRITON, gdn_inputs, msr_inputs, msr_log_decays, op_factory
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
 

@@ -1,7 +1,7 @@
 """Run every relin kernel, in every autotuning config, at small shapes of every head dim: the sweep to run under
 ``compute-sanitizer --tool memcheck`` (which reports out-of-bounds and misaligned accesses the tests cannot see).
 
-    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr] \
+    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr] [decode] \
         [--dims 128x128,16x16]
 
 The autotuner times each config once instead of benchmarking it (memcheck slows every launch), so each config
@@ -27,7 +27,12 @@ triton.testing.do_bench = _run_once  # before relin builds its autotuners
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention  # noqa: E402
+from relin.kernels import (  # noqa: E402
+    chunk_decayed_linear_attn,
+    chunk_gated_delta_rule,
+    decode_attention,
+    multiscale_diag_retention,
+)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # a CPU runs it under TRITON_INTERPRET=1 (slowly)
 DIMS = [(16, 16), (16, 256), (24, 48), (32, 100), (48, 24), (64, 32), (100, 64), (128, 128), (256, 16), (256, 256)]
@@ -107,11 +112,30 @@ def msr_cases(dims):
                                                   backend="triton"), x)
 
 
-SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases}
+def decode_cases(dims):
+    """Decode attention at each head dim (its K), grouped heads 1 and 8, a length inside and at the end of the cache,
+    with left padding."""
+    for D in sorted({K for K, _ in dims}):
+        for groups in (1, 8):
+            for filled in (77, 300):
+                q = r(3, 2 * groups, D).to(torch.bfloat16)
+                k, v = (r(3, 2, 300, D).to(torch.bfloat16) for _ in range(2))
+                length, start = torch.tensor(filled, device=DEVICE), torch.tensor([0, 5, 70], device=DEVICE)
+
+                def case(q=q, k=k, v=v, length=length, start=start):
+                    out = decode_attention(q, k, v, length, start, backend="triton")
+                    if DEVICE == "cuda":
+                        torch.cuda.synchronize()
+                    return bool(torch.isfinite(out).all())
+                yield f"decode D={D} G={groups} T={filled}/300", case
+
+
+SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases, "decode": decode_cases}
 
 
 def main(argv=None):
-    """Every case, or those of the ops named on the command line (gdn, dla, msr), at every head dim or --dims."""
+    """Every case, or those of the ops named on the command line (gdn, dla, msr, decode), at every head dim or
+    --dims."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ops", nargs="*", help=f"ops to run, of {', '.join(SWEEPS)} (default: all)")
     parser.add_argument("--dims", type=_dims, default=DIMS, help="K x V pairs, e.g. 128x128,16x16 (default: all)")

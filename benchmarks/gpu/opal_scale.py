@@ -23,9 +23,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-# Python puts this directory first on sys.path; its kernels.py would shadow the ``kernels`` package that
-# transformers probes for.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 
 import torch  # noqa: E402
 

@@ -14,8 +14,8 @@ Every relin op is first checked against its fp32 reference (outputs and gradient
 fla's bf16 tolerances) at a small shape; an op that fails reports no ratio. fla is imported lazily
 and any error it raises (e.g. its guard against gated backward on Triton 3.6) is recorded.
 
-    python benchmarks/gpu/kernels.py --only dla,gdn   # a fresh H200 compiles and autotunes first (minutes)
-    TRITON_INTERPRET=1 python benchmarks/gpu/kernels.py --quick      # tiny shapes, also on a CPU
+    python benchmarks/gpu/kernel_bench.py --only dla,gdn   # a fresh H200 compiles and autotunes first (minutes)
+    TRITON_INTERPRET=1 python benchmarks/gpu/kernel_bench.py --quick      # tiny shapes, also on a CPU
 
 Writes one JSON per run, ``kernels.json`` in ``--out`` (default $OUT, else benchmarks/results/, the current figures):
 GPU, torch, triton, fla, git commit (RELIN_GIT_COMMIT or ``git rev-parse``), every timing with its shape, and
