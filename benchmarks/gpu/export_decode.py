@@ -76,7 +76,7 @@ def main() -> None:
         ids = torch.randint(1, 4096, (args.batch, args.prompt), generator=torch.Generator().manual_seed(1))
         (Path(tmp) / "ids.json").write_text(json.dumps(ids.tolist()))
         subprocess.run([sys.executable, "-c", STOCK, str(Path(tmp) / "export"), str(Path(tmp) / "ids.json"),
-                        str(args.new_tokens), str(Path(tmp) / "stock.json")], check=True)
+                        str(args.new_tokens), str(Path(tmp) / "stock.json")], check=True, cwd=tmp)
         stock = json.loads((Path(tmp) / "stock.json").read_text())
     model = model.to("cuda")
     ids = ids.to("cuda")

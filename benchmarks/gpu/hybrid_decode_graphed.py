@@ -270,6 +270,29 @@ def measure(model, context: int, batch: int, decode_steps: int, eager_steps: int
     return row
 
 
+@torch.no_grad()
+def profile(name: str, model, batch: int, context: int, vocab: int, steps: int = 3) -> None:
+    """The CUDA kernels of ``steps`` eager static-cache steps, by total time (where a step's time goes)."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    decoder = Decoder(model, batch, context + 64)
+    decoder.prefill(random_ids(batch, context, vocab), 4096)
+    decoder.step()
+    sync()
+    with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            decoder.step()
+        sync()
+    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    total = sum(e.self_device_time_total for e in events) / steps / 1000
+    launches = sum(e.count for e in events) / steps
+    print(f"profile {name} T={context}: {total:.2f} ms of kernels per step, {launches:.0f} kernels per step")
+    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:14]:
+        print(f"  {e.self_device_time_total / steps / 1000:7.3f} ms  {e.count / steps:5.0f}×  {e.key[:90]}")
+    del decoder
+
+
 def ratios(rows: list[dict]) -> list[dict]:
     """Per context: hybrid/teacher cache, the teacher at its best (its fastest decoder), the speed-up against it,
     and the targets."""
@@ -299,6 +322,8 @@ def main() -> None:
     parser.add_argument("--eager-steps", type=int, default=8, help="timed eager static-cache steps")
     parser.add_argument("--prefill-chunk", type=int, default=4096)
     parser.add_argument("--check-context", type=int, default=512)
+    parser.add_argument("--profile", action="store_true", help="print each relin decoder's CUDA kernels per step "
+                                                                  "at the first context, then time")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
 
@@ -331,6 +356,9 @@ def main() -> None:
         checks.append({"model": name, **consistency(model, args.batch, args.check_context, vocab)})
         print(json.dumps(checks[-1]), flush=True)
         save()
+    if args.profile and DEVICE == "cuda":
+        for name, model in (("hybrid", hybrid), ("teacher", relin_teacher)):
+            profile(name, model, args.batch, args.contexts[0], vocab)
     decoders = (("hybrid", hybrid, False), ("teacher", relin_teacher, False), ("teacher_hf_static", teacher, False),
                 ("teacher_hf_dynamic", teacher, True))
     for name, model, dynamic in decoders:

@@ -19,10 +19,12 @@ from ..common.triton_utils import MIN_TILE
 from .ref import MAX_HEAD_DIM, check_inputs, naive_decode_attention
 
 LOG2E = 1.4426950408889634
-# Slots per inner tile: the N of the q·kᵀ product (≥ 64, see MIN_TILE) and the K of p·v.
+# Slots per inner tile: the N of the q·kᵀ product (≥ 64, see MIN_TILE) and the K of p·v; half as many for rows
+# wider than 512 bytes (fp32 at D > 128), whose [BLOCK_T, D] key and value tiles would not fit shared memory.
 BLOCK_T = 64
 # Programs of pass 1 to aim for per multiprocessor: enough splits to keep the memory system busy at small batches.
 PROGRAMS_PER_SM = 8
+TRITON_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
 
 
 @triton.jit(do_not_specialize=["T_MAX", "SPLIT", "NUM_SPLITS"])
@@ -91,6 +93,10 @@ def split_size(batch: int, kv_heads: int, max_length: int, device: torch.device)
     return triton.cdiv(triton.cdiv(max_length, splits), BLOCK_T) * BLOCK_T
 
 
+def block_slots(row_bytes: int) -> int:
+    return BLOCK_T if row_bytes <= 512 else BLOCK_T // 2
+
+
 def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, length: torch.Tensor,
                      start: torch.Tensor | None = None, scale: float | None = None,
                      backend: str | None = None) -> torch.Tensor:
@@ -132,8 +138,8 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     decode_attn_split_kernel[(B * H_kv, num_splits)](
         q, k_cache, v_cache, o_part, lse_part, length, start if start is not None else length, scale * LOG2E,
         T_max, split, num_splits, H=H, H_KV=H_kv, G=groups, D=D, BG=max(16, triton.next_power_of_2(groups)), BD=BD,
-        BT=BLOCK_T, HAS_START=start is not None, DT=tl.float32 if dtype == torch.float32 else
-        (tl.bfloat16 if dtype == torch.bfloat16 else tl.float16), PRECISION=precision, WIDEN=widen, num_warps=4)
+        BT=block_slots(BD * k_cache.element_size()), HAS_START=start is not None, DT=TRITON_DTYPES[dtype],
+        PRECISION=precision, WIDEN=widen, num_warps=4)
     decode_attn_combine_kernel[(B * H,)](o_part, lse_part, o, num_splits, D=D, BD=BD,
                                          BS=max(2, triton.next_power_of_2(num_splits)), num_warps=4)
     return o

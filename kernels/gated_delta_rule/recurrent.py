@@ -64,19 +64,30 @@ def fused_recurrent_gated_delta_rule(
     output_final_state: bool = False,
     use_qk_l2norm_in_kernel: bool = False,
     cu_seqlens: torch.LongTensor | None = None,
+    final_state_in_place: bool = False,
     backend: str | None = None,
 ):
     """Gated delta rule one token at a time (decoding); arguments and returns as ``chunk_gated_delta_rule``.
 
-    The Triton path has no backward (as in fla); the PyTorch path (CPU) is the differentiable reference loop.
+    ``final_state_in_place``: the final state overwrites ``initial_state`` (fp32) and is returned as that tensor,
+    so a static cache's state keeps its address and is not copied (each program reads its tile of the state
+    before writing the same tile). The Triton path has no backward (as in fla); the PyTorch path (CPU) is the
+    differentiable reference loop.
     """
+    if final_state_in_place and (initial_state is None or initial_state.dtype != torch.float32
+                                 or not output_final_state):
+        raise ValueError("final_state_in_place needs an fp32 initial_state and output_final_state=True")
     N, bounds = check_inputs(q, k, v, g, beta, initial_state, cu_seqlens)
     B, T, H, K = q.shape
     V = v.shape[-1]
     scale = K ** -0.5 if scale is None else scale
     if not use_triton(q, backend):
-        return naive_recurrent_gated_delta_rule(
+        o, ht = naive_recurrent_gated_delta_rule(
             q, k, v, g, beta, scale, initial_state, output_final_state, use_qk_l2norm_in_kernel, cu_seqlens)
+        if final_state_in_place:
+            initial_state.copy_(ht)
+            ht = initial_state
+        return o, ht
     check_triton_head_dims(K, V)
     if torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v, g, beta, initial_state) if x is not None):
         raise NotImplementedError(
@@ -84,9 +95,12 @@ def fused_recurrent_gated_delta_rule(
     cu_seqlens = chunk_tables(B, T, bounds, q.device).cu_seqlens
     q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
     h0 = None if initial_state is None else initial_state.contiguous()
+    if final_state_in_place and h0 is not initial_state:
+        raise ValueError("final_state_in_place needs a contiguous initial_state")
     BK, BV = triton.next_power_of_2(K), min(triton.next_power_of_2(V), 32)
     o = torch.empty_like(v)
-    ht = torch.empty(N, H, K, V, dtype=torch.float32, device=q.device) if output_final_state else None
+    ht = (h0 if final_state_in_place else
+          torch.empty(N, H, K, V, dtype=torch.float32, device=q.device) if output_final_state else None)
     gdn_fwd_kernel_fused_recurrent[(triton.cdiv(V, BV), N * H)](
         q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T,
         H=H, K=K, V=V, BK=BK, BV=BV, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=output_final_state,

@@ -240,6 +240,23 @@ def test_fused_recurrent_matches_reference_and_chunk(T, with_initial_state, l2no
     assert_close("ht vs chunk", chunk_ht, ht, 2 * RATIOS[dtype]["ht"])
 
 
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_fused_recurrent_final_state_in_place_overwrites_the_initial_state(backend):
+    inputs, h0 = make_inputs(2, 1, 2, DTYPES[0], True, True)
+    with torch.no_grad():
+        o, ht = fused_recurrent_gated_delta_rule(**inputs, initial_state=h0.clone(), output_final_state=True,
+                                                 use_qk_l2norm_in_kernel=True, backend=backend)
+        state = h0.clone()
+        o_in_place, ht_in_place = fused_recurrent_gated_delta_rule(
+            **inputs, initial_state=state, output_final_state=True, use_qk_l2norm_in_kernel=True,
+            final_state_in_place=True, backend=backend)
+    assert ht_in_place is state
+    assert_close("o in place", o, o_in_place, 1e-6)
+    assert_close("ht in place", ht, ht_in_place, 1e-6)
+    with pytest.raises(ValueError, match="final_state_in_place"):
+        fused_recurrent_gated_delta_rule(**inputs, final_state_in_place=True, backend=backend)
+
+
 def test_fused_recurrent_triton_refuses_gradients():
     inputs, _ = make_inputs(1, 3, 1, torch.float32, False, False)
     inputs["q"].requires_grad_()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -22,7 +23,10 @@ def saved_hybrid(tmp_path_factory):
 
 
 def python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    """``code`` in a fresh interpreter, started outside the checkout (whose kernels/ folder would shadow the
+    ``kernels`` package that transformers probes)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          cwd=tempfile.gettempdir())
 
 
 @pytest.mark.parametrize("order", ["relin first", "transformers first"])

@@ -63,7 +63,7 @@ def test_exported_model_gives_relins_logits_and_greedy_tokens_in_stock_transform
     ids = torch.randint(1, 97, (3, 37), generator=torch.Generator().manual_seed(1))
     (tmp_path / "ids.json").write_text(json.dumps(ids.tolist()))
     subprocess.run([sys.executable, "-c", STOCK, str(tmp_path / "export"), str(tmp_path / "ids.json"),
-                    str(tmp_path / "out.json")], check=True, timeout=300)
+                    str(tmp_path / "out.json")], check=True, timeout=300, cwd=tmp_path)
     stock = json.loads((tmp_path / "out.json").read_text())
     assert stock["class"] == "Qwen3_5ForCausalLM"
     with torch.no_grad():

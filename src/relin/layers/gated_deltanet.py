@@ -53,7 +53,8 @@ class StaticDeltaNetState(DeltaNetState):
                recurrent: torch.Tensor) -> StaticDeltaNetState:
         for mine, new in zip((self.conv_q, self.conv_k, self.conv_v, self.recurrent),
                              (conv_q, conv_k, conv_v, recurrent)):
-            mine.copy_(new)
+            if new is not mine:
+                mine.copy_(new)
         return self
 
 
@@ -121,9 +122,14 @@ class GatedDeltaNet(nn.Module):
         g = -self.A_log.float().exp() * F.softplus(self.a_proj(x).float() + self.dt_bias.float()) * real[..., None]
         initial = None if state is None else state.recurrent
         decoding = steps == 1 and initial is not None and not torch.is_grad_enabled()
-        op = fused_recurrent_gated_delta_rule if decoding else chunk_gated_delta_rule
-        o, final = op(q, k, v, g, beta, initial_state=initial, output_final_state=use_cache,
-                      use_qk_l2norm_in_kernel=True, backend=self.backend)
+        if decoding:
+            # A static state's S is overwritten where it lies (no second buffer, no copy per step).
+            o, final = fused_recurrent_gated_delta_rule(
+                q, k, v, g, beta, initial_state=initial, output_final_state=use_cache, use_qk_l2norm_in_kernel=True,
+                final_state_in_place=isinstance(state, StaticDeltaNetState), backend=self.backend)
+        else:
+            o, final = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=initial, output_final_state=use_cache,
+                                              use_qk_l2norm_in_kernel=True, backend=self.backend)
         o = self.o_norm(o, self.g_proj(x).view(heads)).reshape(batch, steps, -1)
         new_state = None
         if use_cache:
