@@ -9,6 +9,9 @@
 - :func:`stage_run` opens a stage's child run and returns a :class:`Tracker`: params, per-step
   metrics (buffered, written with one batched call), artifacts, system metrics, the git commit, and
   as inputs the artifacts the stage read, with their digests and the run ids that produced them.
+- Every model a stage writes is a logged model of its run (:meth:`Tracker.log_model`, MLflow 3's
+  ``LoggedModel``): its type, size, path and digest, the run's final metrics linked to it and to the
+  dataset the stage read first; the weights stay in ``results/`` (DVC holds them), not copied.
 - Tracking never stops training. Every write goes through an outbox: a busy store (a locked SQLite
   file, a server that does not answer) is retried in the background of the step loop, and what is
   still unwritten when the stage ends is saved under ``logs/tracking-outbox/`` and logged by the
@@ -164,11 +167,29 @@ def _apply(client, op: dict[str, Any], run_id: str | None) -> str | None:
             client.log_artifacts(run_id, str(path), op.get("artifact_path"))
         elif path.is_file():
             client.log_artifact(run_id, str(path), op.get("artifact_path"))
+    elif kind == "log_model":
+        _log_model(client, op, run_id)
     elif kind == "terminate":
         client.set_terminated(run_id, status=op["status"])
     else:
         raise ValueError(f"unknown outbox entry {kind!r}")
     return run_id
+
+
+def _log_model(client, op: dict[str, Any], run_id: str) -> None:
+    """A ``LoggedModel`` of run ``run_id`` (created, its metrics linked, finalised READY)."""
+    from mlflow.entities import Metric
+
+    experiment_id = client.get_run(run_id).info.experiment_id
+    model = client.create_logged_model(experiment_id, name=op["name"], source_run_id=run_id, tags=op["tags"],
+                                       params=op["params"], model_type=op["model_type"])
+    dataset = op.get("dataset") or {}
+    metrics = [Metric(k, v, op["timestamp"], op.get("step", 0), model_id=model.model_id, run_id=run_id,
+                      dataset_name=dataset.get("name"), dataset_digest=dataset.get("digest"))
+               for k, v in op["metrics"].items()]
+    if metrics:
+        client.log_batch(run_id, metrics=metrics)
+    client.finalize_logged_model(model.model_id, "READY")
 
 
 def _dataset_input(op: dict[str, Any]):
@@ -203,6 +224,8 @@ class NullTracker:
     def log_input(self, path: str | Path, name: str | None = None) -> None: ...
     def set_tags(self, tags: dict[str, str]) -> None: ...
     def flush(self) -> None: ...
+    def log_model(self, path: str | Path, name: str, model_type: str, params: dict[str, Any] | None = None,
+                  metrics: dict[str, float] | None = None, dataset: str | Path | None = None) -> None: ...
 
     def record(self, facts: dict[str, Any]) -> None:
         """Facts of this run that are not part of any output (wall time, the step it resumed from):
@@ -223,6 +246,7 @@ class Tracker(NullTracker):
         self._client = None
         self._ops: deque[dict[str, Any]] = deque()
         self._pending_metrics: list[list] = []
+        self._input_digests: dict[str, str] = {}
         self._wake = threading.Condition()
         self._stopping = self._gave_up = False
         self._warned = False
@@ -300,12 +324,28 @@ class Tracker(NullTracker):
         """Record an artifact this stage read: its digest and the run that produced it."""
         path = Path(path)
         producer = read_manifest(path)
+        self._input_digests[str(path)] = digest(path)[:36]
         self._push({"op": "log_input", "source": str(path.resolve()), "name": name or str(path),
-                    "digest": digest(path)[:36], "producer_run_id": producer.get("run_id", ""),
+                    "digest": self._input_digests[str(path)], "producer_run_id": producer.get("run_id", ""),
                     "producer_stage": producer.get("stage", "")})
 
     def set_tags(self, tags: dict[str, str]) -> None:
         self._push({"op": "log_batch", "tags": [[k, str(v)] for k, v in tags.items()]})
+
+    def log_model(self, path: str | Path, name: str, model_type: str, params: dict[str, Any] | None = None,
+                  metrics: dict[str, float] | None = None, dataset: str | Path | None = None) -> None:
+        """Register the model saved at ``path`` (a directory this stage wrote) as a logged model of this run:
+        ``name`` and ``model_type`` for the UI's model list, ``params``, ``metrics`` (scalars), and ``dataset``,
+        the input it was trained on (its digest, as the run's input records it)."""
+        op = {"op": "log_model", "name": name, "model_type": model_type, "timestamp": int(time.time() * 1000),
+              "tags": {"relin.path": str(path), "relin.stage": self.stage},
+              "params": {k: str(v)[:6000] for k, v in _flatten(params or {}).items()},
+              "metrics": {k: float(v) for k, v in (metrics or {}).items()
+                          if isinstance(v, (int, float)) and not isinstance(v, bool)}}
+        if dataset is not None:
+            op["dataset"] = {"name": str(dataset),
+                             "digest": self._input_digests.get(str(dataset)) or digest(Path(dataset))[:36]}
+        self._push(op)
 
     def close(self, status: str) -> None:
         """Flush and end the run, waiting up to ``CLOSE_PATIENCE_S`` for a busy store; what it still
@@ -481,6 +521,9 @@ def init_pipeline(cfg: TrackingConfig, run_name: str = "pipeline", tags: dict[st
         return ""
     client = _client(cfg)
     exp_id = _retry(lambda: _experiment_id(client, cfg.experiment), OPEN_PATIENCE_S)
+    # The UI picks its view by this tag (otherwise it guesses): runs, metrics and models, not GenAI traces.
+    _retry(lambda: client.set_experiment_tag(exp_id, "mlflow.experimentKind", "custom_model_development"),
+           OPEN_PATIENCE_S)
     run = _retry(lambda: client.create_run(exp_id, run_name=run_name, tags={
         "relin.kind": "pipeline", "mlflow.source.git.commit": git_commit(), **_process_tags(), **(tags or {})}),
         OPEN_PATIENCE_S)

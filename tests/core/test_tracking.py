@@ -98,6 +98,26 @@ def test_writes_the_store_refuses_until_the_end_are_saved_and_replayed(store, tm
     assert run.info.status == "FINISHED" and _metric_steps(store, tracker.run_id, "loss") == [1]
 
 
+def test_a_written_model_is_a_logged_model_of_its_run_with_metrics_linked_to_its_dataset(store, tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.txt").write_text("rows")
+    (tmp_path / "results" / "x" / "model").mkdir(parents=True)
+    with tracking.stage_run("probe", {"a": 1}, inputs=["data"]) as tracker:
+        tracker.log_model("results/x/model", "x", "relin_hybrid", params={"layers": 4}, metrics={"loss": 0.5},
+                          dataset="data")
+    client = tracking._client(store)
+    experiment = client.get_experiment_by_name(store.experiment)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    (model,) = client.search_logged_models([experiment.experiment_id])
+    assert (model.name, model.model_type, model.status, model.source_run_id) == \
+        ("x", "relin_hybrid", "READY", tracker.run_id)
+    assert model.params == {"layers": "4"} and model.tags["relin.path"] == "results/x/model"
+    (metric,) = model.metrics
+    inputs = client.get_run(tracker.run_id).inputs.dataset_inputs
+    assert (metric.key, metric.value, metric.dataset_name) == ("loss", 0.5, "data")
+    assert metric.dataset_digest == inputs[0].dataset.digest
+
+
 def test_runs_of_dead_processes_are_closed_and_live_ones_kept(store):
     client = tracking._client(store)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)

@@ -68,6 +68,7 @@ rule vision_tower:
         "logs/lia_mtr/vision_tower.log",
     benchmark:
         "results/benchmarks/lia_mtr/vision_tower.tsv"
+    priority: 5
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -92,6 +93,7 @@ rule clip_features:
         "logs/lia_mtr/clip_features.log",
     benchmark:
         "results/benchmarks/lia_mtr/clip_features.tsv"
+    priority: 5
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -103,6 +105,8 @@ rule clip_features:
         " > {log} 2>&1"
 
 
+# The chain synth_vision -> (vision_tower -> clip_features, chat_lm) -> bridge_align -> bridge_instruct -> eval_mme is
+# the longest after the Qwen3 teacher's: at priority 5 it runs on the free core while the teacher trains, not last.
 rule chat_lm:
     """The chat LLM, trained on the scenes' text alone (or a checkpoint)."""
     input:
@@ -118,6 +122,7 @@ rule chat_lm:
         "logs/lia_mtr/chat_lm.log",
     benchmark:
         "results/benchmarks/lia_mtr/chat_lm.tsv"
+    priority: 5
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -149,6 +154,7 @@ rule bridge_align:
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
         rep=REPLICA,
+    priority: 5
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -181,6 +187,7 @@ rule bridge_instruct:
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
         rep=REPLICA,
+    priority: 5
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -213,6 +220,7 @@ rule eval_mme:
     wildcard_constraints:
         bridge=BRIDGE_WILDCARD,
         rep=REPLICA,
+    priority: 5
     threads: 1
     conda:
         "../envs/relin.yaml"

@@ -177,8 +177,31 @@ def write_model(out: str | Path, model, tokenizer) -> None:
             tokenizer.save_pretrained(tmp)
 
 
-def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker) -> None:
-    """The model directory, ``history.csv`` and ``train_metrics.json`` (rank 0), each atomically."""
+def model_name(out: str | Path) -> str:
+    """The name a model directory goes by in MLflow: its last folders under ``results/`` without the final
+    ``model``, joined by ``-`` (``results/opal/onpolicy/model`` -> ``opal-onpolicy``); MLflow refuses ``/ : . %``
+    and quotes in a name."""
+    parts = [p for p in Path(out).parts if p not in ("results", "model", ".", "/")][-3:]
+    name = "-".join(parts) or "model"
+    return "".join("_" if c in "/:.%\"'" else c for c in name)
+
+
+def log_model(tracker, out: str | Path, model, metrics: dict | None = None, dataset: str | Path | None = None,
+              **params) -> None:
+    """``out`` (the directory ``model`` was saved to) as a logged model of the stage's run."""
+    config = getattr(model, "config", None)
+    model_type = getattr(config, "model_type", None) or type(model).__name__
+    tracker.log_model(out, model_name(out), model_type, metrics=metrics, dataset=dataset,
+                      params={"class": type(model).__name__,
+                              "num_parameters": sum(p.numel() for p in model.parameters()),
+                              **({"mixer_types": ",".join(config.mixer_types)}
+                                 if hasattr(config, "mixer_types") else {}), **params})
+
+
+def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker,
+                  dataset: str | Path | None = None) -> None:
+    """The model directory, ``history.csv`` and ``train_metrics.json`` (rank 0), each atomically; the model is
+    logged to the stage's run with the summary's scalars."""
     from ..io import atomic_write_csv, atomic_write_json
 
     write_model(args.out, model, tokenizer)
@@ -186,7 +209,9 @@ def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict
     atomic_write_csv(args.history, [{k: row.get(k) for k in columns} for row in history], columns)
     atomic_write_json(args.metrics, summary)
     scalars = {**summary, **{f"budget/{k}": v for k, v in summary.get("budget", {}).items()}}
-    tracker.log_metrics({k: v for k, v in scalars.items() if isinstance(v, (int, float)) and not isinstance(v, bool)})
+    scalars = {k: v for k, v in scalars.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    tracker.log_metrics(scalars)
+    log_model(tracker, args.out, model, metrics=scalars, dataset=dataset)
 
 
 def run_training(stage: str, module: str, args: argparse.Namespace, sections, train_cfg,
@@ -225,6 +250,7 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
                        "backend": train_cfg.backend,
                        **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)},
                        "budget": result.budget}
-            write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker)
+            write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker,
+                          dataset=getattr(args, "data", None))
         release(run_dir, env)
     barrier()

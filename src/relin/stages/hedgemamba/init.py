@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...io import atomic_write_json
     from ...models.convert.hedgemamba import hedgemamba_from_hedgehog
     from ...tracking import stage_run
-    from .._training import TextData, write_model
+    from .._training import TextData, log_model, write_model
 
     block = sections.get("hedgemamba.mamba")
     with stage_run("hedgemamba-init", sections.raw, inputs=[args.hedgehog, args.data],
@@ -52,4 +52,5 @@ def run(args: argparse.Namespace, sections) -> None:
         tracker.log_metrics(check)
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})
         write_model(args.out, student, data.tokenizer)
+        log_model(tracker, args.out, student, metrics=check, dataset=args.data, source=args.hedgehog)
         atomic_write_json(args.check, check)

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...models.convert.opal import convert
     from ...models.teachers import load_pretrained
     from ...tracking import stage_run
-    from .._training import write_model
+    from .._training import log_model, write_model
 
     inputs = [args.teacher, *(p for p in (args.data, args.layers) if p)]
     with stage_run("opal-convert", sections.raw, inputs=inputs, outputs=[args.out, args.record]) as tracker:
@@ -121,4 +121,5 @@ def run(args: argparse.Namespace, sections) -> None:
                             "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
                             "kept_layers": ",".join(map(str, record["kept"]))})
         write_model(args.out, student, AutoTokenizer.from_pretrained(args.teacher, local_files_only=True))
+        log_model(tracker, args.out, student, source=args.teacher)
         atomic_write_json(args.record, record)

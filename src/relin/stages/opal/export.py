@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...models.export import to_qwen3_5
     from ...models.teachers import load_pretrained
     from ...tracking import stage_run
-    from .._training import write_model
+    from .._training import log_model, write_model
 
     with stage_run("export", sections.raw, inputs=[args.model], outputs=[args.out, args.record]) as tracker:
         model = load_pretrained(args.model).to("cpu", torch.float32).eval()
@@ -49,6 +49,7 @@ def run(args: argparse.Namespace, sections) -> None:
         tracker.log_metrics({"max_abs_logit_difference": difference})
         tracker.set_tags({"relin.export": "qwen3_5_text"})
         write_model(args.out, exported, AutoTokenizer.from_pretrained(args.model, local_files_only=True))
+        log_model(tracker, args.out, exported, metrics={"max_abs_logit_difference": difference}, source=args.model)
         atomic_write_json(args.record, {"source": args.model, "model_type": exported.config.model_type,
                                         "architecture": type(exported).__name__,
                                         "layer_types": exported.config.layer_types,
