@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -86,7 +87,10 @@ def main() -> None:
                                 pad_token_id=0)
     difference = (torch.tensor(stock["last_logits"], device="cuda") - last).abs().max().item()
     agree = (torch.tensor(stock["tokens"], device="cuda") == tokens)[:, args.prompt:]
-    result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "stock_class": stock["class"],
+    import transformers
+
+    result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "transformers": transformers.__version__,
+              "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"), "stock_class": stock["class"],
               "layers": args.layers, "width": args.width, "batch": args.batch, "prompt": args.prompt,
               "new_tokens": args.new_tokens, "last_logits_max_abs": difference,
               "tokens_equal_share": agree.float().mean().item(), "all_tokens_equal": bool(agree.all()),
