@@ -100,7 +100,15 @@ def test_a_tie_band_turns_a_small_sure_difference_into_no_win():
     a = np.r_[np.ones(1010), np.zeros(990)]
     b = np.r_[np.ones(1000), np.zeros(1000)]
     difference = (r.mean(a) - r.mean(b)) * 100  # 0.5 points, interval well inside ±3
-    assert beats(difference, tie=3.0).outcome == CONTRADICTED
+    verdict = beats(difference, tie=3.0)
+    assert verdict.outcome == CONTRADICTED and verdict.reason.startswith("a tie")
+
+
+def test_a_difference_reaching_below_the_tie_band_is_not_called_a_tie():
+    behind = Estimate(-5.0, np.linspace(-10.0, -0.5, 101))
+    verdict = beats(behind, tie=1.0)
+    assert verdict.outcome == CONTRADICTED and verdict.reason.startswith("behind or tied")
+    assert beats(Estimate(-5.0, np.linspace(-10.0, -2.0, 101)), tie=1.0).reason == "the other way round"
 
 
 def test_thresholds_and_targets():

@@ -218,7 +218,10 @@ def beats(difference: Estimate, tie: float = 0.0) -> Verdict:
     if difference.high < -tie:
         return Verdict(CONTRADICTED, "the other way round")
     if difference.high < tie:
-        return Verdict(CONTRADICTED, f"a tie: the difference lies within ±{tie:g}" if tie else "")
+        if difference.low >= -tie:
+            return Verdict(CONTRADICTED, f"a tie: the difference lies within ±{tie:g}" if tie else "")
+        return Verdict(CONTRADICTED, f"behind or tied: the difference lies in [{difference.low:.3g}, "
+                                     f"{difference.high:.3g}], below +{tie:g}")
     return inconclusive(WITHIN_NOISE, f"the difference's interval contains {tie:g}" if tie else
                         "the difference's interval contains 0")
 
