@@ -1,0 +1,114 @@
+"""Teacher training throughput on one GPU: tokens/s and model FLOPs utilisation (MFU) of relin's training loop.
+
+Each teacher family (Qwen3, GPT-NeoX) at two shapes: the `h200` overlay's, and a ~100M-parameter one (12 x 768,
+Pythia-160M's width and depth). relin's own loop (:func:`relin.train.loop.train`, AdamW, bf16 autocast, the
+teacher stage's cross-entropy objective) trains on random token rows of ``--seq`` tokens (a vocabulary of
+``--vocab`` words), ``--batch`` rows per step. Per case: parameters, tokens/s over the logged intervals after the
+first (autotuning and allocator warm-up excluded), and MFU, the model FLOPs per token (PaLM's count: 6 per
+parameter of every matrix product, LM head included, plus 12 · layers · width · context for attention) times
+tokens/s over the GPU's dense bf16 peak (``--peak-tflops``, H200: 989).
+
+    python benchmarks/gpu/teacher_train.py --out $OUT                   # H200
+    python benchmarks/gpu/teacher_train.py --seq 64 --steps 4 --only tiny   # CPU dry run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+# (family, hidden, layers, heads, kv heads, head dim, intermediate)
+SHAPES = {
+    "qwen3-h200": ("qwen3", 512, 8, 8, 4, 64, 1536),
+    "gpt_neox-h200": ("gpt_neox", 512, 6, 8, 8, 64, 2048),
+    "qwen3-100m": ("qwen3", 768, 12, 12, 4, 64, 2048),
+    "gpt_neox-100m": ("gpt_neox", 768, 12, 12, 12, 64, 3072),
+    "tiny": ("qwen3", 64, 2, 4, 2, 16, 128),
+}
+
+
+def teacher(name: str, vocab: int, seq: int):
+    from relin.config.teacher import TeacherModelConfig
+    from relin.data.tokenizer import build_tokenizer
+    from relin.models.teachers import build_teacher
+
+    family, hidden, layers, heads, kv, head_dim, inter = SHAPES[name]
+    extra = {"num_key_value_heads": kv, "head_dim": head_dim} if family == "qwen3" else {"rotary_pct": 0.25}
+    cfg = TeacherModelConfig(family=family, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
+                             intermediate_size=inter, max_position_embeddings=max(seq, 64), **extra)
+    tokenizer = build_tokenizer("word", [f"w{i}" for i in range(vocab)])
+    return build_teacher(cfg, tokenizer, seed=0), tokenizer
+
+
+def flops_per_token(model, seq: int) -> float:
+    """PaLM's model FLOPs per trained token: 6 per weight of every matrix product (input embedding excluded, a
+    tied LM head counted once as the head) plus 12 · layers · width · context for the attention products."""
+    config = model.config
+    weights = sum(p.numel() for n, p in model.named_parameters() if p.dim() == 2)
+    embedding = model.get_input_embeddings().weight
+    if embedding is not model.get_output_embeddings().weight:
+        weights -= embedding.numel()
+    width = config.num_attention_heads * getattr(config, "head_dim", config.hidden_size // config.num_attention_heads)
+    return 6 * weights + 12 * config.num_hidden_layers * width * seq
+
+
+def measure(name: str, args) -> dict:
+    from relin.config.train import TrainConfig
+    from relin.train.batching import StepBatches
+    from relin.train.loop import train
+    from relin.train.objectives import build_objective
+
+    model, tokenizer = teacher(name, args.vocab, args.seq)
+    generator = torch.Generator().manual_seed(0)
+    rows = torch.randint(4, len(tokenizer), (args.batch * 8, args.seq), generator=generator).tolist()
+    batches = StepBatches(rows, rows, batch_size=args.batch, pad_id=tokenizer.pad_token_id, seed=0)
+    cfg = TrainConfig(steps=args.steps, batch_size=args.batch, lr=3e-4, warmup_steps=1, log_every=args.log_every,
+                      checkpoint_every=args.steps + 1, bucket_by_length=False)
+    with tempfile.TemporaryDirectory() as tmp:
+        result = train(model, build_objective("ce"), batches, cfg, checkpoint_root=tmp, progress=False)
+    rates = [row["tokens_per_s"] for row in result.history][1:] or [row["tokens_per_s"] for row in result.history]
+    tokens_per_s = sum(rates) / len(rates)
+    flops = flops_per_token(result.model, args.seq)
+    params = sum(p.numel() for p in result.model.parameters())
+    return {"case": name, "parameters": params, "seq": args.seq, "batch": args.batch, "steps": args.steps,
+            "tokens_per_s": round(tokens_per_s), "steps_per_s": round(tokens_per_s / (args.batch * args.seq), 2),
+            "flops_per_token": flops, "mfu": round(tokens_per_s * flops / (args.peak_tflops * 1e12), 4)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="+", choices=sorted(SHAPES), default=[s for s in SHAPES if s != "tiny"])
+    parser.add_argument("--seq", type=int, default=2048)
+    parser.add_argument("--batch", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--log-every", type=int, default=10)
+    parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the GPU")
+    parser.add_argument("--out", default="benchmarks/results")
+    args = parser.parse_args()
+
+    import transformers
+
+    meta = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "torch": torch.__version__,
+            "transformers": transformers.__version__, "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
+            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "peak_tflops": args.peak_tflops}
+    rows = []
+    for name in args.only:
+        rows.append(measure(name, args))
+        print(json.dumps(rows[-1]), flush=True)
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "teacher_train.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
+    print(f"\n{meta['gpu']}, rows of {args.seq} tokens, {args.batch} per step")
+    print("| case | parameters | tokens/s | steps/s | MFU |")
+    for r in rows:
+        print(f"| {r['case']} | {r['parameters'] / 1e6:.1f}M | {r['tokens_per_s']} | {r['steps_per_s']} | "
+              f"{100 * r['mfu']:.1f}% |")
+
+
+if __name__ == "__main__":
+    main()
