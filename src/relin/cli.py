@@ -64,6 +64,9 @@ def _sections(args, stage):
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ._auto import cancel_pending
+
+    cancel_pending()
     argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv[0] if argv else None).parse_args(argv)
     try:

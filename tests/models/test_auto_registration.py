@@ -29,19 +29,29 @@ def python(code: str) -> subprocess.CompletedProcess:
                           cwd=tempfile.gettempdir())
 
 
-@pytest.mark.parametrize("order", ["relin first", "transformers first"])
-def test_import_relin_lets_auto_classes_load_a_saved_hybrid(saved_hybrid, order):
-    load = LOAD.format(saved_hybrid)
-    code = f"import relin\n{load}" if order == "relin first" else f"import transformers, relin\n{load}"
+def test_import_relin_imports_nothing_heavy_and_then_lets_auto_classes_load_a_saved_hybrid(saved_hybrid):
+    code = ("import sys, relin\n"
+            "assert not {'torch', 'transformers'} & set(sys.modules), 'import relin imported torch or transformers'\n"
+            + LOAD.format(saved_hybrid))
     result = python(code)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "HybridForCausalLM"
 
 
-def test_without_relin_the_auto_classes_do_not_know_the_hybrid(saved_hybrid):
-    assert python(LOAD.format(saved_hybrid)).returncode != 0
+def test_relin_imported_after_transformers_registers_at_once(saved_hybrid):
+    result = python(f"import transformers, relin\n{LOAD.format(saved_hybrid)}")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "HybridForCausalLM"
 
 
-def test_import_relin_imports_neither_torch_nor_transformers():
-    result = python("import sys, relin; print(sorted({'torch', 'transformers'} & set(sys.modules)))")
-    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+def test_transformers_alone_does_not_know_the_hybrid():
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    assert "relin_hybrid" not in CONFIG_MAPPING_NAMES
+
+
+def test_the_cli_skips_the_pending_registration():
+    """Stages import the model modules they load with; one that needs only a tokenizer pays nothing more."""
+    result = python("import sys, relin, relin.cli\nrelin._auto.cancel_pending()\nimport transformers\n"
+                    "print('relin.models.hybrid' in sys.modules)")
+    assert result.returncode == 0 and result.stdout.strip() == "False", result.stdout + result.stderr

@@ -134,23 +134,34 @@ def test_a_model_saved_without_its_tokenizer_is_refused_in_one_line(toy_dataset,
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("qk_norm", [False, True])
-def test_export_writes_a_stock_checkpoint_or_names_what_it_cannot_map(checkpoint, toy_dataset, tmp_path, capsys,
-                                                                      qk_norm):
-    config = {**GDN, "opal.gdn": {**GDN["opal.gdn"], "qk_norm": qk_norm}}
+def _export(model_dir, out):
+    return main(["export", "--config", "{}", "--model", str(model_dir), "--out", str(out / "model"),
+                 "--record", str(out / "export.json")])
+
+
+def test_export_writes_a_stock_checkpoint_of_the_converted_hybrid(checkpoint, toy_dataset, tmp_path):
+    config = {**GDN, "opal.gdn": {**GDN["opal.gdn"], "qk_norm": False}}
     assert _convert(config, checkpoint, "gdn", tmp_path / "gdn", "--data", toy_dataset) == 0
     out = tmp_path / "export"
-    capsys.readouterr()
-    code = main(["export", "--model", str(tmp_path / "gdn/model"), "--out", str(out / "model"),
-                 "--record", str(out / "export.json")])
-    if qk_norm:
-        errors = [line for line in capsys.readouterr().err.splitlines() if "qwen3_5_text" in line]
-        assert code != 0 and len(errors) == 1 and "gdn.qk_norm" in errors[0]
-        assert not out.exists()
-        return
-    assert code == 0
+    assert _export(tmp_path / "gdn/model", out) == 0
     record = json.loads((out / "export.json").read_text())
     assert record["model_type"] == "qwen3_5_text" and record["max_abs_logit_difference"] <= 1e-4
     assert record["layer_types"] == ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + \
         ["full_attention"]
     assert (out / "model/tokenizer.json").is_file() and (out / "model/model.safetensors").is_file()
+
+
+def test_export_names_what_it_cannot_map_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from relin.models.hybrid import HybridConfig, HybridForCausalLM
+
+    tokenizer = word_tokenizer()
+    config = HybridConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                          num_attention_heads=2, num_key_value_heads=2, head_dim=16, mixer_types=["gdn", "attention"],
+                          gdn={"qk_norm": True})
+    HybridForCausalLM(config).save_pretrained(tmp_path / "hybrid")
+    tokenizer.save_pretrained(tmp_path / "hybrid")
+    capsys.readouterr()
+    assert _export(tmp_path / "hybrid", tmp_path / "export") != 0
+    errors = [line for line in capsys.readouterr().err.splitlines() if "qwen3_5_text" in line]
+    assert len(errors) == 1 and "gdn.qk_norm" in errors[0]
+    assert not (tmp_path / "export").exists()

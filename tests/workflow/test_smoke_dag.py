@@ -208,7 +208,8 @@ def test_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, exp
 
 
 def test_dvc_repro_reruns_only_the_changed_chain(smoke_run, tmp_path):
-    """A parameter of one stage reruns it and, through its changed output, the report; nothing else."""
+    """A parameter of one stage reruns it and nothing else. The number of timed decode steps changes only the
+    timings, which go to MLflow: hybrid_speed's outputs come out byte-identical, so DVC skips the report."""
     repo = clone_run(smoke_run, tmp_path / "repo")
     assert "up to date" in run(["dvc", "status"], repo).stdout
 
@@ -218,9 +219,9 @@ def test_dvc_repro_reruns_only_the_changed_chain(smoke_run, tmp_path):
     out = run(["dvc", "repro"], repo, timeout=1200).stdout
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     skipped = set(re.findall(r"Stage '([^']+)' didn't change, skipping", out))
-    assert ran == {"hybrid_speed", "report"}, out
+    assert ran == {"hybrid_speed"}, out
     assert {"synth_text", "teacher_lm-qwen3", "eval_lm-teacher-qwen3", "opal_onpolicy", "hedgemamba_finetune-finetune",
-            "bridge_probe"} <= skipped, out
+            "bridge_probe", "report"} <= skipped, out
     # Both tools now agree that everything is up to date (params.yaml alone: the smoke overlay would
     # put back the old value).
     assert "Nothing to be done" in run(["snakemake", "-n", "--cores", "2"], repo).stdout

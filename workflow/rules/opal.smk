@@ -140,6 +140,8 @@ rule opal_export:
     output:
         model=directory("results/opal/export/model"),
         record="results/opal/export/export.json",
+    params:
+        cfg=sections(),
     log:
         "logs/opal/export.log",
     benchmark:
@@ -151,7 +153,8 @@ rule opal_export:
         mem_mb=3000,
         gpu=0,
     shell:
-        "relin export --model {input.model} --out {output.model} --record {output.record} > {log} 2>&1"
+        "relin export --config {params.cfg:q} --model {input.model} --out {output.model} --record {output.record}"
+        " > {log} 2>&1"
 
 
 rule hybrid_speed:
