@@ -25,6 +25,9 @@ WORKFLOW = "tests/workflow/"
 # The workflow modules that share the session's smoke DAG run (the ``smoke_run`` fixture): one xdist scope.
 SMOKE_RUN_MODULES = tuple(f"{WORKFLOW}{name}.py" for name in ("test_smoke_dag", "test_reruns",
                                                                "test_resume"))
+# Joins that scope without using the smoke run, so that the two workers end together: the smoke scope took about
+# 720 s and the other worker about 940 s, 130 of them these tests' own DAG runs.
+BALANCING_MODULES = (f"{WORKFLOW}test_concurrent_runs.py",)
 
 
 # Set by the ``smoke_run`` fixture (tests/workflow/conftest.py) to its worker's id while the smoke DAG runs. The
@@ -57,7 +60,8 @@ def pytest_xdist_make_scheduler(config, log):
 
     class WorkflowScope(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            return WORKFLOW if nodeid.startswith(SMOKE_RUN_MODULES) else super()._split_scope(nodeid)
+            in_scope = nodeid.startswith(SMOKE_RUN_MODULES + BALANCING_MODULES)
+            return WORKFLOW if in_scope else super()._split_scope(nodeid)
 
     return WorkflowScope(config, log)
 
