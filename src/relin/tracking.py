@@ -10,8 +10,8 @@
   metrics (buffered, written with one batched call), artifacts, system metrics, the git commit, and
   as inputs the artifacts the stage read, with their digests and the run ids that produced them.
 - Every model a stage writes is a logged model of its run (:meth:`Tracker.log_model`, MLflow 3's
-  ``LoggedModel``): its type, size, path and digest, the run's final metrics linked to it and to the
-  dataset the stage read first; the weights stay in ``results/`` (DVC holds them), not copied.
+  ``LoggedModel``): its type, size and path, the run's final metrics linked to it and to the dataset
+  it trained on; the weights stay in ``results/`` (DVC holds them), not copied.
 - Tracking never stops training. Every write goes through an outbox: a busy store (a locked SQLite
   file, a server that does not answer) is retried in the background of the step loop, and what is
   still unwritten when the stage ends is saved under ``logs/tracking-outbox/`` and logged by the

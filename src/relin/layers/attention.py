@@ -131,6 +131,10 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
         self.k_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
 
+    def decodes_without_mask(self, steps: int) -> bool:
+        """Whether a step of ``steps`` tokens through a static cache reads it with the decode kernel (no mask)."""
+        return steps == 1 and self.window is None
+
     def forward(self, hidden_states: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor], mask: torch.Tensor,
                 state: AttentionState | None = None, use_cache: bool = False
                 ) -> tuple[torch.Tensor, AttentionState | None]:
@@ -148,7 +152,7 @@ class Attention(nn.Module):
         else:
             new_state = AttentionState(k, v)
         new_state = new_state if use_cache else None
-        if steps == 1 and self.window is None and isinstance(state, StaticAttentionState):
+        if self.decodes_without_mask(steps) and isinstance(state, StaticAttentionState):
             from relin.kernels import decode_attention
 
             out = decode_attention(q[:, :, 0], k, v, state.length + 1, state.start, self.head_dim ** -0.5,

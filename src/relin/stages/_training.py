@@ -201,7 +201,7 @@ def log_model(tracker, out: str | Path, model, metrics: dict | None = None, data
 def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict], summary: dict, tracker,
                   dataset: str | Path | None = None) -> None:
     """The model directory, ``history.csv`` and ``train_metrics.json`` (rank 0), each atomically; the model is
-    logged to the stage's run with the summary's scalars."""
+    logged to the stage's run with the summary's scalars (run metrics linked to the model)."""
     from ..io import atomic_write_csv, atomic_write_json
 
     write_model(args.out, model, tokenizer)
@@ -210,7 +210,6 @@ def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict
     atomic_write_json(args.metrics, summary)
     scalars = {**summary, **{f"budget/{k}": v for k, v in summary.get("budget", {}).items()}}
     scalars = {k: v for k, v in scalars.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-    tracker.log_metrics(scalars)
     log_model(tracker, args.out, model, metrics=scalars, dataset=dataset)
 
 

@@ -293,9 +293,8 @@ class HybridModel(HybridPreTrainedModel):
         slots = cache.length + torch.arange(steps, device=hidden.device)
         real = slots[None] >= cache.start[:, None]                                 # [B, T]
         rope = self.rotary((slots[None] - cache.start[:, None]).clamp(min=0), hidden.dtype)
-        # A one-token step of full attention reads the cache through the decode kernel, without a mask.
         windows = {(layer.self_attn.window, layer.self_attn.sinks) for layer in self.layers
-                   if layer.kind in SOFTMAX_MIXERS and not (steps == 1 and layer.self_attn.window is None)}
+                   if layer.kind in SOFTMAX_MIXERS and not layer.self_attn.decodes_without_mask(steps)}
         masks = {key: static_attention_mask(cache.length, steps, cache.max_length, *key, start=cache.start)
                  for key in windows}
         for layer, state in zip(self.layers, cache.states):
