@@ -88,31 +88,31 @@ def qwen3_5_state_dict(model, config: HybridConfig) -> dict[str, torch.Tensor]:
     if not config.tie_word_embeddings:
         out["lm_head.weight"] = source["lm_head.weight"]
     for i, kind in enumerate(config.mixer_types):
-        mine, theirs = f"model.layers.{i}.", f"model.layers.{i}."
+        layer = f"model.layers.{i}."  # the same prefix in both layouts
         for norm in ("input_layernorm", "post_attention_layernorm"):
-            out[f"{theirs}{norm}.weight"] = _zero_centred(source[f"{mine}{norm}.weight"])
+            out[f"{layer}{norm}.weight"] = _zero_centred(source[f"{layer}{norm}.weight"])
         for proj in ("gate_proj", "up_proj", "down_proj"):
-            out[f"{theirs}mlp.{proj}.weight"] = source[f"{mine}mlp.{proj}.weight"]
+            out[f"{layer}mlp.{proj}.weight"] = source[f"{layer}mlp.{proj}.weight"]
         if kind == "attention":
-            attn = f"{mine}self_attn."
-            out[f"{theirs}self_attn.q_proj.weight"] = _gated_q_proj(source[attn + "q_proj.weight"],
-                                                                    config.num_attention_heads, config.head_dim)
-            out[f"{theirs}self_attn.k_proj.weight"] = source[attn + "k_proj.weight"]
-            out[f"{theirs}self_attn.v_proj.weight"] = source[attn + "v_proj.weight"]
-            out[f"{theirs}self_attn.o_proj.weight"] = 2.0 * source[attn + "o_proj.weight"]
-            out[f"{theirs}self_attn.q_norm.weight"] = _zero_centred(source[attn + "q_norm.weight"])
-            out[f"{theirs}self_attn.k_norm.weight"] = _zero_centred(source[attn + "k_norm.weight"])
+            attn = f"{layer}self_attn."
+            out[attn + "q_proj.weight"] = _gated_q_proj(source[attn + "q_proj.weight"], config.num_attention_heads,
+                                                        config.head_dim)
+            out[attn + "k_proj.weight"] = source[attn + "k_proj.weight"]
+            out[attn + "v_proj.weight"] = source[attn + "v_proj.weight"]
+            out[attn + "o_proj.weight"] = 2.0 * source[attn + "o_proj.weight"]
+            out[attn + "q_norm.weight"] = _zero_centred(source[attn + "q_norm.weight"])
+            out[attn + "k_norm.weight"] = _zero_centred(source[attn + "k_norm.weight"])
         else:
-            gdn, dst = f"{mine}linear_attn.", f"{theirs}linear_attn."
-            out[dst + "in_proj_qkv.weight"] = torch.cat([source[gdn + f"{p}_proj.weight"] for p in "qkv"])
-            out[dst + "conv1d.weight"] = torch.cat([source[gdn + f"{p}_conv.weight"] for p in "qkv"])[:, None, :]
-            out[dst + "in_proj_z.weight"] = source[gdn + "g_proj.weight"]
-            out[dst + "in_proj_a.weight"] = source[gdn + "a_proj.weight"]
-            out[dst + "in_proj_b.weight"] = source[gdn + "b_proj.weight"]
-            out[dst + "out_proj.weight"] = source[gdn + "o_proj.weight"]
-            out[dst + "norm.weight"] = source[gdn + "o_norm.weight"]
-            out[dst + "A_log"] = source[gdn + "A_log"]
-            out[dst + "dt_bias"] = source[gdn + "dt_bias"]
+            gdn = f"{layer}linear_attn."
+            out[gdn + "in_proj_qkv.weight"] = torch.cat([source[gdn + f"{p}_proj.weight"] for p in "qkv"])
+            out[gdn + "conv1d.weight"] = torch.cat([source[gdn + f"{p}_conv.weight"] for p in "qkv"])[:, None, :]
+            out[gdn + "in_proj_z.weight"] = source[gdn + "g_proj.weight"]
+            out[gdn + "in_proj_a.weight"] = source[gdn + "a_proj.weight"]
+            out[gdn + "in_proj_b.weight"] = source[gdn + "b_proj.weight"]
+            out[gdn + "out_proj.weight"] = source[gdn + "o_proj.weight"]
+            out[gdn + "norm.weight"] = source[gdn + "o_norm.weight"]
+            out[gdn + "A_log"] = source[gdn + "A_log"]
+            out[gdn + "dt_bias"] = source[gdn + "dt_bias"]
     return out
 
 
