@@ -7,6 +7,8 @@ Three op families serve all three papers (layout ``[B, T, H, D]``, fp32 states):
 - ``multiscale_diag_retention``: the LIA-MTR bridge recurrence (eqs. 3-5).
 - ``decode_attention``: one query per row over a static KV cache (split-K flash-decoding, grouped heads read in
   place): the decode step of the teachers' and the hybrids' attention layers.
+- ``rms_norm`` (alone, after the residual add, or gated), ``short_conv_step`` and ``gdn_gates``: the one-pass
+  forward kernels that replace a decoder block's many small elementwise launches at inference.
 
 On CUDA tensors they run Triton kernels; on CPU tensors a chunked PyTorch path (see
 ``relin.kernels.common.backend``).

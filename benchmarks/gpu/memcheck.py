@@ -2,7 +2,7 @@
 ``compute-sanitizer --tool memcheck`` (which reports out-of-bounds and misaligned accesses the tests cannot see).
 
     compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr] [decode] \
-        [--dims 128x128,16x16]
+        [step] [--dims 128x128,16x16]
 
 The autotuner times each config once instead of benchmarking it (memcheck slows every launch), so each config
 still runs. Shapes match tests/kernels' head-dim sweeps (two heads), so a machine that ran those has the
@@ -31,7 +31,11 @@ from relin.kernels import (  # noqa: E402
     chunk_decayed_linear_attn,
     chunk_gated_delta_rule,
     decode_attention,
+    fused_recurrent_gated_delta_rule,
+    gdn_gates,
     multiscale_diag_retention,
+    rms_norm,
+    short_conv_step,
 )
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"  # a CPU runs it under TRITON_INTERPRET=1 (slowly)
@@ -130,11 +134,47 @@ def decode_cases(dims):
                 yield f"decode D={D} G={groups} T={filled}/300", case
 
 
-SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases, "decode": decode_cases}
+def step_cases(dims):
+    """The decode step's one-pass kernels at each head dim: RMSNorm alone, after the add and gated over heads sliced
+    from a fused projection; the short-conv step and the gates on slices of it; the recurrent step reading q, k, v
+    in place from the slices."""
+    def finite(*outs):
+        if DEVICE == "cuda":
+            torch.cuda.synchronize()
+        return all(bool(torch.isfinite(t).all()) for t in outs)
+
+    for D in sorted({K for K, _ in dims} | {2048, 5000}):
+        x, res, gate = (r(3, 2, D).to(torch.bfloat16) for _ in range(3))
+        w = r(D).to(torch.bfloat16)
+        yield f"rms_norm D={D}", lambda x=x, w=w, res=res, gate=gate: finite(
+            rms_norm(x, w, 1e-6, backend="triton"), *rms_norm(x, w, 1e-6, residual=res, backend="triton"),
+            rms_norm(x, w, 1e-6, gate=gate, backend="triton"))
+    for K, _ in dims:
+        B, inner = 3, H * K
+        proj = r(B, 4 * inner + 2 * H).to(torch.bfloat16)
+        state, weight = r(B, 3 * inner, 3).to(torch.bfloat16), r(3 * inner, 4)
+        h0 = r(B, H, K, K)
+
+        def case(proj=proj, state=state, weight=weight, h0=h0, K=K, inner=inner):
+            with torch.no_grad():
+                qkv = short_conv_step(proj[:, :3 * inner], state, weight, real=torch.ones(B, device=DEVICE),
+                                      backend="triton")
+                q, k, v = (qkv[:, i * inner:(i + 1) * inner].view(B, 1, H, K) for i in range(3))
+                g, beta = gdn_gates(proj[:, 4 * inner:4 * inner + H].view(B, 1, H), proj[:, 4 * inner + H:].view(B, 1, H),
+                                    r(H), r(H), backend="triton")
+                o, _ = fused_recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                                                        use_qk_l2norm_in_kernel=True, final_state_in_place=True,
+                                                        backend="triton")
+                y = rms_norm(o, r(K), 1e-6, gate=proj[:, 3 * inner:4 * inner].view(B, 1, H, K), backend="triton")
+            return finite(qkv, g, beta, o, h0, y, state)
+        yield f"decode step K={K}", case
+
+
+SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases, "decode": decode_cases, "step": step_cases}
 
 
 def main(argv=None):
-    """Every case, or those of the ops named on the command line (gdn, dla, msr, decode), at every head dim or
+    """Every case, or those of the ops named on the command line (gdn, dla, msr, decode, step), at every head dim or
     --dims."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ops", nargs="*", help=f"ops to run, of {', '.join(SWEEPS)} (default: all)")

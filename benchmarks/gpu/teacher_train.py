@@ -4,7 +4,7 @@ Each teacher family (Qwen3, GPT-NeoX) at two shapes: the `h200` overlay's, and a
 Pythia-160M's width and depth). relin's own loop (:func:`relin.train.loop.train`, AdamW, bf16 autocast, the
 teacher stage's cross-entropy objective) trains on random token rows of ``--seq`` tokens (a vocabulary of
 ``--vocab`` words), ``--batch`` rows per step. Per case: parameters, tokens/s over the logged intervals after the
-first (autotuning and allocator warm-up excluded), and MFU, the model FLOPs per token (PaLM's count: 6 per
+first (autotuning, compilation and allocator warm-up excluded), and MFU, the model FLOPs per token (PaLM's count: 6 per
 parameter of every matrix product, LM head included, plus 12 · layers · width · context for attention) times
 tokens/s over the GPU's dense bf16 peak (``--peak-tflops``, H200: 989).
 
@@ -57,7 +57,7 @@ def flops_per_token(model, seq: int) -> float:
     return 6 * weights + 12 * config.num_hidden_layers * width * seq
 
 
-def measure(name: str, args) -> dict:
+def measure(name: str, compiled: bool, args) -> dict:
     from relin.config.train import TrainConfig
     from relin.train.batching import StepBatches
     from relin.train.loop import train
@@ -68,14 +68,14 @@ def measure(name: str, args) -> dict:
     rows = torch.randint(4, len(tokenizer), (args.batch * 8, args.seq), generator=generator).tolist()
     batches = StepBatches(rows, rows, batch_size=args.batch, pad_id=tokenizer.pad_token_id, seed=0)
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch, lr=3e-4, warmup_steps=1, log_every=args.log_every,
-                      checkpoint_every=args.steps + 1, bucket_by_length=False)
+                      checkpoint_every=args.steps + 1, bucket_by_length=False, compile=compiled)
     with tempfile.TemporaryDirectory() as tmp:
         result = train(model, build_objective("ce"), batches, cfg, checkpoint_root=tmp, progress=False)
     rates = [row["tokens_per_s"] for row in result.history][1:] or [row["tokens_per_s"] for row in result.history]
     tokens_per_s = sum(rates) / len(rates)
     flops = flops_per_token(result.model, args.seq)
     params = sum(p.numel() for p in result.model.parameters())
-    return {"case": name, "parameters": params, "seq": args.seq, "batch": args.batch, "steps": args.steps,
+    return {"case": name, "compiled": compiled, "parameters": params, "seq": args.seq, "batch": args.batch, "steps": args.steps,
             "tokens_per_s": round(tokens_per_s), "steps_per_s": round(tokens_per_s / (args.batch * args.seq), 2),
             "flops_per_token": flops, "mfu": round(tokens_per_s * flops / (args.peak_tflops * 1e12), 4)}
 
@@ -88,6 +88,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"], default=["eager", "compiled"],
+                        help="the loop as is, and with train.compile (torch.compile of the model)")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the GPU")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
@@ -98,16 +100,16 @@ def main() -> None:
             "transformers": transformers.__version__, "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
             "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "peak_tflops": args.peak_tflops}
     rows = []
-    for name in args.only:
-        rows.append(measure(name, args))
+    for name, mode in ((name, mode) for name in args.only for mode in args.modes):
+        rows.append(measure(name, mode == "compiled", args))
         print(json.dumps(rows[-1]), flush=True)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "teacher_train.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
     print(f"\n{meta['gpu']}, rows of {args.seq} tokens, {args.batch} per step")
-    print("| case | parameters | tokens/s | steps/s | MFU |")
+    print("| case | loop | parameters | tokens/s | steps/s | MFU |")
     for r in rows:
-        print(f"| {r['case']} | {r['parameters'] / 1e6:.1f}M | {r['tokens_per_s']} | {r['steps_per_s']} | "
-              f"{100 * r['mfu']:.1f}% |")
+        print(f"| {r['case']} | {'compiled' if r['compiled'] else 'eager'} | {r['parameters'] / 1e6:.1f}M | "
+              f"{r['tokens_per_s']} | {r['steps_per_s']} | {100 * r['mfu']:.1f}% |")
 
 
 if __name__ == "__main__":

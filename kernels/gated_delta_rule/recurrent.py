@@ -15,9 +15,9 @@ from ..common.chunk_tables import chunk_tables
 from .ref import L2NORM_EPS, check_inputs, check_triton_head_dims, naive_recurrent_gated_delta_rule
 
 
-@triton.jit(do_not_specialize=["T"])
+@triton.jit(do_not_specialize=["T", "s_q", "s_k", "s_v"])
 def gdn_fwd_kernel_fused_recurrent(
-    q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T,
+    q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T, s_q, s_k, s_v,
     H: tl.constexpr, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
     USE_INITIAL_STATE: tl.constexpr, STORE_FINAL_STATE: tl.constexpr, USE_QK_L2NORM: tl.constexpr,
     EPS: tl.constexpr,
@@ -36,9 +36,9 @@ def gdn_fwd_kernel_fused_recurrent(
         b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
     for i_t in range(0, eos - bos):
         r = bos + tl.cast(i_t, tl.int64)
-        b_q = tl.load(q + (r * H + i_h) * K + o_k, mask=m_k, other=0.).to(tl.float32)
-        b_k = tl.load(k + (r * H + i_h) * K + o_k, mask=m_k, other=0.).to(tl.float32)
-        b_v = tl.load(v + (r * H + i_h) * V + o_v, mask=m_v, other=0.).to(tl.float32)
+        b_q = tl.load(q + r * s_q + i_h * K + o_k, mask=m_k, other=0.).to(tl.float32)
+        b_k = tl.load(k + r * s_k + i_h * K + o_k, mask=m_k, other=0.).to(tl.float32)
+        b_v = tl.load(v + r * s_v + i_h * V + o_v, mask=m_v, other=0.).to(tl.float32)
         b_g = tl.load(g + r * H + i_h).to(tl.float32)
         b_beta = tl.load(beta + r * H + i_h).to(tl.float32)
         if USE_QK_L2NORM:
@@ -51,6 +51,19 @@ def gdn_fwd_kernel_fused_recurrent(
         tl.store(o + (r * H + i_h) * V + o_v, b_o.to(o.dtype.element_ty), mask=m_v)
     if STORE_FINAL_STATE:
         tl.store(ht + i_nh * K * V + o_kv, b_S, mask=m_kv)
+
+
+def token_stride(x: torch.Tensor) -> int | None:
+    """The stride between consecutive tokens of ``x [B, T, H, D]`` when its heads and features are packed and its
+    (B, T) dims flatten to one stride; None otherwise."""
+    B, T, H, D = x.shape
+    if x.stride(3) != 1 or (H > 1 and x.stride(2) != D):
+        return None
+    if T == 1:
+        return x.stride(0)
+    if B > 1 and x.stride(0) != T * x.stride(1):
+        return None
+    return x.stride(1)
 
 
 def fused_recurrent_gated_delta_rule(
@@ -93,16 +106,18 @@ def fused_recurrent_gated_delta_rule(
         raise NotImplementedError(
             "fused_recurrent_gated_delta_rule has no Triton backward; use chunk_gated_delta_rule for training")
     cu_seqlens = chunk_tables(B, T, bounds, q.device).cu_seqlens
-    q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
+    # q, k and v may be heads sliced out of one fused projection: any token stride, heads and features packed.
+    q, k, v = (x if token_stride(x) is not None else x.contiguous() for x in (q, k, v))
+    g, beta = g.contiguous(), beta.contiguous()
     h0 = None if initial_state is None else initial_state.contiguous()
     if final_state_in_place and h0 is not initial_state:
         raise ValueError("final_state_in_place needs a contiguous initial_state")
     BK, BV = triton.next_power_of_2(K), min(triton.next_power_of_2(V), 32)
-    o = torch.empty_like(v)
+    o = torch.empty(v.shape, dtype=v.dtype, device=v.device)
     ht = (h0 if final_state_in_place else
           torch.empty(N, H, K, V, dtype=torch.float32, device=q.device) if output_final_state else None)
     gdn_fwd_kernel_fused_recurrent[(triton.cdiv(V, BV), N * H)](
-        q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T,
+        q, k, v, g, beta, o, h0, ht, cu_seqlens, scale, T, token_stride(q), token_stride(k), token_stride(v),
         H=H, K=K, V=V, BK=BK, BV=BV, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=output_final_state,
         USE_QK_L2NORM=use_qk_l2norm_in_kernel, EPS=L2NORM_EPS, num_warps=1 if BK * BV <= 2048 else 4)
     return o, ht

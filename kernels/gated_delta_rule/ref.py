@@ -7,6 +7,7 @@ Per head, with state S_t of shape [K, V]:
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from ..common.chunk_tables import sequence_bounds
 
@@ -89,3 +90,18 @@ def naive_recurrent_gated_delta_rule(
         finals.append(S)
     o = torch.stack([torch.stack(r) if r else v.new_zeros(0, H, V) for r in rows])
     return o.to(out_dtype), (torch.stack(finals) if output_final_state else None)
+
+
+def naive_gdn_gates(a: torch.Tensor, b: torch.Tensor, A_log: torch.Tensor, dt_bias: torch.Tensor,
+                    beta_scale: float = 1.0, real: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Gated DeltaNet's per-head gates from its projections (Yang et al. 2025; Qwen3-Next), in fp32:
+
+        g = −exp(A_log) · softplus(a + dt_bias),   β = beta_scale · σ(b)
+
+    ``a, b [..., H]``, ``A_log, dt_bias [H]``, ``real [...]`` (0 = padding: g = β = 0). Returns ``g, beta [..., H]``
+    in fp32."""
+    g = -A_log.float().exp() * F.softplus(a.float() + dt_bias.float())
+    beta = torch.sigmoid(b.float()) * beta_scale
+    if real is not None:
+        g, beta = g * real[..., None].float(), beta * real[..., None].float()
+    return g, beta

@@ -6,6 +6,8 @@ import torch.nn.functional as F
 from relin.kernels.gated_delta_rule import (
     chunk_gated_delta_rule,
     fused_recurrent_gated_delta_rule,
+    gdn_gates,
+    naive_gdn_gates,
     naive_recurrent_gated_delta_rule,
 )
 
@@ -255,6 +257,43 @@ def test_fused_recurrent_final_state_in_place_overwrites_the_initial_state(backe
     assert_close("ht in place", ht, ht_in_place, 1e-6)
     with pytest.raises(ValueError, match="final_state_in_place"):
         fused_recurrent_gated_delta_rule(**inputs, final_state_in_place=True, backend=backend)
+
+
+def test_fused_recurrent_reads_heads_sliced_from_a_fused_projection():
+    """q, k and v as slices of one [B, 3·H·K] row (the decode step's fused projection) read in place."""
+    B, H, K = 3, HEADS, DK
+    qkv = torch.randn(B, 1, 3 * H * K + 5, device=DEVICE).to(DTYPES[0])
+    q, k, v = (qkv[..., i * H * K:(i + 1) * H * K].view(B, 1, H, K) for i in range(3))
+    g = F.logsigmoid(torch.randn(B, 1, H, device=DEVICE))
+    beta = torch.rand(B, 1, H, device=DEVICE)
+    h0 = torch.randn(B, H, K, K, device=DEVICE)
+    with torch.no_grad():
+        o, ht = fused_recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
+                                                 use_qk_l2norm_in_kernel=True, backend="triton")
+        ref_o, ref_ht = naive_recurrent_gated_delta_rule(
+            q.contiguous().float(), k.contiguous().float(), v.contiguous().float(), g, beta, K ** -0.5, h0, True, True)
+    assert_close("o from slices", ref_o.to(DEVICE), o, RATIOS[DTYPES[0]]["o"])
+    assert_close("ht from slices", ref_ht.to(DEVICE), ht, RATIOS[DTYPES[0]]["ht"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_gates_kernel_matches_the_layer_expression(dtype):
+    """g = −exp(A_log)·softplus(a + dt_bias), β = scale·σ(b), zero on padding; a and b sliced from one row, and
+    a + dt_bias past softplus' threshold of 20."""
+    B, H = 5, 7
+    proj = (8 * torch.randn(B, 1, 2 * H + 3, device=DEVICE)).to(dtype)
+    a, b = proj[..., :H], proj[..., H + 1:2 * H + 1]
+    A_log, dt_bias = torch.randn(H, device=DEVICE), torch.randn(H, device=DEVICE)
+    dt_bias[0] = 25.0
+    real = torch.tensor([[1.0], [0.0], [1.0], [1.0], [0.0]], device=DEVICE)
+    g, beta = gdn_gates(a, b, A_log, dt_bias, 2.0, real, backend="triton")
+    expected_g = -A_log.exp() * F.softplus(a.float() + dt_bias) * real[..., None]
+    expected_beta = 2.0 * torch.sigmoid(b.float()) * real[..., None]
+    assert g.dtype == beta.dtype == torch.float32 and g.shape == (B, 1, H)
+    assert_close("g", expected_g, g, 1e-5)
+    assert_close("beta", expected_beta, beta, 1e-5)
+    g_ref, beta_ref = naive_gdn_gates(a, b, A_log, dt_bias, 2.0, real)
+    assert torch.equal(g_ref, expected_g) and torch.equal(beta_ref, expected_beta)
 
 
 def test_fused_recurrent_triton_refuses_gradients():

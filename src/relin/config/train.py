@@ -39,6 +39,8 @@ class TrainConfig:
     gradient_checkpointing: bool = option(False, "recompute each decoder layer's activations in the backward pass "
                                                  "(memory for long rows; about a third more compute)")
     precision: Literal["auto", "fp32", "bf16"] = option("auto", "auto = bf16 on GPU, fp32 on CPU")
+    compile: bool = option(False, "torch.compile the model on a GPU (fuses its elementwise work; the first steps "
+                                  "pay the compilation; ignored on a CPU)")
     seed: int = option(0, "training seed (init, batch order)")
     curriculum: list[CurriculumStage] = option([], "length curriculum (empty = full length throughout)")
     task_weights: dict[str, float] = option({}, "mixture weight per data task: its share of drawn rows, "

@@ -16,6 +16,7 @@ from torch import nn
 
 from .norms import RMSNorm
 from .rotary import apply_rotary
+from .stacked_linear import stacked_weight
 
 
 @dataclass
@@ -131,6 +132,14 @@ class Attention(nn.Module):
         self.q_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
         self.k_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
 
+    def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """q, k, v ``[B, T, H·D]``, ``[B, T, H_kv·D]`` twice; one GEMM at inference (bias-free projections)."""
+        if torch.is_grad_enabled() or self.q_proj.bias is not None:
+            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        kv = self.num_kv_heads * self.head_dim
+        return F.linear(x, stacked_weight(self, ("q_proj", "k_proj", "v_proj"))).split(
+            [self.num_heads * self.head_dim, kv, kv], dim=-1)
+
     def decodes_without_mask(self, steps: int) -> bool:
         """Whether a step of ``steps`` tokens through a static cache reads it with the decode kernel (no mask)."""
         return steps == 1 and self.window is None
@@ -143,9 +152,10 @@ class Attention(nn.Module):
         :class:`StaticAttentionState`). Returns the output ``[B, T, C]`` and the grown state (a static
         state is written in place and returned as is)."""
         batch, steps, _ = hidden_states.shape
-        q = self.q_norm(self.q_proj(hidden_states).view(batch, steps, self.num_heads, self.head_dim)).transpose(1, 2)
-        k = self.k_norm(self.k_proj(hidden_states).view(batch, steps, self.num_kv_heads, self.head_dim)).transpose(1, 2)
-        v = self.v_proj(hidden_states).view(batch, steps, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self.project(hidden_states)
+        q = self.q_norm(q.view(batch, steps, self.num_heads, self.head_dim)).transpose(1, 2)
+        k = self.k_norm(k.view(batch, steps, self.num_kv_heads, self.head_dim)).transpose(1, 2)
+        v = v.reshape(batch, steps, self.num_kv_heads, self.head_dim).transpose(1, 2)
         q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         if state is not None:
             k, v, new_state = state.update(k, v)

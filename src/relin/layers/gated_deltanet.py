@@ -25,6 +25,11 @@ from torch import nn
 from ..config.opal import GDNConfig
 from .norms import GatedRMSNorm, RMSNorm
 from .short_conv import ShortConvolution
+from .stacked_linear import stacked_weight
+
+# The projections a decode step runs as one GEMM, in the order of its output's columns.
+IN_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "g_proj", "a_proj", "b_proj")
+CONVOLUTIONS = ("q_conv", "k_conv", "v_conv")
 
 
 @dataclass
@@ -47,7 +52,15 @@ class DeltaNetState:
 
 class StaticDeltaNetState(DeltaNetState):
     """A :class:`DeltaNetState` whose preallocated tensors are overwritten in place by :meth:`update`
-    (fixed addresses, so a decode step can be captured in a CUDA graph)."""
+    (fixed addresses, so a decode step can be captured in a CUDA graph). ``conv_q``, ``conv_k`` and ``conv_v``
+    are views of one buffer ``conv_qkv [B, 3·H·K, W-1]``, which a decode step shifts in one kernel."""
+
+    def __init__(self, conv_qkv: torch.Tensor, recurrent: torch.Tensor):
+        super().__init__(*conv_qkv.chunk(3, dim=1), recurrent)
+        self.conv_qkv = conv_qkv
+
+    def nbytes(self) -> int:
+        return self.conv_qkv.nbytes + self.recurrent.nbytes
 
     def update(self, conv_q: torch.Tensor, conv_k: torch.Tensor, conv_v: torch.Tensor,
                recurrent: torch.Tensor) -> StaticDeltaNetState:
@@ -112,6 +125,8 @@ class GatedDeltaNet(nn.Module):
         batch, steps, _ = hidden_states.shape
         real = (hidden_states.new_ones(batch, steps) if padding is None
                 else padding[:, -steps:].to(hidden_states.dtype))
+        if steps == 1 and isinstance(state, StaticDeltaNetState) and not torch.is_grad_enabled():
+            return self.decode_step(hidden_states, real, state)
         x = hidden_states * real[..., None]
         q, conv_q = self.q_conv(self.q_proj(x), None if state is None else state.conv_q)
         k, conv_k = self.k_conv(self.k_proj(x), None if state is None else state.conv_k)
@@ -136,3 +151,30 @@ class GatedDeltaNet(nn.Module):
             new_state = (DeltaNetState(conv_q, conv_k, conv_v, final) if state is None
                          else state.update(conv_q, conv_k, conv_v, final))
         return self.o_proj(o), new_state
+
+    def decode_step(self, hidden_states: torch.Tensor, real: torch.Tensor, state: StaticDeltaNetState
+                    ) -> tuple[torch.Tensor, StaticDeltaNetState]:
+        """One token through a static state, the same math as :meth:`forward` in six launches: one GEMM for the
+        six input projections, the three short convolutions as one step (:func:`relin.kernels.short_conv_step`,
+        state shifted in place), the gates (:func:`relin.kernels.gdn_gates`), the recurrent step (state overwritten
+        in place), the gated norm (:func:`relin.kernels.rms_norm`) and ``o_proj``. ``hidden_states [B, 1, C]``,
+        ``real [B, 1]``."""
+        from relin.kernels import fused_recurrent_gated_delta_rule, gdn_gates, short_conv_step
+
+        batch, inner, heads = hidden_states.shape[0], self.num_heads * self.head_dim, self.num_heads
+        shape = (batch, 1, self.num_heads, self.head_dim)
+        proj = F.linear(hidden_states[:, 0], stacked_weight(self, IN_PROJECTIONS))   # [B, 4·inner + 2·H]
+        qkv = short_conv_step(proj[:, :3 * inner], state.conv_qkv, stacked_weight(self, CONVOLUTIONS),
+                              self.q_conv.activation, real[:, 0], backend=self.backend)
+        q, k, v = (qkv[:, i * inner:(i + 1) * inner].view(shape) for i in range(3))
+        q, k = self.q_norm(q), self.k_norm(k)
+        a = proj[:, 4 * inner:4 * inner + heads].view(batch, 1, heads)
+        b = proj[:, 4 * inner + heads:].view(batch, 1, heads)
+        g, beta = gdn_gates(a, b, self.A_log, self.dt_bias, 2.0 if self.allow_neg_eigval else 1.0, real,
+                            backend=self.backend)
+        o, _ = fused_recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=state.recurrent,
+                                                output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                                final_state_in_place=True, backend=self.backend)
+        gate = proj[:, 3 * inner:4 * inner].view(shape)
+        o = self.o_norm(o, gate).reshape(batch, 1, inner)
+        return self.o_proj(o), state

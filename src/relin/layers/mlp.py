@@ -1,10 +1,13 @@
 """The MLPs of the teachers' blocks: Qwen3's gated ``down(SiLU(gate(x)) · up(x))`` and GPT-NeoX's
-``dense_4h_to_h(act(dense_h_to_4h(x)))`` with biases (names kept, so a teacher's weights copy in)."""
+``dense_4h_to_h(act(dense_h_to_4h(x)))`` with biases (names kept, so a teacher's weights copy in). At inference
+the gated MLP's gate and up projections run as one GEMM (:mod:`.stacked_linear`)."""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .stacked_linear import stacked_weight
 
 
 class GatedMLP(nn.Module):
@@ -15,7 +18,10 @@ class GatedMLP(nn.Module):
         self.down_proj = nn.Linear(inner, width, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        if torch.is_grad_enabled():
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = F.linear(x, stacked_weight(self, ("gate_proj", "up_proj"))).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DenseMLP(nn.Module):

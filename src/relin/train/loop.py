@@ -188,6 +188,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
 
         enable_gradient_checkpointing(model)
     model.to(device).train()
+    if cfg.compile and device.type == "cuda":
+        model.compile()                          # in place: parameter names, checkpoints and the caller's model kept
     for frozen in objective.frozen_modules():
         frozen.to(device).eval().requires_grad_(False)
     engine = make_engine(model, cfg, env, device)

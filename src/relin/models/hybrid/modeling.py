@@ -54,8 +54,8 @@ STATIC_MIXERS = ("attention", "swa", "gdn")
 class StaticHybridCache:
     """A fixed-address cache for decoding with fixed shapes (CUDA-graph capture and replay): per
     attention/SWA layer a :class:`StaticAttentionState` with keys and values ``[B, H_kv, T_max, D]``
-    preallocated, per Gated DeltaNet layer a :class:`StaticDeltaNetState` (conv inputs ``[B, H·K,
-    conv-1]``, recurrent ``S [B, H, K, V]`` in float32), all written in place, and ``length``, the
+    preallocated, per Gated DeltaNet layer a :class:`StaticDeltaNetState` (the conv inputs of q, k and v in one
+    ``[B, 3·H·K, conv-1]``, recurrent ``S [B, H, K, V]`` in float32), all written in place, and ``length``, the
     tokens seen, as a 0-d int64 device tensor that the model advances after each forward.
 
     Rows may be left-padded: ``start [B]`` (int64, on the device) holds each row's first real slot, set
@@ -93,11 +93,10 @@ class StaticHybridCache:
                                                    torch.zeros(shape, dtype=dtype, device=device), length, start))
             else:
                 inner = config.num_attention_heads * config.head_dim
-                conv = [torch.zeros(batch, inner, config.layer("gdn").conv_size - 1, dtype=dtype, device=device)
-                        for _ in range(3)]
+                conv = torch.zeros(batch, 3 * inner, config.layer("gdn").conv_size - 1, dtype=dtype, device=device)
                 recurrent = torch.zeros(batch, config.num_attention_heads, config.head_dim, config.head_dim,
                                         dtype=torch.float32, device=device)
-                states.append(StaticDeltaNetState(*conv, recurrent))
+                states.append(StaticDeltaNetState(conv, recurrent))
         return cls(states, length, max_length, start)
 
     def pad_left(self, attention_mask: torch.Tensor) -> None:
@@ -195,8 +194,12 @@ class HybridDecoderLayer(nn.Module):
             mixed, state = mixer(normed, padding, state, use_cache)
         if self.parallel:
             return hidden_states + mixed + self.mlp(self.post_attention_layernorm(hidden_states)), state
-        hidden_states = hidden_states + mixed
-        return hidden_states + self.mlp(self.post_attention_layernorm(hidden_states)), state
+        if isinstance(self.post_attention_layernorm, RMSNorm):
+            normed, hidden_states = self.post_attention_layernorm.add_and_norm(mixed, hidden_states)
+        else:
+            hidden_states = hidden_states + mixed
+            normed = self.post_attention_layernorm(hidden_states)
+        return hidden_states + self.mlp(normed), state
 
 
 class HybridPreTrainedModel(PreTrainedModel):
