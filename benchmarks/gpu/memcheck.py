@@ -160,8 +160,8 @@ def step_cases(dims):
                 qkv = short_conv_step(proj[:, :3 * inner], state, weight, real=torch.ones(B, device=DEVICE),
                                       backend="triton")
                 q, k, v = (qkv[:, i * inner:(i + 1) * inner].view(B, 1, H, K) for i in range(3))
-                g, beta = gdn_gates(proj[:, 4 * inner:4 * inner + H].view(B, 1, H), proj[:, 4 * inner + H:].view(B, 1, H),
-                                    r(H), r(H), backend="triton")
+                a, b = proj[:, 4 * inner:4 * inner + H].view(B, 1, H), proj[:, 4 * inner + H:].view(B, 1, H)
+                g, beta = gdn_gates(a, b, r(H), r(H), backend="triton")
                 o, _ = fused_recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=h0, output_final_state=True,
                                                         use_qk_l2norm_in_kernel=True, final_state_in_place=True,
                                                         backend="triton")

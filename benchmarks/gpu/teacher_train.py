@@ -57,6 +57,49 @@ def flops_per_token(model, seq: int) -> float:
     return 6 * weights + 12 * config.num_hidden_layers * width * seq
 
 
+class ProfilerSteps:
+    """A tracker for :func:`relin.train.loop.train` (``log_every`` 1) that advances a torch profiler each step."""
+
+    def __init__(self, profiler):
+        self.profiler, self.facts = profiler, {}
+
+    def log_metrics(self, metrics, step=None):
+        self.profiler.step()
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+
+def profile(name: str, compiled: bool, step_ms: float, args, warmup: int = 6, active: int = 4) -> None:
+    """Kernel time per step over ``active`` steps after ``warmup`` (compilation and autotuning done) against the
+    measured ``step_ms``, and the kernels that take the most of it."""
+    from torch.profiler import ProfilerActivity, schedule
+    from torch.profiler import profile as torch_profile
+
+    from relin.config.train import TrainConfig
+    from relin.train.batching import StepBatches
+    from relin.train.loop import train
+    from relin.train.objectives import build_objective
+
+    model, tokenizer = teacher(name, args.vocab, args.seq)
+    rows = torch.randint(4, len(tokenizer), (args.batch * 8, args.seq), generator=torch.Generator().manual_seed(0))
+    batches = StepBatches(rows.tolist(), rows.tolist(), batch_size=args.batch, pad_id=tokenizer.pad_token_id, seed=0)
+    cfg = TrainConfig(steps=warmup + active + 1, batch_size=args.batch, lr=3e-4, warmup_steps=1, log_every=1,
+                      checkpoint_every=warmup + active + 2, bucket_by_length=False, compile=compiled)
+    with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                       schedule=schedule(wait=0, warmup=warmup, active=active)) as prof:
+        with tempfile.TemporaryDirectory() as tmp:
+            train(model, build_objective("ce"), batches, cfg, checkpoint_root=tmp, progress=False,
+                  tracker=ProfilerSteps(prof))
+    events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
+    kernel_ms = sum(e.self_device_time_total for e in events) / active / 1000
+    print(f"profile {name} {'compiled' if compiled else 'eager'}: {kernel_ms:.1f} ms of kernels per step of "
+          f"{step_ms:.1f} ms ({100 * kernel_ms / step_ms:.0f}% busy), "
+          f"{sum(e.count for e in events) / active:.0f} kernels per step")
+    for e in sorted(events, key=lambda e: -e.self_device_time_total)[:14]:
+        print(f"  {e.self_device_time_total / active / 1000:7.2f} ms {e.count / active:5.0f}x  {e.key[:90]}")
+
+
 def measure(name: str, compiled: bool, args) -> dict:
     from relin.config.train import TrainConfig
     from relin.train.batching import StepBatches
@@ -75,7 +118,8 @@ def measure(name: str, compiled: bool, args) -> dict:
     tokens_per_s = sum(rates) / len(rates)
     flops = flops_per_token(result.model, args.seq)
     params = sum(p.numel() for p in result.model.parameters())
-    return {"case": name, "compiled": compiled, "parameters": params, "seq": args.seq, "batch": args.batch, "steps": args.steps,
+    return {"case": name, "compiled": compiled, "parameters": params, "seq": args.seq, "batch": args.batch,
+            "steps": args.steps,
             "tokens_per_s": round(tokens_per_s), "steps_per_s": round(tokens_per_s / (args.batch * args.seq), 2),
             "flops_per_token": flops, "mfu": round(tokens_per_s * flops / (args.peak_tflops * 1e12), 4)}
 
@@ -90,6 +134,7 @@ def main() -> None:
     parser.add_argument("--vocab", type=int, default=8192)
     parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"], default=["eager", "compiled"],
                         help="the loop as is, and with train.compile (torch.compile of the model)")
+    parser.add_argument("--profile", action="store_true", help="also profile a few steps of each case")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the GPU")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
@@ -103,6 +148,8 @@ def main() -> None:
     for name, mode in ((name, mode) for name in args.only for mode in args.modes):
         rows.append(measure(name, mode == "compiled", args))
         print(json.dumps(rows[-1]), flush=True)
+        if args.profile and torch.cuda.is_available():
+            profile(name, mode == "compiled", 1000 / rows[-1]["steps_per_s"], args)
         Path(args.out).mkdir(parents=True, exist_ok=True)
         (Path(args.out) / "teacher_train.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
     print(f"\n{meta['gpu']}, rows of {args.seq} tokens, {args.batch} per step")

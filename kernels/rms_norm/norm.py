@@ -83,7 +83,8 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
     shape = x.shape
     H = shape[-2] if x.dim() >= 2 else 1
     M = x.numel() // max(D * H, 1)
-    (sx_m, sx_h), (sr_m, sr_h), (sg_m, sg_h) = (row_strides(t) if t is not None else (0, 0) for t in (x, residual, gate))
+    (sx_m, sx_h), (sr_m, sr_h), (sg_m, sg_h) = (row_strides(t) if t is not None else (0, 0)
+                                                for t in (x, residual, gate))
     dtype = torch.promote_types(x.dtype, weight.dtype) if gate is None else x.dtype
     y = torch.empty(shape, dtype=dtype, device=x.device)
     summed = torch.empty(shape, dtype=torch.promote_types(x.dtype, residual.dtype), device=x.device) \

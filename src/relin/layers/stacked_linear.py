@@ -27,8 +27,9 @@ def signature(linears: list[nn.Module]) -> tuple:
 
 @torch.no_grad()
 def stacked_weight(owner: nn.Module, names: tuple[str, ...]) -> torch.Tensor:
-    """``[Σ out, in]``: the weights of ``owner``'s bias-free submodules ``names`` (linears, short convolutions) stacked in that order (taken on first
-    use, retaken after any of them changes; a captured CUDA graph keeps reading the stack it was captured with)."""
+    """``[Σ out, in]``: the weights of ``owner``'s bias-free submodules ``names`` (linears, short convolutions)
+    stacked in that order (taken on first use, retaken after any of them changes; a captured CUDA graph keeps
+    reading the stack it was captured with)."""
     linears = [getattr(owner, name) for name in names]
     key = "_stacked_" + "_".join(names)
     cached = owner.__dict__.get(key)

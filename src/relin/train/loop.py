@@ -217,10 +217,15 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         if step == start + 1:
             objective.check_batch(micro[0])
         counted = sum(objective.count_targets(b) for b in micro)
-        read = sum(int(b["attention_mask"].sum()) for b in micro)  # on the host: no device sync
-        targets, read = all_reduce_sum(torch.tensor([float(counted), float(read)], device=device)).unbind()
-        budget.add(int(read.item()), int(targets.item()))
-        interval_tokens += int(read.item())
+        read = sum(int(b["attention_mask"].sum()) for b in micro)
+        # Counted on the host: a single process never waits here for the previous step's kernels to finish
+        # (the GPU would idle while this step's rows are collated and its forward launched).
+        counts = torch.tensor([float(counted), float(read)])
+        if env.distributed:
+            counts = all_reduce_sum(counts.to(device)).cpu()
+        targets, read = counts.unbind()
+        budget.add(int(read), int(targets))
+        interval_tokens += int(read)
         scale = env.world_size / targets.clamp(min=1.0)
         totals: dict[str, torch.Tensor] = {}
         for i, batch in enumerate(micro):
