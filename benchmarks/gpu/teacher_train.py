@@ -87,7 +87,7 @@ def profile(name: str, compiled: bool, step_ms: float, args, warmup: int = 6, ac
     cfg = TrainConfig(steps=warmup + active + 1, batch_size=args.batch, lr=3e-4, warmup_steps=1, log_every=1,
                       checkpoint_every=warmup + active + 2, bucket_by_length=False, compile=compiled)
     with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
-                       schedule=schedule(wait=0, warmup=warmup, active=active)) as prof:
+                       schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1)) as prof:
         with tempfile.TemporaryDirectory() as tmp:
             train(model, build_objective("ce"), batches, cfg, checkpoint_root=tmp, progress=False,
                   tracker=ProfilerSteps(prof))
