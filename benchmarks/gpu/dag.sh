@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# The whole DAG under workflow/configs/h200.yaml on a lent H200, within one 10-minute call:
+# The whole DAG under workflow/configs/h200.yaml on a lent H200, across one or more 10-minute calls:
 #   WHEELS=dag bash benchmarks/gpu/fetch_device_wheels.sh                     # here, once (snakemake, mlflow, ...)
-#   bash benchmarks/gpu/dag.sh                                              # there, carrying .whl
+#   bash benchmarks/gpu/dag.sh                                              # there, carrying .whl; again to resume
+# A call's limit interrupts snakemake (SIGINT: running jobs are marked incomplete, the lock released); the next call
+# on the same machine (it stays warm between calls made back to back) unlocks if needed and reruns the incomplete
+# jobs, whose training stages resume from their checkpoints (checkpoints/, outside the jobs' outputs). Every call
+# packs what exists so far (report, metrics, logs, the MLflow store), so a machine taken away loses no result.
 # Jobs share the one GPU (at most GPU_JOBS of the gpu=1 rules at a time) and 16 cores; a failed job leaves the
 # independent ones running (--keep-going). Into $OUT: the report, every metrics/speed JSON and table, the
 # per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times; a partial run
@@ -19,16 +23,21 @@ mkdir -p "$OUT"
 'transformers', transformers.__version__)"
   echo "commit ${RELIN_GIT_COMMIT:-unknown}"; } | tee "$OUT/machine.txt"
 began=$(date +%s)
-timeout "${DAG_LIMIT:-530}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going --rerun-incomplete \
-    ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
+[ -d .snakemake/locks ] && [ -n "$(ls -A .snakemake/locks 2>/dev/null)" ] && \
+    snakemake --unlock --configfile workflow/configs/h200.yaml > /dev/null 2>&1
+calls=$(( $(cat build/dag-calls 2>/dev/null || echo 0) + 1 )); mkdir -p build; echo "$calls" > build/dag-calls
+echo "call $calls" | tee -a "$OUT/machine.txt"
+timeout -s INT -k 60 "${DAG_LIMIT:-520}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going \
+    --rerun-incomplete ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
 rc=$?
+[ $rc -eq 124 ] && echo "the call's limit interrupted the DAG: run dag.sh again to resume" | tee -a "$OUT/machine.txt"
 echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"
 grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.log" | tail -5
 # A partial DAG (DAG_TARGETS, or the limit) gets the report of what finished, beside the stage outputs.
 [ -d results/report ] || python3 benchmarks/gpu/partial_report.py --overlay workflow/configs/h200.yaml \
     --out results/report-partial > "$OUT/partial-report.log" 2>&1
 cp -r results/report* "$OUT/" 2>/dev/null
-tar -czf "$OUT/dag-results.tar.gz" --ignore-failed-read logs results/benchmarks results/report* \
+tar -czf "$OUT/dag-results.tar.gz" --ignore-failed-read logs results/benchmarks results/report* mlflow.db mlruns \
     $(find results -name "*.json" -o -name "*.csv" -o -name "*.png" | grep -v "/model/\|/checkpoints/") 2>/dev/null
 python3 - <<'EOF'
 import csv, glob
