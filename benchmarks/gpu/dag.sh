@@ -11,7 +11,8 @@
 # per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times; a partial run
 # (DAG_TARGETS or the limit) the report of what finished (results/report-partial).
 # RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git). DAG_TARGETS (files, space-separated)
-# runs a part of the DAG instead of the report, e.g. one paper's stages when a call cannot hold all three.
+# runs a part of the DAG instead of the report, e.g. one paper's stages when a call cannot hold all three;
+# DAG_OVERLAYS (config files, space-separated) are merged over the h200 overlay.
 source benchmarks/gpu/env.sh
 set -uo pipefail
 cores=$(nproc)  # before OMP_NUM_THREADS is set: nproc reports that instead of the cores
@@ -28,7 +29,8 @@ began=$(date +%s)
 calls=$(( $(cat build/dag-calls 2>/dev/null || echo 0) + 1 )); mkdir -p build; echo "$calls" > build/dag-calls
 echo "call $calls" | tee -a "$OUT/machine.txt"
 timeout -s INT -k 60 "${DAG_LIMIT:-520}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going \
-    --rerun-incomplete ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml > "$OUT/snakemake.log" 2>&1
+    --rerun-incomplete ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml ${DAG_OVERLAYS:-} \
+    > "$OUT/snakemake.log" 2>&1
 rc=$?
 [ $rc -eq 124 ] && echo "the call's limit interrupted the DAG: run dag.sh again to resume" | tee -a "$OUT/machine.txt"
 echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"
