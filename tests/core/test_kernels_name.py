@@ -31,7 +31,18 @@ assert relin.kernels.chunk_gated_delta_rule is not None
     assert "torch.Size([1, 3, 64])" in done.stdout
 
 
-def test_without_an_installed_kernels_package_the_folder_refuses_the_name():
-    done = _python("import kernels", "-S")  # no site-packages: only the repository root has a 'kernels'
+def test_without_an_installed_kernels_package_the_folder_reads_as_absent_and_refuses_its_names():
+    """transformers' probe (find the spec, then import it for a version) reads the stand-in as not installed, as on a
+    machine without Hugging Face's ``kernels``; taking anything from it fails in one line."""
+    probe = """
+import importlib, sys
+sys.path.insert(0, ".")
+package = importlib.import_module("kernels")
+print("absent" if getattr(package, "__version__", "N/A") == "N/A" and getattr(package, "__file__", None) is None
+      else "present")
+from kernels import get_kernel
+"""
+    done = _python(probe, "-S")  # no site-packages: only the repository root has a 'kernels'
+    assert done.stdout.strip() == "absent"
     assert done.returncode != 0
     assert "relin's kernels import as relin.kernels" in done.stderr.strip().splitlines()[-1]
