@@ -53,7 +53,7 @@ def qwen3(size: str, max_positions: int):
                          max_position_embeddings=max_positions, tie_word_embeddings=True)
     config._attn_implementation = "sdpa"
     with torch.device(DEVICE):
-        return Qwen3ForCausalLM(config).to(DTYPE).eval()
+        return Qwen3ForCausalLM(config).to(DTYPE).eval().requires_grad_(False)
 
 
 def hybrid_of(teacher, keep_every: int = 4):
@@ -65,7 +65,7 @@ def hybrid_of(teacher, keep_every: int = 4):
     layers = teacher.config.num_hidden_layers
     kept = set(kept_attention_layers(layers, keep_every))
     types = ["attention" if i in kept else "gdn" for i in range(layers)]
-    return convert(teacher, types, kernel_backend="auto").to(DEVICE, DTYPE).eval()
+    return convert(teacher, types, kernel_backend="auto").to(DEVICE, DTYPE).eval().requires_grad_(False)
 
 
 def step(model, ids, mask, cache):

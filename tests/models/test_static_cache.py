@@ -158,11 +158,14 @@ def _set_backend(model, backend):
         getattr(layer, layer.mixer_name).backend = backend
 
 
+@pytest.mark.parametrize("trainable", [False, True])
 @torch.no_grad()
-def test_fused_decode_step_on_the_triton_kernels_matches_the_torch_path(hybrid, monkeypatch):
-    """The one-token step's kernels (stacked projections, the short-conv step, the gates, the in-place recurrent
-    step, the norms fused with the residual add and the gate) under the Triton interpreter give the PyTorch path's
-    logits, token after token, from a prompt fed one token at a time with its left padding."""
+def test_fused_decode_step_on_the_triton_kernels_matches_the_torch_path(hybrid, monkeypatch, trainable):
+    """The one-token step's kernels (the short-conv step, the gates, the in-place recurrent step, the norms fused
+    with the residual add and the gate; projections stacked when the weights are frozen) under the Triton
+    interpreter give the PyTorch path's logits, token after token, from a prompt fed one token at a time with its
+    left padding."""
+    hybrid.requires_grad_(trainable)
     ids = _ids(steps=6)
     mask = (torch.arange(6) >= torch.tensor([[0], [2]])).long()       # the second row's first 2 slots are padding
     logits = {}
@@ -174,6 +177,7 @@ def test_fused_decode_step_on_the_triton_kernels_matches_the_torch_path(hybrid, 
         logits[backend] = torch.cat([hybrid(ids[:, t:t + 1], cache=cache, use_cache=True).logits
                                      for t in range(ids.shape[1])], 1)
     _set_backend(hybrid, "torch")
+    hybrid.requires_grad_(True)
     real = mask.bool()
     torch.testing.assert_close(logits["triton"][real], logits["torch"][real], rtol=1e-4, atol=1e-4)
     dyn = hybrid(ids, attention_mask=mask).logits

@@ -16,7 +16,7 @@ from torch import nn
 
 from .norms import RMSNorm
 from .rotary import apply_rotary
-from .stacked_linear import stacked_weight
+from .stacked_linear import frozen, stacked_projection
 
 
 @dataclass
@@ -133,12 +133,13 @@ class Attention(nn.Module):
         self.k_norm = RMSNorm(head_dim, eps) if qk_norm else nn.Identity()
 
     def project(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """q, k, v ``[B, T, H·D]``, ``[B, T, H_kv·D]`` twice; one GEMM at inference (bias-free projections)."""
-        if torch.is_grad_enabled() or self.q_proj.bias is not None:
+        """q, k, v ``[B, T, H·D]``, ``[B, T, H_kv·D]`` twice; one GEMM at inference over frozen, bias-free weights
+        (:mod:`.stacked_linear`)."""
+        names = ("q_proj", "k_proj", "v_proj")
+        if torch.is_grad_enabled() or self.q_proj.bias is not None or not frozen([getattr(self, n) for n in names]):
             return self.q_proj(x), self.k_proj(x), self.v_proj(x)
         kv = self.num_kv_heads * self.head_dim
-        return F.linear(x, stacked_weight(self, ("q_proj", "k_proj", "v_proj"))).split(
-            [self.num_heads * self.head_dim, kv, kv], dim=-1)
+        return stacked_projection(self, names, x).split([self.num_heads * self.head_dim, kv, kv], dim=-1)
 
     def decodes_without_mask(self, steps: int) -> bool:
         """Whether a step of ``steps`` tokens through a static cache reads it with the decode kernel (no mask)."""

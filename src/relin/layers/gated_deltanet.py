@@ -25,7 +25,7 @@ from torch import nn
 from ..config.opal import GDNConfig
 from .norms import GatedRMSNorm, RMSNorm
 from .short_conv import ShortConvolution
-from .stacked_linear import stacked_weight
+from .stacked_linear import stacked_projection, stacked_weight
 
 # The projections a decode step runs as one GEMM, in the order of its output's columns.
 IN_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "g_proj", "a_proj", "b_proj")
@@ -155,15 +155,15 @@ class GatedDeltaNet(nn.Module):
     def decode_step(self, hidden_states: torch.Tensor, real: torch.Tensor, state: StaticDeltaNetState
                     ) -> tuple[torch.Tensor, StaticDeltaNetState]:
         """One token through a static state, the same math as :meth:`forward` in six launches: one GEMM for the
-        six input projections, the three short convolutions as one step (:func:`relin.kernels.short_conv_step`,
-        state shifted in place), the gates (:func:`relin.kernels.gdn_gates`), the recurrent step (state overwritten
-        in place), the gated norm (:func:`relin.kernels.rms_norm`) and ``o_proj``. ``hidden_states [B, 1, C]``,
-        ``real [B, 1]``."""
+        six input projections (frozen weights; one each when they train), the three short convolutions as one step
+        (:func:`relin.kernels.short_conv_step`, state shifted in place), the gates (:func:`relin.kernels.gdn_gates`),
+        the recurrent step (state overwritten in place), the gated norm (:func:`relin.kernels.rms_norm`) and
+        ``o_proj``. ``hidden_states [B, 1, C]``, ``real [B, 1]``."""
         from relin.kernels import fused_recurrent_gated_delta_rule, gdn_gates, short_conv_step
 
         batch, inner, heads = hidden_states.shape[0], self.num_heads * self.head_dim, self.num_heads
         shape = (batch, 1, self.num_heads, self.head_dim)
-        proj = F.linear(hidden_states[:, 0], stacked_weight(self, IN_PROJECTIONS))   # [B, 4·inner + 2·H]
+        proj = stacked_projection(self, IN_PROJECTIONS, hidden_states[:, 0])       # [B, 4·inner + 2·H]
         qkv = short_conv_step(proj[:, :3 * inner], state.conv_qkv, stacked_weight(self, CONVOLUTIONS),
                               self.q_conv.activation, real[:, 0], backend=self.backend)
         q, k, v = (qkv[:, i * inner:(i + 1) * inner].view(shape) for i in range(3))

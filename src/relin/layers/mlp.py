@@ -1,13 +1,13 @@
 """The MLPs of the teachers' blocks: Qwen3's gated ``down(SiLU(gate(x)) · up(x))`` and GPT-NeoX's
 ``dense_4h_to_h(act(dense_h_to_4h(x)))`` with biases (names kept, so a teacher's weights copy in). At inference
-the gated MLP's gate and up projections run as one GEMM (:mod:`.stacked_linear`)."""
+over frozen weights the gated MLP's gate and up projections run as one GEMM (:mod:`.stacked_linear`)."""
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .stacked_linear import stacked_weight
+from .stacked_linear import stacked_projection
 
 
 class GatedMLP(nn.Module):
@@ -18,9 +18,9 @@ class GatedMLP(nn.Module):
         self.down_proj = nn.Linear(inner, width, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or self.gate_proj.weight.requires_grad or self.up_proj.weight.requires_grad:
             return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-        gate, up = F.linear(x, stacked_weight(self, ("gate_proj", "up_proj"))).chunk(2, dim=-1)
+        gate, up = stacked_projection(self, ("gate_proj", "up_proj"), x).chunk(2, dim=-1)
         return self.down_proj(F.silu(gate) * up)
 
 
