@@ -137,11 +137,10 @@ class GatedDeltaNet(nn.Module):
         g = -self.A_log.float().exp() * F.softplus(self.a_proj(x).float() + self.dt_bias.float()) * real[..., None]
         initial = None if state is None else state.recurrent
         decoding = steps == 1 and initial is not None and not torch.is_grad_enabled()
-        if decoding:
-            # A static state's S is overwritten where it lies (no second buffer, no copy per step).
+        if decoding:  # a dynamic state's step (a static one's goes through decode_step)
             o, final = fused_recurrent_gated_delta_rule(
                 q, k, v, g, beta, initial_state=initial, output_final_state=use_cache, use_qk_l2norm_in_kernel=True,
-                final_state_in_place=isinstance(state, StaticDeltaNetState), backend=self.backend)
+                backend=self.backend)
         else:
             o, final = chunk_gated_delta_rule(q, k, v, g, beta, initial_state=initial, output_final_state=use_cache,
                                               use_qk_l2norm_in_kernel=True, backend=self.backend)
