@@ -1,7 +1,8 @@
 """Teacher training throughput on one GPU: tokens/s and model FLOPs utilisation (MFU) of relin's training loop.
 
-Each teacher family (Qwen3, GPT-NeoX) at two shapes: the `h200` overlay's, and a ~100M-parameter one (12 x 768,
-Pythia-160M's width and depth). relin's own loop (:func:`relin.train.loop.train`, AdamW, bf16 autocast, the
+Each teacher family (Qwen3, GPT-NeoX) at ~100M parameters (12 x 768, Pythia-160M's width and depth; Qwen3 also
+with its own 128-wide heads, the `h200` overlay's teacher) and at the earlier 8 x 512 / 6 x 512 overlay shapes.
+relin's own loop (:func:`relin.train.loop.train`, AdamW, bf16 autocast, the
 teacher stage's cross-entropy objective) trains on random token rows of ``--seq`` tokens (a vocabulary of
 ``--vocab`` words), ``--batch`` rows per step. Per case: parameters, tokens/s over the logged intervals after the
 first (autotuning, compilation and allocator warm-up excluded), and MFU, the model FLOPs per token (PaLM's count: 6 per
@@ -27,6 +28,7 @@ SHAPES = {
     "qwen3-h200": ("qwen3", 512, 8, 8, 4, 64, 1536),
     "gpt_neox-h200": ("gpt_neox", 512, 6, 8, 8, 64, 2048),
     "qwen3-100m": ("qwen3", 768, 12, 12, 4, 64, 2048),
+    "qwen3-100m-hd128": ("qwen3", 768, 12, 8, 4, 128, 2048),
     "gpt_neox-100m": ("gpt_neox", 768, 12, 12, 12, 64, 3072),
     "tiny": ("qwen3", 64, 2, 4, 2, 16, 128),
 }
