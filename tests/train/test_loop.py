@@ -154,6 +154,55 @@ def test_nan_loss_raises_and_keeps_last_good_checkpoint(tokenizer, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["step-000003"]
 
 
+class NaNGradient(torch.autograd.Function):
+    """Zero in the forward pass, NaN gradients in the backward: a finite loss whose step cannot be applied."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.shape = x.shape
+        return x.new_zeros(())
+
+    @staticmethod
+    def backward(ctx, grad):
+        return torch.full(ctx.shape, float("nan"))
+
+
+class NaNGradAt(CrossEntropy):
+    """Cross-entropy whose gradient is NaN on the listed (1-based) micro-batches."""
+
+    def __init__(self, calls):
+        self.calls, self.seen = set(calls), 0
+
+    def __call__(self, model, batch):
+        self.seen += 1
+        out = super().__call__(model, batch)
+        if self.seen in self.calls:
+            weight = model.get_input_embeddings().weight
+            return ObjectiveOutput(out.loss_sum + NaNGradient.apply(weight), out.sums)
+        return out
+
+
+def test_nonfinite_gradient_steps_are_skipped_up_to_the_limit(tokenizer, tmp_path):
+    common = dict(batch_size=4, lr=1e-2, warmup_steps=0, schedule="constant", checkpoint_every=100, log_every=1)
+    clean = train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 4), TrainConfig(steps=2, **common),
+                  checkpoint_root=tmp_path / "clean", progress=False)
+    skipped = train(_model(tokenizer), NaNGradAt({3}), _batches(tokenizer, 4),
+                    TrainConfig(steps=3, skip_nonfinite_steps=1, **common), checkpoint_root=tmp_path / "skip",
+                    progress=False)
+    torch.testing.assert_close(_params(skipped.model), _params(clean.model), rtol=0, atol=0)
+    assert [row["skipped_steps"] for row in skipped.history] == [0, 0, 1]
+    assert "grad_norm" not in skipped.history[-1] and all(r["grad_norm"] > 0 for r in skipped.history[:2])
+
+    over = r"gradient norm became nan \(1 non-finite steps skipped before; train.skip_nonfinite_steps is 1\)"
+    with pytest.raises(TrainingDiverged, match=over):
+        train(_model(tokenizer), NaNGradAt({2, 4}), _batches(tokenizer, 4),
+              TrainConfig(steps=5, skip_nonfinite_steps=1, **common), checkpoint_root=tmp_path / "over",
+              progress=False)
+    with pytest.raises(TrainingDiverged, match=r"gradient norm became nan \(0 non-finite steps skipped before"):
+        train(_model(tokenizer), NaNGradAt({2}), _batches(tokenizer, 4), TrainConfig(steps=3, **common),
+              checkpoint_root=tmp_path / "default", progress=False)
+
+
 def test_compile_is_ignored_on_a_cpu(tokenizer, tmp_path):
     common = dict(steps=3, batch_size=8, lr=1e-2, warmup_steps=0, checkpoint_every=100)
     runs = [train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 8), TrainConfig(compile=flag, **common),
@@ -176,3 +225,10 @@ def test_compiled_loop_trains_like_the_eager_one_and_keeps_parameter_names(token
     for a, b in zip(eager.history, compiled.history):
         assert b["loss"] == pytest.approx(a["loss"], rel=0.05), (a, b)
     assert compiled.history[-1]["loss"] < 0.8 * compiled.history[0]["loss"]
+
+
+def test_skipping_steps_is_refused_under_deepspeed():
+    from relin.config.loader import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^t.skip_nonfinite_steps: DeepSpeed applies the update before"):
+        TrainConfig(backend="deepspeed", skip_nonfinite_steps=2).validate("t")

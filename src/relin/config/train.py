@@ -33,6 +33,10 @@ class TrainConfig:
     warmup_steps: int = option(50, "linear warmup steps", minimum=0)
     decay_fraction: float = option(0.2, "WSD: fraction of steps in the final decay", minimum=0, maximum=1)
     clip_grad_norm: float = option(1.0, "gradient clipping max norm (0 = off)", minimum=0)
+    skip_nonfinite_steps: int = option(0, "optimizer steps whose gradient norm is not finite that are skipped "
+                                          "(update dropped, counted in the history's skipped_steps) before the "
+                                          "run stops as diverged; 0 = stop at the first (torch backend only)",
+                                       minimum=0)
     checkpoint_every: int = option(200, "steps between resumable checkpoints", minimum=1)
     log_every: int = option(10, "steps between logged metrics", minimum=1)
     backend: Literal["torch", "deepspeed"] = option("torch", "plain PyTorch or DeepSpeed ZeRO-2")
@@ -50,6 +54,9 @@ class TrainConfig:
                                           "so short rows are not padded to the longest")
 
     def validate(self, prefix: str) -> None:
+        if self.skip_nonfinite_steps and self.backend == "deepspeed":
+            raise ConfigError(f"{prefix}.skip_nonfinite_steps: DeepSpeed applies the update before the gradient "
+                              f"norm is known, so a step cannot be skipped; expected 0 with backend deepspeed")
         negative = [task for task, weight in self.task_weights.items() if weight < 0]
         if negative:
             raise ConfigError(f"{prefix}.task_weights: expected weights >= 0, got a negative one for "

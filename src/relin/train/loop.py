@@ -210,7 +210,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
                        dynamic_ncols=True, mininterval=1.0)
     lines = progress and env.is_main and not to_terminal()  # a log file gets a line per logged step
     began = time.perf_counter()
-    interval_tokens, interval_start, interval_sums, interval_steps = 0, time.perf_counter(), {}, 0
+    interval_tokens, interval_start, interval_sums, interval_counts = 0, time.perf_counter(), {}, {}
+    skipped = int(history[-1].get("skipped_steps", 0)) if history else 0
     loss_value = history[-1]["loss"] if history else float("nan")
     for step in range(start + 1, cfg.steps + 1):
         micro = batches.micro_batches(step, cfg.grad_accum)
@@ -245,25 +246,31 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
             raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
         lr = engine.lr()
-        metrics["grad_norm"] = engine.step()
+        norm = engine.step()
+        if math.isfinite(norm):
+            metrics["grad_norm"] = norm
+        else:
+            skipped += 1
         if isinstance(batches, AdaptiveSource):
             metrics.update(batches.observe(step, metrics))
         bar.update(1)
-        interval_steps += 1
         for name, value in metrics.items():
             interval_sums[name] = interval_sums.get(name, 0.0) + value
+            interval_counts[name] = interval_counts.get(name, 0) + 1
         if step % cfg.log_every == 0 or step == cfg.steps:
             now = time.perf_counter()
-            means = {name: total / interval_steps for name, total in interval_sums.items()}
+            means = {name: total / interval_counts[name] for name, total in interval_sums.items()}
             row = {"step": step, **means, "lr": lr, "tokens_per_s": interval_tokens / max(now - interval_start, 1e-9),
                    "max_len": batches.max_len(step), "elapsed_s": wall_before + now - began}
+            if cfg.skip_nonfinite_steps:
+                row["skipped_steps"] = skipped
             history.append(row)
             tracker.log_metrics({k: v for k, v in row.items() if k != "step"}, step)
             bar.set_postfix(loss=f"{means['loss']:.4f}", refresh=False)
             if lines:
                 print(f"step {step}/{cfg.steps}  loss {means['loss']:.4f}  lr {lr:.2e}  "
                       f"{row['tokens_per_s']:.0f} tokens/s", file=sys.stderr, flush=True)
-            interval_tokens, interval_start, interval_sums, interval_steps = 0, now, {}, 0
+            interval_tokens, interval_start, interval_sums, interval_counts = 0, now, {}, {}
         if step % cfg.checkpoint_every == 0 or step == cfg.steps:
             staging = checkpoints.staging(step)
             engine.save(staging)
