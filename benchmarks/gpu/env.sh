@@ -1,6 +1,8 @@
 # Source on a lent GPU machine (no internet): installs the wheels carried in .whl/ (benchmarks/gpu/fetch_device_wheels.sh)
 # and relin itself into /tmp, and puts them on PYTHONPATH; SANITIZER is compute-sanitizer, from the carried wheel
 # when there is one. Usage: `source benchmarks/gpu/env.sh`.
+# Once per call: a second source (dag.sh after a benchmark) must not reinstall under a running process.
+[ "${RELIN_GPU_ENV:-}" = "$PWD" ] && return 0
 set -e
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/relin-site .
@@ -9,5 +11,5 @@ export PATH=/tmp/site/bin:/tmp/relin-site/bin:$PATH
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 MLFLOW_DISABLE_TELEMETRY=true DO_NOT_TRACK=true
 SANITIZER=/tmp/site/nvidia/cuda_sanitizer_api/bin/compute-sanitizer
 [ -x "$SANITIZER" ] || SANITIZER=$(command -v compute-sanitizer || true)
-export SANITIZER
+export SANITIZER RELIN_GPU_ENV=$PWD
 set +e
