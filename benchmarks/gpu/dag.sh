@@ -40,7 +40,8 @@ grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.l
     --out results/report-partial > "$OUT/partial-report.log" 2>&1
 cp -r results/report* "$OUT/" 2>/dev/null
 tar -czf "$OUT/dag-results.tar.gz" --ignore-failed-read logs results/benchmarks results/report* mlflow.db mlruns \
-    $(find results -name "*.json" -o -name "*.csv" -o -name "*.png" | grep -v "/model/\|/checkpoints/") 2>/dev/null
+    $(find results -name "*.json" -o -name "*.csv" -o -name "*.png" | grep -v "/model/\|/checkpoints/") \
+    $(find results/lia_mtr/mme -maxdepth 2 -name answers 2>/dev/null) 2>/dev/null
 python3 - <<'EOF'
 import csv, glob
 rows = []
