@@ -67,13 +67,13 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.
         gate: like x; multiply by ``SiLU(gate)`` (Gated DeltaNet's output norm).
         backend: ``auto`` | ``triton`` | ``torch`` (see ``relin.kernels.common.backend``).
 
-    Returns ``y`` contiguous, shaped like x (and the sum, with ``residual``). Forward only.
+    Returns ``y`` contiguous, shaped like x (and the sum, with ``residual``). The kernel is forward only: where a
+    gradient is needed, the fp32 reference (the same math) runs instead, and autograd differentiates it.
     """
     check_inputs(x, weight, residual, gate)
-    if not use_triton(x, backend):
+    needs_grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, residual, gate))
+    if needs_grad or not use_triton(x, backend):
         return naive_rms_norm(x, weight, eps, residual, gate)
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, weight, residual, gate)):
-        raise NotImplementedError("rms_norm's Triton path has no backward; train through the module's PyTorch path")
     D = x.shape[-1]
     if D > MAX_WIDTH:
         raise ValueError(f"D = {D}: the Triton RMSNorm holds rows of at most {MAX_WIDTH} features")

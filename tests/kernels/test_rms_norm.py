@@ -73,6 +73,18 @@ def test_reference_is_the_modules_math(dtype):
     assert torch.equal(naive_rms_norm(x, w, 1e-6, residual=res)[0], module_math(x, w, 1e-6, residual=res))
 
 
+def test_gradients_flow_through_the_reference_where_the_kernel_has_no_backward():
+    x, gate = (torch.randn(3, 2, 48, device=DEVICE, requires_grad=True) for _ in range(2))
+    w = torch.randn(48, device=DEVICE, requires_grad=True)
+    (rms_norm(x, w, 1e-6, gate=gate, backend="triton") ** 2).sum().backward()
+    grads = [t.grad.clone() for t in (x, gate, w)]
+    for t in (x, gate, w):
+        t.grad = None
+    (naive_rms_norm(x, w, 1e-6, gate=gate) ** 2).sum().backward()
+    for name, got, want in zip(("x", "gate", "weight"), grads, (x.grad, gate.grad, w.grad)):
+        assert torch.equal(got, want), name
+
+
 def test_bad_arguments_are_one_line_errors():
     x = torch.randn(2, 8)
     with pytest.raises(ValueError, match=r"weight must be \[D\] = \[8\]"):

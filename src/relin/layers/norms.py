@@ -1,16 +1,12 @@
 """Normalisations: RMSNorm (computed in fp32, as Qwen3's) and Gated DeltaNet's gated RMSNorm.
 
-At inference (no gradient needed) they run :func:`relin.kernels.rms_norm`, one pass per row, rather than the
-half-dozen elementwise launches of the PyTorch expression; with gradients, the PyTorch path that autograd
-differentiates (the kernel's fp32 reference, the same math)."""
+They run :func:`relin.kernels.rms_norm`: at inference (no gradient needed) one pass per row on a GPU, rather than
+the half-dozen elementwise launches of the PyTorch expression; with gradients, the kernel's fp32 reference (the same
+math), which autograd differentiates."""
 from __future__ import annotations
 
 import torch
 from torch import nn
-
-
-def needs_grad(*tensors: torch.Tensor) -> bool:
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
 
 class RMSNorm(nn.Module):
@@ -22,27 +18,24 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from relin.kernels import naive_rms_norm, rms_norm
+        from relin.kernels import rms_norm
 
-        op = naive_rms_norm if needs_grad(x, self.weight) else rms_norm
-        return op(x, self.weight, self.eps)
+        return rms_norm(x, self.weight, self.eps)
 
     def add_and_norm(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The pre-norm block's ``residual + x`` and its norm, in one pass at inference. Returns ``(normed, sum)``."""
-        from relin.kernels import naive_rms_norm, rms_norm
+        from relin.kernels import rms_norm
 
         if x.shape != residual.shape:                          # broadcasting: the add first, then the norm
             summed = residual + x
             return self(summed), summed
-        op = naive_rms_norm if needs_grad(x, residual, self.weight) else rms_norm
-        return op(x, self.weight, self.eps, residual=residual)
+        return rms_norm(x, self.weight, self.eps, residual=residual)
 
 
 class GatedRMSNorm(RMSNorm):
     """``RMSNorm(o) · SiLU(gate)`` per head (fla's ``FusedRMSNormGated``; Qwen3-Next's output norm)."""
 
     def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        from relin.kernels import naive_rms_norm, rms_norm
+        from relin.kernels import rms_norm
 
-        op = naive_rms_norm if needs_grad(x, gate, self.weight) else rms_norm
-        return op(x, self.weight, self.eps, gate=gate)
+        return rms_norm(x, self.weight, self.eps, gate=gate)
