@@ -3,6 +3,8 @@
     python benchmarks/cpu/teacher_recall_screen.py --data results/data/synth_text --seeds 0 1 2
     python benchmarks/cpu/teacher_recall_screen.py --data results/data/synth_text --seeds 0 1 2 \\
         --set teacher.train.lr=0.0005 --jobs 2
+    python benchmarks/cpu/teacher_recall_screen.py --overlay workflow/configs/h200.yaml --steps 1300 --seeds 0 \\
+        --data results/data/synth_text --set teacher.models.qwen3.initializer_range=0.02     # on a GPU
 
 Trains ``relin teacher-lm`` for the first ``--steps`` steps of ``teacher.train`` (the curriculum's stages
 that end by then; by default the <= 64-token MQAR stages), once per seed, tracking off, and prints the
@@ -79,6 +81,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, required=True, help="synth-text dataset (results/data/synth_text)")
     parser.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    parser.add_argument("--overlay", type=Path, action="append", default=[],
+                        help="config overlay merged over --params (e.g. workflow/configs/h200.yaml)")
     parser.add_argument("--arch", default="qwen3", help="key of teacher.models")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=1200, help="train this many steps (whole curriculum stages)")
@@ -90,7 +94,8 @@ def main() -> None:
         sys.exit(f"--data {args.data}: not a synth-text dataset (expected a directory with tokenizer/); "
                  "build it with snakemake results/data/synth_text")
     try:  # the project's strict loader: an unknown key or a wrong type is one line naming the --set
-        params = as_dict(load_layers([(str(args.params), read_yaml(args.params)), *map(override, args.set)]))
+        params = as_dict(load_layers([(str(path), read_yaml(path)) for path in (args.params, *args.overlay)]
+                                     + [override(dotted) for dotted in args.set]))
     except ConfigError as err:
         sys.exit(str(err))
     if args.arch not in params["teacher"]["models"]:
@@ -105,7 +110,7 @@ def main() -> None:
     import torch
 
     record = {"commit": commit, "torch": torch.__version__, "machine": f"{platform.machine()} x{os.cpu_count()}",
-              "arch": args.arch, "steps": args.steps, "overrides": args.set,
+              "arch": args.arch, "steps": args.steps, "overlays": [str(p) for p in args.overlay], "overrides": args.set,
               "formed_threshold": args.formed, "runs": runs}
     path = ROOT / "benchmarks" / "results" / "teacher_recall_screen.json"
     path.write_text(json.dumps(record, indent=2) + "\n")
