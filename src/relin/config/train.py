@@ -34,9 +34,9 @@ class TrainConfig:
     decay_fraction: float = option(0.2, "WSD: fraction of steps in the final decay", minimum=0, maximum=1)
     clip_grad_norm: float = option(1.0, "gradient clipping max norm (0 = off)", minimum=0)
     skip_nonfinite_steps: int = option(0, "optimizer steps whose gradient norm is not finite that are skipped "
-                                          "(update dropped, counted in the history's skipped_steps) before the "
-                                          "run stops as diverged; 0 = stop at the first (torch backend only)",
-                                       minimum=0)
+                                          "(update dropped, counted in the history's skipped_steps, across "
+                                          "resumes) before the run stops as diverged; 0 = stop at the first "
+                                          "(torch backend only)", minimum=0)
     checkpoint_every: int = option(200, "steps between resumable checkpoints", minimum=1)
     log_every: int = option(10, "steps between logged metrics", minimum=1)
     backend: Literal["torch", "deepspeed"] = option("torch", "plain PyTorch or DeepSpeed ZeRO-2")

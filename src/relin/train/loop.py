@@ -6,7 +6,7 @@ accumulation and data parallelism equal one big batch, then clips, updates and a
 schedule. Every ``checkpoint_every`` steps and at the
 end the full state is checkpointed; a rerun with the same checkpoint root continues from there.
 A NaN/inf loss raises :class:`~relin.errors.TrainingDiverged` before the update, leaving the last
-good checkpoint untouched.
+good checkpoint untouched; so does a NaN/inf gradient norm beyond ``skip_nonfinite_steps`` dropped updates.
 """
 from __future__ import annotations
 
@@ -79,8 +79,9 @@ class Engine(Protocol):
     def backward(self, loss: torch.Tensor, last: bool) -> None: ...
 
     def step(self) -> float:
-        """Clip, update, advance the schedule; the pre-clip gradient norm. A non-finite one raises
-        :class:`~relin.errors.TrainingDiverged`."""
+        """Clip, update, advance the schedule; the pre-clip gradient norm. A non-finite one either drops the
+        update and is returned (torch) or raises :class:`~relin.errors.TrainingDiverged` (DeepSpeed, whose update
+        comes before its norm)."""
 
     def lr(self) -> float: ...
 
@@ -251,6 +252,12 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
             metrics["grad_norm"] = norm
         else:
             skipped += 1
+            if skipped > cfg.skip_nonfinite_steps:
+                bar.close()
+                kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
+                raise TrainingDiverged(f"gradient norm became {norm} ({skipped - 1} non-finite steps skipped before; "
+                                       f"train.skip_nonfinite_steps is {cfg.skip_nonfinite_steps}) at step {step}; "
+                                       f"{kept}")
         if isinstance(batches, AdaptiveSource):
             metrics.update(batches.observe(step, metrics))
         bar.update(1)

@@ -7,7 +7,6 @@ from typing import Callable
 
 import torch
 
-from ..errors import TrainingDiverged
 from .checkpoint import rng_state, set_rng_state
 from .distributed import DistEnv
 
@@ -47,7 +46,6 @@ class TorchEngine:
                  device: torch.device, bf16: bool):
         self.module, self.env, self.device, self.bf16 = model, env, device, bf16
         self.clip = cfg.clip_grad_norm
-        self.skip_limit, self.skipped = cfg.skip_nonfinite_steps, 0
         self.optimizer = adamw(model, cfg)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_fn)
         if env.distributed:
@@ -72,18 +70,14 @@ class TorchEngine:
 
     def step(self) -> float:
         """Clip, update, advance the schedule; returns the pre-clip gradient norm. A non-finite norm drops the
-        update (the schedule still advances) while fewer than ``skip_nonfinite_steps`` were dropped in this
-        process, and raises :class:`TrainingDiverged` after that."""
+        update (the schedule still advances) and is returned for the loop to count against
+        ``train.skip_nonfinite_steps``."""
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         norm = torch.nn.utils.clip_grad_norm_(params, self.clip if self.clip > 0 else float("inf"))
         if not torch.isfinite(norm):
-            if self.skipped >= self.skip_limit:
-                raise TrainingDiverged(f"gradient norm became {norm.item()} ({self.skipped} non-finite steps "
-                                       f"skipped before; train.skip_nonfinite_steps is {self.skip_limit})")
-            self.skipped += 1
             self.optimizer.zero_grad(set_to_none=True)
             self.scheduler.step()
-            return float("nan")
+            return float(norm)
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
