@@ -13,7 +13,7 @@ marks the induction heads' key match). In those stages the rows are MQAR (and th
 rows), so a run stuck near 0.3 at 8 pairs has learnt to copy a value of the context, not to match its
 key. A screen costs ~200 s per seed on one core against ~900 s for a whole teacher; the full
 evaluation (NIAH) still needs ``snakemake results/eval/teacher-qwen3/metrics.json``. Writes
-``benchmarks/results/teacher_recall_screen.json`` (the current screen; earlier ones are in git history).
+``benchmarks/results/teacher_recall_screen.json`` (the current screen; earlier ones are in git history), or ``--out``.
 """
 from __future__ import annotations
 
@@ -89,6 +89,8 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a params key")
     parser.add_argument("--formed", type=float, default=0.8, help="training accuracy that counts as formed")
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at once (one core each)")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "teacher_recall_screen.json",
+                        help="JSON to write (one per screen when several run at once)")
     args = parser.parse_args()
     if not (args.data / "tokenizer").is_dir():
         sys.exit(f"--data {args.data}: not a synth-text dataset (expected a directory with tokenizer/); "
@@ -112,7 +114,8 @@ def main() -> None:
     record = {"commit": commit, "torch": torch.__version__, "machine": f"{platform.machine()} x{os.cpu_count()}",
               "arch": args.arch, "steps": args.steps, "overlays": [str(p) for p in args.overlay], "overrides": args.set,
               "formed_threshold": args.formed, "runs": runs}
-    path = ROOT / "benchmarks" / "results" / "teacher_recall_screen.json"
+    path = args.out
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record, indent=2) + "\n")
 
     print(f"\n{args.arch}, {args.steps} steps, overrides: {' '.join(args.set) or 'none'}")

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Does the h200 Qwen3 teacher's MQAR key match form within its short-row stages, and under which settings? Several
+# variants of workflow/configs/h200.yaml train at once on the one GPU (benchmarks/cpu/teacher_recall_screen.py,
+# the first STEPS steps of teacher.train, training accuracy every 50 steps; formed = 0.8), then one table.
+#   bash benchmarks/gpu/teacher_screen.sh                        # there, carrying .whl (WHEELS=dag)
+# VARIANTS: name=KEY=VALUE[;KEY=VALUE...] separated by spaces; ARCH (qwen3), STEPS (1300), SEED (0).
+source benchmarks/gpu/env.sh
+set -uo pipefail
+OUT=${OUT:-build/benchmarks}
+mkdir -p "$OUT"
+arch=${ARCH:-qwen3}
+variants=${VARIANTS:-"as_configured=teacher.train.seed=0
+init_0.02=teacher.models.qwen3.initializer_range=0.02
+lr_5e-4=teacher.train.lr=0.0005
+no_gqa=teacher.models.qwen3.num_key_value_heads=8
+heads_12x64=teacher.models.qwen3.num_attention_heads=12;teacher.models.qwen3.head_dim=64"}
+[ -d results/data/synth_text ] || snakemake --cores 4 results/data/synth_text --configfile workflow/configs/h200.yaml \
+    > "$OUT/synth_text.log" 2>&1 || { echo "synth_text failed: $OUT/synth_text.log"; exit 1; }
+pids=()
+for variant in $variants; do
+  name=${variant%%=*}
+  sets=()
+  IFS=';' read -ra pairs <<< "${variant#*=}"
+  for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
+  python3 benchmarks/cpu/teacher_recall_screen.py --overlay workflow/configs/h200.yaml --data results/data/synth_text \
+      --arch "$arch" --steps "${STEPS:-1300}" --seeds "${SEED:-0}" "${sets[@]}" --out "$OUT/screen-$name.json" \
+      > "$OUT/screen-$name.log" 2>&1 &
+  pids+=($!)
+done
+wait "${pids[@]}"
+for variant in $variants; do
+  name=${variant%%=*}
+  [ -f "$OUT/screen-$name.json" ] || { echo "variant $name failed: $(tail -n 1 "$OUT/screen-$name.log")"; }
+done
+python3 - "$OUT" <<'PY'
+import json, pathlib, sys
+print("| variant | overrides | formed at | accuracy every 250 steps | s |\n|---|---|---|---|---|")
+for path in sorted(pathlib.Path(sys.argv[1]).glob("screen-*.json")):
+    record = json.loads(path.read_text())
+    for run in record["runs"]:
+        acc = " ".join(f"{a:.2f}" for step, a in run["accuracy"].items() if int(step) % 250 == 0)
+        print(f"| {path.stem.removeprefix('screen-')} | {' '.join(record['overrides'])} | {run['formed_at'] or 'no'} "
+              f"| {acc} | {run['seconds']:.0f} |")
+PY
