@@ -213,6 +213,12 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
     began = time.perf_counter()
     interval_tokens, interval_start, interval_sums, interval_counts = 0, time.perf_counter(), {}, {}
     skipped = int(history[-1].get("skipped_steps", 0)) if history else 0
+
+    def diverged(what: str, step: int) -> TrainingDiverged:
+        bar.close()
+        kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
+        return TrainingDiverged(f"{what} at step {step}; {kept}")
+
     loss_value = history[-1]["loss"] if history else float("nan")
     for step in range(start + 1, cfg.steps + 1):
         micro = batches.micro_batches(step, cfg.grad_accum)
@@ -243,9 +249,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         metrics = objective.finalize(dict(zip(names, reduced.tolist())))
         loss_value = metrics["loss"]
         if not math.isfinite(loss_value):
-            bar.close()
-            kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
-            raise TrainingDiverged(f"loss became {loss_value} at step {step}; {kept}")
+            raise diverged(f"loss became {loss_value}", step)
         lr = engine.lr()
         norm = engine.step()
         if math.isfinite(norm):
@@ -253,11 +257,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         else:
             skipped += 1
             if skipped > cfg.skip_nonfinite_steps:
-                bar.close()
-                kept = f"last good checkpoint kept at {last_saved}" if last_saved else "no checkpoint written yet"
-                raise TrainingDiverged(f"gradient norm became {norm} ({skipped - 1} non-finite steps skipped before; "
-                                       f"train.skip_nonfinite_steps is {cfg.skip_nonfinite_steps}) at step {step}; "
-                                       f"{kept}")
+                raise diverged(f"gradient norm became {norm} ({skipped - 1} non-finite steps skipped before; "
+                               f"train.skip_nonfinite_steps is {cfg.skip_nonfinite_steps})", step)
         if isinstance(batches, AdaptiveSource):
             metrics.update(batches.observe(step, metrics))
         bar.update(1)

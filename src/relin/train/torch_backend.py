@@ -74,11 +74,8 @@ class TorchEngine:
         ``train.skip_nonfinite_steps``."""
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         norm = torch.nn.utils.clip_grad_norm_(params, self.clip if self.clip > 0 else float("inf"))
-        if not torch.isfinite(norm):
-            self.optimizer.zero_grad(set_to_none=True)
-            self.scheduler.step()
-            return float(norm)
-        self.optimizer.step()
+        if torch.isfinite(norm):
+            self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(norm)
