@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole DAG under workflow/configs/h200.yaml on a lent H200, across one or more 10-minute calls:
 #   WHEELS=dag bash benchmarks/gpu/fetch_device_wheels.sh                     # here, once (snakemake, mlflow, ...)
-#   bash benchmarks/gpu/dag.sh                                              # there, carrying .whl; again to resume
-# A call's limit interrupts snakemake (SIGINT: running jobs are marked incomplete, the lock released); the next call
-# on the same machine (it stays warm between calls made back to back) unlocks if needed and reruns the incomplete
-# jobs, whose training stages resume from their checkpoints (checkpoints/, outside the jobs' outputs). Every call
-# packs what exists so far (report, metrics, logs, the MLflow store), so a machine taken away loses no result.
+#   bash benchmarks/gpu/dag.sh                                              # there, carrying .whl; again to follow
+# Snakemake runs in its own process session, which outlives the call on the warm machine: a call waits for it at
+# most DAG_LIMIT seconds, packs what exists, and returns; the next call made back to back (the machine stays warm
+# 30 s) attaches to the same run and waits again. When no run is alive (it ended, or a fresh machine), the call
+# starts one: Snakemake reruns incomplete jobs, whose training stages resume from their checkpoints (checkpoints/,
+# outside the jobs' outputs). Every call packs what exists so far (report, metrics, logs, the MLflow store), so a
+# machine taken away loses no result.
 # Jobs share the one GPU (at most GPU_JOBS of the gpu=1 rules at a time) and 16 cores; a failed job leaves the
 # independent ones running (--keep-going). Into $OUT: the report, every metrics/speed JSON and table, the
 # per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times; a partial run
@@ -24,16 +26,31 @@ mkdir -p "$OUT"
 'transformers', transformers.__version__)"
   echo "commit ${RELIN_GIT_COMMIT:-unknown}"; } | tee "$OUT/machine.txt"
 began=$(date +%s)
-[ -d .snakemake/locks ] && [ -n "$(ls -A .snakemake/locks 2>/dev/null)" ] && \
-    snakemake --unlock --configfile workflow/configs/h200.yaml > /dev/null 2>&1
 calls=$(( $(cat build/dag-calls 2>/dev/null || echo 0) + 1 )); mkdir -p build; echo "$calls" > build/dag-calls
-echo "call $calls" | tee -a "$OUT/machine.txt"
-timeout -s INT -k 60 "${DAG_LIMIT:-520}" snakemake --cores "$cores" --resources gpu="${GPU_JOBS:-6}" --keep-going \
-    --rerun-incomplete ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml ${DAG_OVERLAYS:-} \
-    > "$OUT/snakemake.log" 2>&1
-rc=$?
-[ $rc -eq 124 ] && echo "the call's limit interrupted the DAG: run dag.sh again to resume" | tee -a "$OUT/machine.txt"
-echo "snakemake rc $rc after $(( $(date +%s) - began )) s" | tee -a "$OUT/machine.txt"
+if [ -f build/dag.pid ] && kill -0 "$(cat build/dag.pid)" 2>/dev/null; then
+  echo "call $calls: following the DAG an earlier call started" | tee -a "$OUT/machine.txt"
+else
+  [ -d .snakemake/locks ] && [ -n "$(ls -A .snakemake/locks 2>/dev/null)" ] && \
+      snakemake --unlock --configfile workflow/configs/h200.yaml > /dev/null 2>&1
+  echo "call $calls: starting the DAG" | tee -a "$OUT/machine.txt"
+  rm -f build/dag.rc
+  setsid bash -c "snakemake --cores $cores --resources gpu=${GPU_JOBS:-6} --keep-going --rerun-incomplete \
+      ${DAG_TARGETS:-} --configfile workflow/configs/h200.yaml ${DAG_OVERLAYS:-} > build/snakemake-$calls.log 2>&1;
+      echo \$? > build/dag.rc" < /dev/null > /dev/null 2>&1 &
+  echo $! > build/dag.pid
+fi
+while kill -0 "$(cat build/dag.pid)" 2>/dev/null && [ $(( $(date +%s) - began )) -lt "${DAG_LIMIT:-540}" ]; do
+  sleep 5
+done
+cat build/snakemake-*.log > "$OUT/snakemake.log" 2>/dev/null
+if [ -f build/dag.rc ]; then
+  rc=$(cat build/dag.rc)
+  echo "snakemake ended, rc $rc, after $(( $(date +%s) - began )) s of this call" | tee -a "$OUT/machine.txt"
+else
+  rc=124
+  echo "the DAG goes on in the background: run dag.sh again within 30 s, on this machine, to follow it" \
+      | tee -a "$OUT/machine.txt"
+fi
 grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.log" | tail -5
 # A partial DAG (DAG_TARGETS, or the limit) gets the report of what finished, beside the stage outputs.
 [ -d results/report ] || python3 benchmarks/gpu/partial_report.py --overlay workflow/configs/h200.yaml \

@@ -3,33 +3,42 @@
 # variants of workflow/configs/h200.yaml train at once on the one GPU (benchmarks/cpu/teacher_recall_screen.py,
 # the first STEPS steps of teacher.train, training accuracy every 50 steps; formed = 0.8), then one table.
 #   bash benchmarks/gpu/teacher_screen.sh                        # there, carrying .whl (WHEELS=dag)
-# VARIANTS: name=KEY=VALUE[;KEY=VALUE...] separated by spaces; ARCH (qwen3), STEPS (1300), SEED (0).
+#   PICK=build/teacher-pick.yaml bash benchmarks/gpu/teacher_screen.sh   # and the overlay of the first to form
+# VARIANTS: name=KEY=VALUE[;KEY=VALUE...] separated by spaces; ARCH (qwen3), STEPS (1300), SEED (0); SCREEN_LIMIT
+# (seconds) stops the variants still training then. The variants train eagerly: five compilations at once would
+# cost more than the steps they save.
 source benchmarks/gpu/env.sh
 set -uo pipefail
 OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT"
 arch=${ARCH:-qwen3}
+# a smaller init helped the deeper CPU teacher (4 layers: 0.02 never formed the match, 0.01 did)
 variants=${VARIANTS:-"as_configured=teacher.train.seed=0
-init_0.02=teacher.models.qwen3.initializer_range=0.02
-lr_5e-4=teacher.train.lr=0.0005
-no_gqa=teacher.models.qwen3.num_key_value_heads=8
-heads_12x64=teacher.models.qwen3.num_attention_heads=12;teacher.models.qwen3.head_dim=64"}
+init_0.005=teacher.models.qwen3.initializer_range=0.005
+init_0.005_heads_12x64=teacher.models.qwen3.initializer_range=0.005;teacher.models.qwen3.num_attention_heads=12;teacher.models.qwen3.head_dim=64
+heads_12x64=teacher.models.qwen3.num_attention_heads=12;teacher.models.qwen3.head_dim=64
+no_gqa=teacher.models.qwen3.num_key_value_heads=8"}
 [ -d results/data/synth_text ] || snakemake --cores 4 results/data/synth_text --configfile workflow/configs/h200.yaml \
     > "$OUT/synth_text.log" 2>&1 || { echo "synth_text failed: $OUT/synth_text.log"; exit 1; }
+mkdir -p build && echo "teacher: {train: {compile: false}}" > build/screen-eager.yaml
 pids=()
 for variant in $variants; do
   name=${variant%%=*}
   sets=()
   IFS=';' read -ra pairs <<< "${variant#*=}"
   for pair in "${pairs[@]}"; do sets+=(--set "$pair"); done
-  python3 benchmarks/cpu/teacher_recall_screen.py --overlay workflow/configs/h200.yaml --data results/data/synth_text \
+  timeout "${SCREEN_LIMIT:-3600}" python3 benchmarks/cpu/teacher_recall_screen.py --overlay workflow/configs/h200.yaml \
+      --overlay build/screen-eager.yaml --data results/data/synth_text \
       --arch "$arch" --steps "${STEPS:-1300}" --seeds "${SEED:-0}" "${sets[@]}" --out "$OUT/screen-$name.json" \
       > "$OUT/screen-$name.log" 2>&1 &
   pids+=($!)
 done
 wait "${pids[@]}"
+pkill -f "teacher-screen-" 2>/dev/null  # the relin processes of variants that the limit stopped
+names=()
 for variant in $variants; do
   name=${variant%%=*}
+  names+=("$name")
   [ -f "$OUT/screen-$name.json" ] || { echo "variant $name failed: $(tail -n 1 "$OUT/screen-$name.log")"; }
 done
 python3 - "$OUT" <<'PY'
@@ -42,3 +51,4 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("screen-*.json")):
         print(f"| {path.stem.removeprefix('screen-')} | {' '.join(record['overrides'])} | {run['formed_at'] or 'no'} "
               f"| {acc} | {run['seconds']:.0f} |")
 PY
+[ -z "${PICK:-}" ] || python3 benchmarks/gpu/screen_pick.py "$OUT" "$PICK" "${names[@]}"

@@ -34,6 +34,11 @@ SHAPES = {
 }
 
 
+# benchmark mode -> (train.compile, train.compile_mode)
+MODES = {"eager": (False, "default"), "compiled": (True, "default"),
+         "autotuned": (True, "max-autotune-no-cudagraphs")}
+
+
 def teacher(name: str, vocab: int, seq: int):
     from relin.config.teacher import TeacherModelConfig
     from relin.data.tokenizer import build_tokenizer
@@ -72,7 +77,7 @@ class ProfilerSteps:
         return lambda *args, **kwargs: None
 
 
-def profile(name: str, compiled: bool, step_ms: float, args, warmup: int = 6, active: int = 4) -> None:
+def profile(name: str, mode: str, step_ms: float, args, warmup: int = 6, active: int = 4) -> None:
     """Kernel time per step over ``active`` steps after ``warmup`` (compilation and autotuning done) against the
     measured ``step_ms``, and the kernels that take the most of it."""
     from torch.profiler import ProfilerActivity, schedule
@@ -86,8 +91,10 @@ def profile(name: str, compiled: bool, step_ms: float, args, warmup: int = 6, ac
     model, tokenizer = teacher(name, args.vocab, args.seq)
     rows = torch.randint(4, len(tokenizer), (args.batch * 8, args.seq), generator=torch.Generator().manual_seed(0))
     batches = StepBatches(rows.tolist(), rows.tolist(), batch_size=args.batch, pad_id=tokenizer.pad_token_id, seed=0)
+    compiled, compile_mode = MODES[mode]
     cfg = TrainConfig(steps=warmup + active + 1, batch_size=args.batch, lr=3e-4, warmup_steps=1, log_every=1,
-                      checkpoint_every=warmup + active + 2, bucket_by_length=False, compile=compiled)
+                      checkpoint_every=warmup + active + 2, bucket_by_length=False, compile=compiled,
+                      compile_mode=compile_mode)
     with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                        schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1)) as prof:
         with tempfile.TemporaryDirectory() as tmp:
@@ -95,14 +102,14 @@ def profile(name: str, compiled: bool, step_ms: float, args, warmup: int = 6, ac
                   tracker=ProfilerSteps(prof))
     events = [e for e in prof.key_averages() if e.device_type.name == "CUDA"]
     kernel_ms = sum(e.self_device_time_total for e in events) / active / 1000
-    print(f"profile {name} {'compiled' if compiled else 'eager'}: {kernel_ms:.1f} ms of kernels per step of "
+    print(f"profile {name} {mode}: {kernel_ms:.1f} ms of kernels per step of "
           f"{step_ms:.1f} ms ({100 * kernel_ms / step_ms:.0f}% busy), "
           f"{sum(e.count for e in events) / active:.0f} kernels per step")
     for e in sorted(events, key=lambda e: -e.self_device_time_total)[:14]:
         print(f"  {e.self_device_time_total / active / 1000:7.2f} ms {e.count / active:5.0f}x  {e.key[:90]}")
 
 
-def measure(name: str, compiled: bool, args) -> dict:
+def measure(name: str, mode: str, args) -> dict:
     from relin.config.train import TrainConfig
     from relin.train.batching import StepBatches
     from relin.train.loop import train
@@ -112,16 +119,18 @@ def measure(name: str, compiled: bool, args) -> dict:
     generator = torch.Generator().manual_seed(0)
     rows = torch.randint(4, len(tokenizer), (args.batch * 8, args.seq), generator=generator).tolist()
     batches = StepBatches(rows, rows, batch_size=args.batch, pad_id=tokenizer.pad_token_id, seed=0)
+    compiled, compile_mode = MODES[mode]
     cfg = TrainConfig(steps=args.steps, batch_size=args.batch, lr=3e-4, warmup_steps=1, log_every=args.log_every,
-                      checkpoint_every=args.steps + 1, bucket_by_length=False, compile=compiled)
+                      checkpoint_every=args.steps + 1, bucket_by_length=False, compile=compiled,
+                      compile_mode=compile_mode)
     with tempfile.TemporaryDirectory() as tmp:
         result = train(model, build_objective("ce"), batches, cfg, checkpoint_root=tmp, progress=False)
     rates = [row["tokens_per_s"] for row in result.history][1:] or [row["tokens_per_s"] for row in result.history]
     tokens_per_s = sum(rates) / len(rates)
     flops = flops_per_token(result.model, args.seq)
     params = sum(p.numel() for p in result.model.parameters())
-    return {"case": name, "compiled": compiled, "parameters": params, "seq": args.seq, "batch": args.batch,
-            "steps": args.steps,
+    return {"case": name, "compiled": compiled, "mode": mode, "parameters": params, "seq": args.seq,
+            "batch": args.batch, "steps": args.steps,
             "tokens_per_s": round(tokens_per_s), "steps_per_s": round(tokens_per_s / (args.batch * args.seq), 2),
             "flops_per_token": flops, "mfu": round(tokens_per_s * flops / (args.peak_tflops * 1e12), 4)}
 
@@ -134,11 +143,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--log-every", type=int, default=10)
     parser.add_argument("--vocab", type=int, default=8192)
-    parser.add_argument("--modes", nargs="+", choices=["eager", "compiled"], default=["eager", "compiled"],
-                        help="the loop as is, and with train.compile (torch.compile of the model)")
+    parser.add_argument("--modes", nargs="+", choices=sorted(MODES), default=["eager", "compiled"],
+                        help="the loop as is, with train.compile (torch.compile of the model), and with its "
+                             "compile_mode max-autotune-no-cudagraphs")
     parser.add_argument("--profile", action="store_true", help="also profile a few steps of each case")
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the GPU")
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--json", default="teacher_train.json", help="file name under --out")
     args = parser.parse_args()
 
     import transformers
@@ -148,16 +159,16 @@ def main() -> None:
             "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "peak_tflops": args.peak_tflops}
     rows = []
     for name, mode in ((name, mode) for name in args.only for mode in args.modes):
-        rows.append(measure(name, mode == "compiled", args))
+        rows.append(measure(name, mode, args))
         print(json.dumps(rows[-1]), flush=True)
         if args.profile and torch.cuda.is_available():
-            profile(name, mode == "compiled", 1000 / rows[-1]["steps_per_s"], args)
+            profile(name, mode, 1000 / rows[-1]["steps_per_s"], args)
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "teacher_train.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
+        (Path(args.out) / args.json).write_text(json.dumps({**meta, "rows": rows}, indent=1))
     print(f"\n{meta['gpu']}, rows of {args.seq} tokens, {args.batch} per step")
     print("| case | loop | parameters | tokens/s | steps/s | MFU |")
     for r in rows:
-        print(f"| {r['case']} | {'compiled' if r['compiled'] else 'eager'} | {r['parameters'] / 1e6:.1f}M | "
+        print(f"| {r['case']} | {r['mode']} | {r['parameters'] / 1e6:.1f}M | "
               f"{r['tokens_per_s']} | {r['steps_per_s']} | {100 * r['mfu']:.1f}% |")
 
 

@@ -145,7 +145,16 @@ def test_every_checkpoint_unreadable_is_one_line_naming_what_to_delete(tokenizer
     assert message.endswith(f"delete {tmp_path} to train from step 0")
 
 
-def test_nan_loss_raises_and_keeps_last_good_checkpoint(tokenizer, tmp_path):
+@pytest.fixture(params=["foreach", "fused"])
+def adamw_kernel(request, monkeypatch):
+    """AdamW as the CPU gets it (checked on the host), and its fused kernel as on a GPU (dropped in the kernel)."""
+    if request.param == "fused":
+        adamw = torch.optim.AdamW
+        monkeypatch.setattr(torch.optim, "AdamW", lambda *args, **kwargs: adamw(*args, **{**kwargs, "fused": True}))
+    return request.param
+
+
+def test_nan_loss_raises_and_keeps_last_good_checkpoint(tokenizer, tmp_path, adamw_kernel):
     cfg = TrainConfig(steps=10, batch_size=4, lr=1e-3, warmup_steps=0, checkpoint_every=3)
     diverged = r"loss became nan at step 5; last good checkpoint kept at .*step-000003"
     with pytest.raises(TrainingDiverged, match=diverged):
@@ -182,7 +191,7 @@ class NaNGradAt(CrossEntropy):
         return out
 
 
-def test_nonfinite_gradient_steps_are_skipped_up_to_the_limit(tokenizer, tmp_path):
+def test_nonfinite_gradient_steps_are_skipped_up_to_the_limit(tokenizer, tmp_path, adamw_kernel):
     common = dict(batch_size=4, lr=1e-2, warmup_steps=0, schedule="constant", checkpoint_every=100, log_every=1)
     clean = train(_model(tokenizer), CrossEntropy(), _batches(tokenizer, 4), TrainConfig(steps=2, **common),
                   checkpoint_root=tmp_path / "clean", progress=False)

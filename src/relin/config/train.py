@@ -45,6 +45,9 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16"] = option("auto", "auto = bf16 on GPU, fp32 on CPU")
     compile: bool = option(False, "torch.compile the model on a GPU (fuses its elementwise work; the first steps "
                                   "pay the compilation; ignored on a CPU)")
+    compile_mode: Literal["default", "max-autotune-no-cudagraphs"] = option(
+        "default", "torch.compile's mode with compile: max-autotune-no-cudagraphs times candidate matmul and "
+                   "fused kernels for each shape (minutes of compilation, for long runs of fixed shapes)")
     seed: int = option(0, "training seed (init, batch order)")
     curriculum: list[CurriculumStage] = option([], "length curriculum (empty = full length throughout)")
     task_weights: dict[str, float] = option({}, "mixture weight per data task: its share of drawn rows, "

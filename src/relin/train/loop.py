@@ -5,8 +5,10 @@ micro-batch's summed loss by the objective's targets of the whole step (over all
 accumulation and data parallelism equal one big batch, then clips, updates and advances the lr
 schedule. Every ``checkpoint_every`` steps and at the
 end the full state is checkpointed; a rerun with the same checkpoint root continues from there.
-A NaN/inf loss raises :class:`~relin.errors.TrainingDiverged` before the update, leaving the last
-good checkpoint untouched; so does a NaN/inf gradient norm beyond ``skip_nonfinite_steps`` dropped updates.
+Metrics stay on the device until a step logs, checkpoints or adapts its source, so the host never waits on the GPU
+in between. A NaN/inf loss raises :class:`~relin.errors.TrainingDiverged` naming its step (whose update was dropped
+with its non-finite gradient) before any later checkpoint, leaving the last good one untouched; so does a NaN/inf
+gradient norm beyond ``skip_nonfinite_steps`` dropped updates.
 """
 from __future__ import annotations
 
@@ -78,16 +80,29 @@ class Engine(Protocol):
 
     def backward(self, loss: torch.Tensor, last: bool) -> None: ...
 
-    def step(self) -> float:
-        """Clip, update, advance the schedule; the pre-clip gradient norm. A non-finite one either drops the
-        update and is returned (torch) or raises :class:`~relin.errors.TrainingDiverged` (DeepSpeed, whose update
-        comes before its norm)."""
+    def step(self) -> torch.Tensor | float:
+        """Clip, update, advance the schedule; the pre-clip gradient norm (a device tensor the loop reads later, or
+        a float). A non-finite one either drops the update and is returned (torch) or raises
+        :class:`~relin.errors.TrainingDiverged` (DeepSpeed, whose update comes before its norm)."""
 
     def lr(self) -> float: ...
 
     def save(self, directory: Path) -> None: ...
 
     def load(self, directory: Path) -> None: ...
+
+
+def _to_device(tensor: torch.Tensor, device: torch.device, symbolic: bool) -> torch.Tensor:
+    """A batch tensor on the training device; from page-locked memory on a GPU, so the copy joins the stream's
+    queue instead of waiting for it. ``symbolic`` marks its batch and sequence sizes dynamic for ``torch.compile``."""
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        tensor = tensor.pin_memory().to(device, non_blocking=True)
+    else:
+        tensor = tensor.to(device)
+    if symbolic and tensor.dim() >= 2:
+        torch._dynamo.maybe_mark_dynamic(tensor, 0)
+        torch._dynamo.maybe_mark_dynamic(tensor, 1)
+    return tensor
 
 
 def _source_state(batches) -> dict | None:
@@ -190,7 +205,8 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         enable_gradient_checkpointing(model)
     model.to(device).train()
     if cfg.compile and device.type == "cuda":
-        model.compile()                          # in place: parameter names, checkpoints and the caller's model kept
+        # in place: parameter names, checkpoints and the caller's model kept
+        model.compile(mode=None if cfg.compile_mode == "default" else cfg.compile_mode)
     for frozen in objective.frozen_modules():
         frozen.to(device).eval().requires_grad_(False)
     engine = make_engine(model, cfg, env, device)
@@ -220,6 +236,40 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         return TrainingDiverged(f"{what} at step {step}; {kept}")
 
     loss_value = history[-1]["loss"] if history else float("nan")
+    adaptive = isinstance(batches, AdaptiveSource)
+    # Rows of a length curriculum or length buckets change shape from step to step: compiled with symbolic batch and
+    # sequence sizes from the first step, the model compiles once instead of again at each new shape.
+    symbolic = cfg.compile and device.type == "cuda" and bool(cfg.curriculum or cfg.bucket_by_length)
+    # Steps whose metrics and gradient norm are still on the device: (step, lr, metric names, [metrics..., norm]).
+    pending: list[tuple[int, float, list[str], torch.Tensor]] = []
+
+    def settle() -> None:
+        """Reads the pending steps' metrics in one copy to the host, the loop's only wait on the device: a step
+        that neither logs, checkpoints nor adapts its source queues its kernels behind the last one's. A NaN loss
+        raises at its own step; the update of a step with a non-finite gradient norm was already dropped."""
+        nonlocal loss_value, skipped
+        flat = torch.cat([values for *_, values in pending]).tolist() if pending else []
+        at = 0
+        for step, lr, names, _ in pending:
+            row, at = flat[at:at + len(names) + 1], at + len(names) + 1
+            metrics, norm = objective.finalize(dict(zip(names, row[:-1]))), row[-1]
+            loss_value = metrics["loss"]
+            if not math.isfinite(loss_value):
+                raise diverged(f"loss became {loss_value}", step)
+            if math.isfinite(norm):
+                metrics["grad_norm"] = norm
+            else:
+                skipped += 1
+                if skipped > cfg.skip_nonfinite_steps:
+                    raise diverged(f"gradient norm became {norm} ({skipped - 1} non-finite steps skipped before; "
+                                   f"train.skip_nonfinite_steps is {cfg.skip_nonfinite_steps})", step)
+            if adaptive:
+                metrics.update(batches.observe(step, metrics))
+            for name, value in metrics.items():
+                interval_sums[name] = interval_sums.get(name, 0.0) + value
+                interval_counts[name] = interval_counts.get(name, 0) + 1
+        pending.clear()
+
     for step in range(start + 1, cfg.steps + 1):
         micro = batches.micro_batches(step, cfg.grad_accum)
         if step == start + 1:
@@ -237,7 +287,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         scale = env.world_size / targets.clamp(min=1.0)
         totals: dict[str, torch.Tensor] = {}
         for i, batch in enumerate(micro):
-            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
+            batch = {k: _to_device(v, device, symbolic) for k, v in batch.items()}
             last = i == len(micro) - 1
             with engine.micro_step(last):
                 out = objective(engine.model, batch)
@@ -246,26 +296,14 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
                 totals[name] = totals.get(name, 0.0) + value.float()
         names = sorted(totals)
         reduced = all_reduce_sum(torch.stack([totals[n] for n in names])) / targets.clamp(min=1.0)
-        metrics = objective.finalize(dict(zip(names, reduced.tolist())))
-        loss_value = metrics["loss"]
-        if not math.isfinite(loss_value):
-            raise diverged(f"loss became {loss_value}", step)
         lr = engine.lr()
-        norm = engine.step()
-        if math.isfinite(norm):
-            metrics["grad_norm"] = norm
-        else:
-            skipped += 1
-            if skipped > cfg.skip_nonfinite_steps:
-                raise diverged(f"gradient norm became {norm} ({skipped - 1} non-finite steps skipped before; "
-                               f"train.skip_nonfinite_steps is {cfg.skip_nonfinite_steps})", step)
-        if isinstance(batches, AdaptiveSource):
-            metrics.update(batches.observe(step, metrics))
+        norm = torch.as_tensor(engine.step(), dtype=torch.float32).to(reduced.device).reshape(1)
+        pending.append((step, lr, names, torch.cat([reduced, norm])))
         bar.update(1)
-        for name, value in metrics.items():
-            interval_sums[name] = interval_sums.get(name, 0.0) + value
-            interval_counts[name] = interval_counts.get(name, 0) + 1
-        if step % cfg.log_every == 0 or step == cfg.steps:
+        logs = step % cfg.log_every == 0 or step == cfg.steps
+        if adaptive or logs or step % cfg.checkpoint_every == 0:
+            settle()
+        if logs:
             now = time.perf_counter()
             means = {name: total / interval_counts[name] for name, total in interval_sums.items()}
             row = {"step": step, **means, "lr": lr, "tokens_per_s": interval_tokens / max(now - interval_start, 1e-9),

@@ -68,17 +68,22 @@ class TorchEngine:
     def backward(self, loss: torch.Tensor, last: bool) -> None:
         loss.backward()
 
-    def step(self) -> float:
-        """Clip, update, advance the schedule; returns the pre-clip gradient norm. A non-finite norm drops the
-        update (the schedule still advances) and is returned for the loop to count against
+    def step(self) -> torch.Tensor:
+        """Clip, update, advance the schedule; returns the pre-clip gradient norm, still on the device. A non-finite
+        norm drops the update (the schedule still advances) and is returned for the loop to count against
         ``train.skip_nonfinite_steps``."""
         params = [p for g in self.optimizer.param_groups for p in g["params"]]
         norm = torch.nn.utils.clip_grad_norm_(params, self.clip if self.clip > 0 else float("inf"))
-        if torch.isfinite(norm):
+        if self.optimizer.defaults.get("fused"):
+            # The fused kernel reads ``found_inf`` (as under a GradScaler) and leaves parameters, moments and step
+            # counts as they were: the drop needs no wait for the norm.
+            self.optimizer.found_inf = (~torch.isfinite(norm)).float()
+            self.optimizer.step()
+        elif torch.isfinite(norm):
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return float(norm)
+        return norm.detach()
 
     def lr(self) -> float:
         return schedule_lr(self.optimizer)

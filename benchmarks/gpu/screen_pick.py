@@ -1,0 +1,65 @@
+"""The teacher screen's pick as a config overlay for the DAG that follows it in the same call.
+
+    python3 benchmarks/gpu/screen_pick.py $OUT build/teacher-pick.yaml as_configured init_0.005 ...
+
+Reads ``screen-<name>.json`` (``benchmarks/gpu/teacher_screen.sh``) for each variant name, in the order given, and
+writes the overrides of the variant whose MQAR key match formed first (a tie goes to the earlier name; a variant
+that did not form, or failed, is never picked) as a YAML overlay of ``params.yaml``. When none formed, the overlay
+is empty: the config stays as it is. Prints one line saying what was picked and why.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+
+def nested(dotted: str) -> dict:
+    """``a.b.c=value`` as ``{"a": {"b": {"c": value}}}`` (value read as YAML)."""
+    key, _, raw = dotted.partition("=")
+    layer = yaml.safe_load(raw)
+    for part in reversed(key.split(".")):
+        layer = {part: layer}
+    return layer
+
+
+def merge(into: dict, layer: dict) -> dict:
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def main() -> None:
+    if len(sys.argv) < 4:
+        sys.exit("usage: screen_pick.py SCREEN_DIR OVERLAY.yaml NAME [NAME ...]")
+    screens, out, names = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3:]
+    formed = []
+    for order, name in enumerate(names):
+        path = screens / f"screen-{name}.json"
+        if not path.is_file():
+            print(f"screen_pick: {name}: no {path} (the variant failed); not a candidate", file=sys.stderr)
+            continue
+        record = json.loads(path.read_text())
+        steps = [run["formed_at"] for run in record["runs"]]
+        if steps and all(step is not None for step in steps):
+            formed.append((max(steps), order, name, record["overrides"]))
+    overlay: dict = {}
+    if formed:
+        step, _, name, overrides = min(formed)
+        for dotted in overrides:
+            merge(overlay, nested(dotted))
+        print(f"screen_pick: {name} (key match formed at step {step}; {len(formed)} of {len(names)} variants "
+              f"formed): {' '.join(overrides) or 'no overrides'}")
+    else:
+        print(f"screen_pick: no variant formed the key match ({', '.join(names)}); the config stays as it is")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(yaml.safe_dump(overlay, sort_keys=False) if overlay else "{}\n")
+
+
+if __name__ == "__main__":
+    main()
