@@ -9,9 +9,9 @@
 # outside the jobs' outputs). Every call packs what exists so far (report, metrics, logs, the MLflow store), so a
 # machine taken away loses no result.
 # Jobs share the one GPU (at most GPU_JOBS of the gpu=1 rules at a time) and 16 cores; a failed job leaves the
-# independent ones running (--keep-going). Into $OUT: the report, every metrics/speed JSON and table, the
-# per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times; a partial run
-# (DAG_TARGETS or the limit) the report of what finished (results/report-partial).
+# independent ones running (--keep-going). Into $OUT: the report's summary, every metrics/speed JSON and table, the
+# reports, per-job benchmark TSVs and logs (dag-results.tar.gz), snakemake's log, and a table of job times; a partial
+# run (DAG_TARGETS or the limit) the report of what finished (results/report-partial).
 # RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git). DAG_TARGETS (files, space-separated)
 # runs a part of the DAG instead of the report, e.g. one paper's stages when a call cannot hold all three;
 # DAG_OVERLAYS (config files, space-separated) are merged over the h200 overlay.
@@ -55,7 +55,8 @@ grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.l
 # A partial DAG (DAG_TARGETS, or the limit) gets the report of what finished, beside the stage outputs.
 [ -d results/report ] || python3 benchmarks/gpu/partial_report.py --overlay workflow/configs/h200.yaml \
     --out results/report-partial > "$OUT/partial-report.log" 2>&1
-cp -r results/report* "$OUT/" 2>/dev/null
+# $OUT brings back 8 files: the reports' summaries beside the tarball that holds everything
+for report in results/report*; do [ -f "$report/summary.md" ] && cp "$report/summary.md" "$OUT/${report#results/}.md"; done
 tar -czf "$OUT/dag-results.tar.gz" --ignore-failed-read logs results/benchmarks results/report* mlflow.db mlruns \
     $(find results -name "*.json" -o -name "*.csv" -o -name "*.png" | grep -v "/model/\|/checkpoints/") \
     $(find results/lia_mtr/mme -maxdepth 2 -name answers 2>/dev/null) 2>/dev/null
