@@ -4,9 +4,9 @@
 #   WHEELS=dag bash benchmarks/gpu/fetch_device_wheels.sh      # here, once
 #   bash benchmarks/gpu/h200_run.sh                           # there, carrying .whl; again as soon as it returns
 # A call on a fresh machine runs the compiled loop's GPU test beside the Qwen3 teacher screen (teacher_screen.sh:
-# variants trained eagerly for the short-row stages, the first to form MQAR's key match picked as an overlay; the
-# teachers train eagerly if the compiled loop failed its test), then starts the whole DAG in its own session
-# (dag.sh). Later calls follow the DAG and pack what exists. The call that finds it ended measures the teacher's
+# four variants, two seeds each, trained eagerly through the short-row stages; the first variant to form MQAR's key
+# match on both seeds is picked as an overlay; the teachers train eagerly if the compiled loop failed its test), then
+# starts the whole DAG in its own session (dag.sh). Later calls follow the DAG and pack what exists. The call that finds it ended measures the teacher's
 # training throughput (teacher_train.py: compiled, then compile_mode max-autotune-no-cudagraphs) with the time left.
 # CALL_S (570) bounds a call's own work; RELIN_GIT_COMMIT names the commit.
 source benchmarks/gpu/env.sh
@@ -17,7 +17,7 @@ call_s=${CALL_S:-570}
 if [ ! -f build/dag-overlays ]; then
   (timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/train/test_loop.py -k compiled \
       > "$OUT/gpu-test.log" 2>&1; echo "gpu test rc $?" >> "$OUT/gpu-test.log") &
-  STEPS=${STEPS:-500} SCREEN_LIMIT=${SCREEN_LIMIT:-200} PICK=build/teacher-pick.yaml bash benchmarks/gpu/teacher_screen.sh
+  STEPS=${STEPS:-500} SCREEN_LIMIT=${SCREEN_LIMIT:-240} PICK=build/teacher-pick.yaml bash benchmarks/gpu/teacher_screen.sh
   wait
   tail -n 4 "$OUT/gpu-test.log"
   [ -f build/teacher-pick.yaml ] || echo "{}" > build/teacher-pick.yaml
