@@ -15,23 +15,10 @@ from pathlib import Path
 
 import yaml
 
+from relin.config.params import deep_merge
 
-def nested(dotted: str) -> dict:
-    """``a.b.c=value`` as ``{"a": {"b": {"c": value}}}`` (value read as YAML)."""
-    key, _, raw = dotted.partition("=")
-    layer = yaml.safe_load(raw)
-    for part in reversed(key.split(".")):
-        layer = {part: layer}
-    return layer
-
-
-def merge(into: dict, layer: dict) -> dict:
-    for key, value in layer.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            merge(into[key], value)
-        else:
-            into[key] = value
-    return into
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cpu"))
+from teacher_recall_screen import override  # noqa: E402  (the screen's own reading of KEY=VALUE)
 
 
 def main() -> None:
@@ -52,7 +39,7 @@ def main() -> None:
     if formed:
         step, _, name, overrides = min(formed)
         for dotted in overrides:
-            merge(overlay, nested(dotted))
+            overlay = deep_merge(overlay, override(dotted)[1])
         print(f"screen_pick: {name} (key match formed at step {step}; {len(formed)} of {len(names)} variants "
               f"formed): {' '.join(overrides) or 'no overrides'}")
     else:
