@@ -24,8 +24,7 @@ if [ ! -f build/dag-overlays ]; then
   [ -f build/teacher-pick.yaml ] || echo "{}" > build/teacher-pick.yaml
   overlays=build/teacher-pick.yaml
   if ! grep -q "gpu test rc 0" "$OUT/gpu-test.log"; then
-    echo "teacher: {train: {compile: false}}" > build/teacher-eager.yaml
-    overlays="$overlays build/teacher-eager.yaml"
+    overlays="$overlays build/screen-eager.yaml"  # the screen's own overlay: teacher.train.compile false
     echo "the compiled loop failed its GPU test: the teachers train eagerly"
   fi
   echo "$overlays" > build/dag-overlays

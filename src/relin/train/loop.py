@@ -240,17 +240,17 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
     # Rows of a length curriculum or length buckets change shape from step to step: compiled with symbolic batch and
     # sequence sizes from the first step, the model compiles once instead of again at each new shape.
     symbolic = cfg.compile and device.type == "cuda" and bool(cfg.curriculum or cfg.bucket_by_length)
-    # Steps whose metrics and gradient norm are still on the device: (step, lr, metric names, [metrics..., norm]).
-    pending: list[tuple[int, float, list[str], torch.Tensor]] = []
+    # Steps whose metrics and gradient norm are still on the device: (step, metric names, [metrics..., norm]).
+    pending: list[tuple[int, list[str], torch.Tensor]] = []
 
     def settle() -> None:
         """Reads the pending steps' metrics in one copy to the host, the loop's only wait on the device: a step
         that neither logs, checkpoints nor adapts its source queues its kernels behind the last one's. A NaN loss
         raises at its own step; the update of a step with a non-finite gradient norm was already dropped."""
         nonlocal loss_value, skipped
-        flat = torch.cat([values for *_, values in pending]).tolist() if pending else []
+        flat = torch.cat([values for *_, values in pending]).tolist()
         at = 0
-        for step, lr, names, _ in pending:
+        for step, names, _ in pending:
             row, at = flat[at:at + len(names) + 1], at + len(names) + 1
             metrics, norm = objective.finalize(dict(zip(names, row[:-1]))), row[-1]
             loss_value = metrics["loss"]
@@ -298,7 +298,7 @@ def train(model: torch.nn.Module, objective: Objective, batches: BatchSource, cf
         reduced = all_reduce_sum(torch.stack([totals[n] for n in names])) / targets.clamp(min=1.0)
         lr = engine.lr()
         norm = torch.as_tensor(engine.step(), dtype=torch.float32).to(reduced.device).reshape(1)
-        pending.append((step, lr, names, torch.cat([reduced, norm])))
+        pending.append((step, names, torch.cat([reduced, norm])))
         bar.update(1)
         logs = step % cfg.log_every == 0 or step == cfg.steps
         if adaptive or logs or step % cfg.checkpoint_every == 0:
