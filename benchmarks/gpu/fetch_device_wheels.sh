@@ -5,17 +5,36 @@
 #   WHEELS=dag      snakemake, mlflow (SQLite logging) and datasets with the parts of their dependency trees
 #                   the GPU image does not have: benchmarks/gpu/dag.sh (the DAG under workflow/configs/h200.yaml)
 #   WHEELS=all      both, and deepspeed (built here, ops JIT)   [default]
-# The 64 MiB a call may carry holds one of the first two at a time.
+#   WHEELS=public   fla-core 0.6.0, flash-qla 0.1.3 and tilelang 0.1.15 with the parts of its tree the GPU image
+#                   lacks (apache-tvm-ffi, torch-c-dlpack-ext, z3-solver's libz3), the last four unpacked, pruned
+#                   (z3's binary, cutlass/tools) and xz-packed into tilelang-bundle.tar.xz (~37 MB; the wheels are
+#                   ~83 MB): benchmarks/gpu/gdn_public.py. On the machine, before env.sh:
+#                   `[ -d /tmp/site/tilelang ] || { mkdir -p /tmp/site && tar xJf .whl/tilelang-bundle.tar.xz -C /tmp/site; }`
+# The 64 MiB a call may carry holds one of the first two (or public) at a time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
 wheels=${WHEELS:-all}
 [ "${KERNELS_ONLY:-0}" = 1 ] && wheels=kernels
-case $wheels in kernels|dag|all) ;; *) echo "WHEELS=$wheels: expected kernels, dag or all" >&2; exit 2 ;; esac
+case $wheels in kernels|dag|all|public) ;; *) echo "WHEELS=$wheels: expected kernels, dag, all or public" >&2; exit 2 ;; esac
 rm -rf .whl
 fetch=(python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
        --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
        --platform manylinux2014_x86_64 --platform any -d .whl)
+if [ "$wheels" = public ]; then
+  "${fetch[@]}" fla-core==0.6.0 flash-qla==0.1.3
+  bundle=$(mktemp -d)
+  "${fetch[@]}" -d "$bundle/whl" tilelang==0.1.15 "apache-tvm-ffi>=0.1.11,<0.1.13" torch-c-dlpack-ext==0.1.5 \
+    "z3-solver>=4.13.0,<4.15.5"
+  mkdir "$bundle/site"
+  for w in "$bundle"/whl/*.whl; do unzip -q -o "$w" -d "$bundle/site"; done
+  rm -rf "$bundle"/site/z3_solver-*.data "$bundle/site/tilelang/3rdparty/cutlass/tools"
+  ln -sf libz3.so.4.15 "$bundle/site/z3/lib/libz3.so"  # libtvm_compiler.so needs libz3.so.4.15 only
+  tar cf - -C "$bundle/site" . | xz -9e -T"$(nproc)" > .whl/tilelang-bundle.tar.xz
+  rm -rf "$bundle"
+  du -sh .whl
+  exit 0
+fi
 if [ "$wheels" != dag ]; then
   "${fetch[@]}" fla-core==0.6.0 flash-linear-attention==0.6.0 hjson
   "${fetch[@]}" --platform manylinux_2_25_x86_64 nvidia-cuda-sanitizer-api==13.0.85

@@ -1,0 +1,459 @@
+"""relin's chunked gated delta rule against FlashQLA and fla, in one process, on the same inputs (issue #51).
+
+Libraries, each timed forward (no input requires a gradient) and forward+backward (gradients of q, k, v, g, beta
+for one fixed upstream gradient), bf16 q/k/v/beta, fp32 log-decay g, H = 16 heads of K = V = 128:
+
+- ``relin``: ``relin.kernels.chunk_gated_delta_rule(..., backend="triton")``;
+- ``flash_qla``: QwenLM's FlashQLA (TileLang) ``flash_qla.chunk_gated_delta_rule``, with its defaults (auto
+  intra-card context parallelism);
+- ``fla_triton``: fla 0.6.0's ``chunk_gated_delta_rule`` with its backend dispatch pinned to the Triton kernels
+  (``FLA_FLASH_QLA=0`` and ``FLA_TILELANG=0`` around each call). On Hopper with Triton < 3.7.1 its gated
+  backward refuses to run (fla #640): that refusal is recorded, and ``fla_triton+tl_dqkwg`` times the
+  backward fla itself picks there (Triton, with the one kernel ``chunk_bwd_dqkwg`` dispatched to TileLang);
+- ``fla_default``: fla with its dispatch left alone, which hands GDN to FlashQLA when that is installed
+  (forward timed, as users get it).
+
+Which backend each fla call ran is read from fla's own dispatch log (``fla.backends``) and recorded per cell.
+
+Cells: (B, T) = (1, 4K), (1, 16K), (1, 32K), (1, 64K), (8, 4K), and a mixed varlen batch (B = 1, cu_seqlens of
+eight sequences from 17000 down to 28 tokens, 32K in all). Each cell has two floors, at the H200's datasheet
+peaks (4.8 TB/s HBM3e, 989 TFLOP/s dense bf16) and at the ceilings measured in this run (a device-to-device copy,
+an 8192^3 bf16 matmul):
+
+- bytes once: every tensor the timed region reads (q, k, v, g, beta; and the upstream gradient do) and writes
+  (o; and dq, dk, dv, dg, dbeta) moved exactly once, nothing else;
+- FLOPs: the tensor-core products of the chunked algorithm (chunk C = 64; per token and head
+  6KV + 6CK + 4CV forward: K K^T, W, U, Q K^T, A delta, and the state's read, update and output), and three
+  times that for forward+backward (each product's two gradient products, no recomputation).
+
+Every library's output (and gradients) is compared with relin's on each cell (relative RMS, max abs diff).
+Writes one JSON (``--out``, default $OUT/gdn_public.json) and prints a table last.
+
+    source benchmarks/gpu/env.sh && python3 benchmarks/gpu/gdn_public.py --out $OUT
+    python3 benchmarks/gpu/gdn_public.py --warm-only flash_qla    # compile FlashQLA's TileLang kernels only
+    TRITON_INTERPRET=1 python benchmarks/gpu/gdn_public.py --quick --out /tmp/x   # CPU dry run, relin only
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import importlib
+import importlib.metadata
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import triton
+
+from relin.kernels import chunk_gated_delta_rule
+
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+DTYPE = torch.bfloat16
+CHUNK = 64
+PEAK_HBM_BYTES_PER_S = 4.8e12  # H200 SXM datasheet
+PEAK_BF16_FLOP_PER_S = 989e12  # H200 SXM datasheet, dense bf16 tensor cores
+VARLEN_LENGTHS = [17000, 8192, 4100, 2048, 1000, 300, 100, 28]  # 32768 tokens
+CELLS = [(1, 4096, None), (1, 16384, None), (1, 32768, None), (1, 65536, None), (8, 4096, None),
+         (1, sum(VARLEN_LENGTHS), VARLEN_LENGTHS)]
+QUICK_CELLS = [(1, 128, None), (2, 64, None), (1, 200, [100, 37, 63])]
+LIBS = ["relin", "flash_qla", "fla_triton", "fla_triton+tl_dqkwg", "fla_default"]
+FLA_ENV = {  # FLA_FLASH_QLA / FLA_TILELANG around each call of that library
+    "fla_triton": {"FLA_FLASH_QLA": "0", "FLA_TILELANG": "0"},
+    "fla_triton+tl_dqkwg": {"FLA_FLASH_QLA": "0", "FLA_TILELANG": "1"},
+    "fla_default": {},
+}
+GRADS = ("q", "k", "v", "g", "beta")
+
+
+# ---------------------------------------------------------------------------------------------- floors
+def floors(B, T, H, K, V, backward, bandwidth=PEAK_HBM_BYTES_PER_S, flop_rate=PEAK_BF16_FLOP_PER_S,
+           g_bytes=4, beta_bytes=2, element=2):
+    """Bytes-once and FLOP lower bounds of one cell: {bytes, flops, bytes_ms, flop_ms, floor_ms, bound}."""
+    n = B * T * H  # token-heads
+    read = n * (element * (2 * K + V) + g_bytes + beta_bytes)  # q, k, v, g, beta
+    write = n * element * V  # o
+    if backward:
+        read += n * element * V  # do
+        write += n * (element * (2 * K + V) + 4 + beta_bytes)  # dq, dk, dv, dg (fp32 like g), dbeta
+    flops = n * (6 * K * V + 6 * CHUNK * K + 4 * CHUNK * V) * (3 if backward else 1)
+    nbytes = read + write
+    bytes_ms, flop_ms = nbytes / bandwidth * 1e3, flops / flop_rate * 1e3
+    return {"bytes": nbytes, "flops": flops, "bytes_ms": bytes_ms, "flop_ms": flop_ms,
+            "floor_ms": max(bytes_ms, flop_ms), "bound": "bytes" if bytes_ms >= flop_ms else "flops"}
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+def make_inputs(B, T, H, K, V, generator):
+    r = lambda *s: torch.randn(*s, generator=generator, device=DEVICE)  # noqa: E731
+    return dict(q=r(B, T, H, K).to(DTYPE), k=F.normalize(r(B, T, H, K), dim=-1).to(DTYPE), v=r(B, T, H, V).to(DTYPE),
+                g=F.logsigmoid(r(B, T, H)), beta=torch.sigmoid(r(B, T, H)).to(DTYPE))
+
+
+def cu_seqlens_of(lengths):
+    if lengths is None:
+        return None, None
+    bounds = [0]
+    for n in lengths:
+        bounds.append(bounds[-1] + n)
+    cpu = torch.tensor(bounds, dtype=torch.long)
+    return cpu, cpu.to(DEVICE)
+
+
+# ---------------------------------------------------------------------------------------------- libraries
+@contextlib.contextmanager
+def environ(values):
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+class FlaLog(logging.Handler):
+    """Collects fla's ``[FLA Backend]`` dispatch lines; ``probe`` clears fla's once-per-key memory first."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.lines, self.last = [], None
+
+    def emit(self, record):
+        self.lines.append(record.getMessage())
+
+    def probe(self, fn):
+        try:
+            backends = importlib.import_module("fla.backends")
+            for registry in list(backends._operation_registries.values()) + list(
+                    backends._function_registries.values()):
+                registry._logged.clear()
+        except Exception:  # noqa: BLE001
+            pass
+        start = len(self.lines)
+        try:
+            fn()
+        finally:  # a refusal (fla's Triton-version guard) still leaves what was dispatched before it
+            lines = [line for line in self.lines[start:] if "FLA Backend" in line]
+            ran = [line.split("] ", 1)[-1] for line in lines if "rejected" not in line]
+            self.last = {"dispatched": ran or ["no dispatch: fla's own Triton kernels"], "log": lines}
+        return self.last
+
+
+def load_libraries():
+    """{name: op or None}, {name: import error}; fla's log handler."""
+    ops, errors = {"relin": chunk_gated_delta_rule}, {}
+    try:
+        import flash_qla
+        ops["flash_qla"] = flash_qla.chunk_gated_delta_rule
+    except Exception as error:  # noqa: BLE001
+        errors["flash_qla"] = f"{type(error).__name__}: {str(error)[:500]}"
+    log = FlaLog()
+    try:
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_gdn
+        fla_logger = logging.getLogger("fla")
+        fla_logger.setLevel(logging.INFO)
+        fla_logger.addHandler(log)
+        for name in FLA_ENV:
+            ops[name] = fla_gdn
+    except Exception as error:  # noqa: BLE001
+        for name in FLA_ENV:
+            errors[name] = f"{type(error).__name__}: {str(error)[:500]}"
+    return ops, errors, log
+
+
+def call(lib, op, x, cu_cpu, cu_dev):
+    """One forward of library ``lib``; returns o."""
+    if lib == "relin":
+        return op(**x, cu_seqlens=cu_cpu, backend="triton")[0]
+    if lib == "flash_qla":
+        return op(**x, cu_seqlens=cu_dev)[0]
+    kwargs = {} if cu_dev is None else {"cu_seqlens": cu_dev, "cu_seqlens_cpu": cu_cpu}
+    with environ(FLA_ENV[lib]):
+        return op(**x, **kwargs)[0]
+
+
+def runner(lib, op, x, cu_cpu, cu_dev, do, backward):
+    """fn() timing one forward, or one forward and backward (gradients returned, not accumulated)."""
+    if not backward:
+        leaves = {k: t.detach() for k, t in x.items()}
+        return lambda: call(lib, op, leaves, cu_cpu, cu_dev)
+    leaves = {k: t.detach().clone().requires_grad_() for k, t in x.items()}
+
+    def run():
+        o = call(lib, op, leaves, cu_cpu, cu_dev)
+        with environ(FLA_ENV.get(lib, {})):
+            return (o,) + torch.autograd.grad(o, [leaves[k] for k in GRADS], do)
+    return run
+
+
+def bench(fn, warmup_ms, rep_ms):
+    """Median ms; one untimed call first so compilation and autotuning stay outside."""
+    fn()
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+        return triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
+def agreement(ref, out):
+    ref, out = ref.detach().double(), out.detach().double()
+    rel = ((out - ref).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt().clamp_min(1e-30)).item()
+    return {"rel_rms": rel, "max_abs": (out - ref).abs().max().item()}
+
+
+def error_text(error):
+    return f"{type(error).__name__}: {str(error)[:400]}"
+
+
+# ---------------------------------------------------------------------------------------------- ceilings
+def measure_ceilings(quick):
+    if DEVICE != "cuda":
+        return {"copy_bytes_per_s": None, "matmul_flop_per_s": None}
+    numel = 2**20 if quick else 2**30
+    src, dst = torch.randn(numel, device=DEVICE).to(DTYPE), torch.empty(numel, device=DEVICE, dtype=DTYPE)
+    copy_ms = bench(lambda: dst.copy_(src), 25, 100)
+    n = 1024 if quick else 8192
+    a, b = torch.randn(n, n, device=DEVICE).to(DTYPE), torch.randn(n, n, device=DEVICE).to(DTYPE)
+    mm_ms = bench(lambda: a @ b, 25, 200)
+    del src, dst, a, b
+    torch.cuda.empty_cache()
+    return {"copy_bytes_per_s": 4 * numel / (copy_ms * 1e-3), "copy_ms": copy_ms, "copy_bytes": 4 * numel,
+            "matmul_flop_per_s": 2 * n**3 / (mm_ms * 1e-3), "matmul_ms": mm_ms, "matmul_n": n}
+
+
+# ---------------------------------------------------------------------------------------------- environment
+def versions():
+    out = {"torch": torch.__version__, "triton": triton.__version__}
+    for dist in ("fla-core", "flash-qla", "tilelang", "apache-tvm-ffi", "z3-solver"):
+        try:
+            out[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            out[dist] = None
+    try:
+        out["nvcc"] = subprocess.run(["nvcc", "--version"], capture_output=True, text=True,
+                                     timeout=30).stdout.strip().splitlines()[-1]
+    except Exception as error:  # noqa: BLE001
+        out["nvcc"] = error_text(error)
+    try:
+        out["driver"] = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                       capture_output=True, text=True, timeout=30).stdout.strip()
+    except Exception as error:  # noqa: BLE001
+        out["driver"] = error_text(error)
+    return out
+
+
+def git_state():
+    commit, dirty = os.environ.get("RELIN_GIT_COMMIT"), os.environ.get("RELIN_GIT_DIRTY")
+    if commit is None:
+        try:
+            here = Path(__file__).parent
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+                                    cwd=here).stdout.strip()
+            dirty = str(bool(subprocess.run(["git", "status", "--porcelain", "--", "kernels", "benchmarks/gpu"],
+                                            capture_output=True, text=True, cwd=here.parents[1]).stdout.strip()))
+        except (OSError, subprocess.CalledProcessError):
+            commit = "unknown"
+    return {"git_commit": commit, "git_dirty": None if dirty is None else dirty.lower() in ("1", "true", "yes")}
+
+
+# ---------------------------------------------------------------------------------------------- run
+def cell_label(B, T, lengths):
+    return f"B={B} T={T}" + (f" varlen({len(lengths)})" if lengths else "")
+
+
+def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generator):
+    label = cell_label(B, T, lengths)
+    cu_cpu, cu_dev = cu_seqlens_of(lengths)
+    x = make_inputs(B, T, H, K, V, generator)
+    do = torch.randn(B, T, H, V, generator=generator, device=DEVICE).to(DTYPE)
+    cells = []
+    for backward in (False, True):
+        mode = "fwd+bwd" if backward else "fwd"
+        row = {"cell": label, "B": B, "T": T, "H": H, "K": K, "V": V, "seq_lengths": lengths, "mode": mode,
+               "floors_peak": floors(B, T, H, K, V, backward), "ms": {}, "errors": {}, "agreement": {},
+               "dispatch": {}}
+        if ceilings.get("copy_bytes_per_s"):
+            row["floors_measured"] = floors(B, T, H, K, V, backward, ceilings["copy_bytes_per_s"],
+                                            ceilings["matmul_flop_per_s"])
+        reference = None
+        for lib in LIBS:
+            if lib == "fla_triton+tl_dqkwg" and not backward:
+                continue  # the same forward as fla_triton
+            if lib == "fla_default" and backward and not args.fla_default_backward:
+                continue
+            if lib not in ops:
+                row["errors"][lib] = "not importable (see env.import_errors)"
+                continue
+            if time.monotonic() > deadline:
+                row["errors"][lib] = "skipped: time budget"
+                continue
+            try:
+                fn = runner(lib, ops[lib], x, cu_cpu, cu_dev, do, backward)
+                if lib.startswith("fla"):
+                    log.last = None
+                    try:
+                        log.probe(fn)
+                    finally:
+                        row["dispatch"][lib] = log.last
+                out = fn()
+                out = out if isinstance(out, tuple) else (out,)
+                if lib == "relin":
+                    reference = out
+                elif reference is not None:
+                    names = ("o",) + tuple("d" + k for k in GRADS)
+                    row["agreement"][lib] = {n: agreement(r, o) for n, r, o in zip(names, reference, out)}
+                del out
+                row["ms"][lib] = bench(fn, args.warmup_ms, args.rep_ms)
+            except Exception as error:  # noqa: BLE001 - recorded: fla's Triton-version guard, a TileLang failure
+                row["errors"][lib] = error_text(error)
+            if DEVICE == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+            shown = f"{row['ms'][lib]:9.3f} ms" if lib in row["ms"] else "ERROR " + row["errors"].get(lib, "")[:150]
+            print(f"{label:22s} {mode:8s} {lib:22s} {shown}", flush=True)
+        ratios(row)
+        cells.append(row)
+    del x, do
+    return cells
+
+
+def ratios(row):
+    ms = row["ms"]
+    rivals = {k: v for k, v in ms.items() if k != "relin" and k != "fla_default"}
+    out = {}
+    if "relin" in ms:
+        for k, v in rivals.items():
+            out[f"relin/{k}"] = ms["relin"] / v
+        if rivals:
+            fastest = min(rivals, key=rivals.get)
+            out["fastest_other"] = fastest
+            out["relin/fastest_other"] = ms["relin"] / rivals[fastest]
+    for k, v in ms.items():
+        out[f"{k}/floor_peak"] = v / row["floors_peak"]["floor_ms"]
+    row["ratios"] = out
+
+
+def warm_only(lib, ops, cells, H, K, V, generator):
+    """Run each cell once forward and once forward+backward with ``lib``: compiles its kernels, times nothing."""
+    for B, T, lengths in cells:
+        cu_cpu, cu_dev = cu_seqlens_of(lengths)
+        x = make_inputs(B, T, H, K, V, generator)
+        do = torch.randn(B, T, H, V, generator=generator, device=DEVICE).to(DTYPE)
+        for backward in (False, True):
+            start = time.monotonic()
+            try:
+                runner(lib, ops[lib], x, cu_cpu, cu_dev, do, backward)()
+                torch.cuda.synchronize()
+                status = "ok"
+            except Exception as error:  # noqa: BLE001
+                status = error_text(error)
+            print(f"warm {lib} {cell_label(B, T, lengths)} {'fwd+bwd' if backward else 'fwd'}: "
+                  f"{time.monotonic() - start:.1f} s {status}", flush=True)
+        del x, do
+        torch.cuda.empty_cache()
+
+
+def print_table(cells):
+    head = (f"{'cell':22s} {'mode':8s} {'relin':>8s} {'FlashQLA':>8s} {'fla-tri':>8s} {'fla-tl':>8s} {'fla-dflt':>8s} "
+            f"{'r/QLA':>6s} {'r/fla':>6s} {'r/best':>6s} {'floor':>7s} {'bytes':>7s} {'flop':>7s}")
+    print("\n" + head + "\n" + "-" * len(head))
+    for r in cells:
+        ms, ra, fl = r["ms"], r["ratios"], r["floors_peak"]
+        f = lambda k: f"{ms[k]:8.3f}" if k in ms else f"{'-':>8s}"  # noqa: E731
+        g = lambda k: f"{ra[k]:6.2f}" if k in ra else f"{'-':>6s}"  # noqa: E731
+        fla_ratio = "relin/fla_triton" if "relin/fla_triton" in ra else "relin/fla_triton+tl_dqkwg"
+        print(f"{r['cell']:22s} {r['mode']:8s} {f('relin')} {f('flash_qla')} {f('fla_triton')} "
+              f"{f('fla_triton+tl_dqkwg')} {f('fla_default')} {g('relin/flash_qla')} {g(fla_ratio)} "
+              f"{g('relin/fastest_other')} {fl['floor_ms']:7.3f} {fl['bytes_ms']:7.3f} {fl['flop_ms']:7.3f}")
+    print("ms medians; floor = max(bytes once at 4.8 TB/s, FLOPs at 989 TFLOP/s); fla-tri: dispatch pinned to "
+          "Triton; fla-tl: Triton with chunk_bwd_dqkwg on TileLang; fla-dflt: fla's own dispatch")
+    for r in cells:
+        for lib, err in r["errors"].items():
+            print(f"  {r['cell']} {r['mode']} {lib}: {err[:160]}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="output file or folder (default $OUT/gdn_public.json, else "
+                                      "benchmarks/results/local/gdn_public.json)")
+    parser.add_argument("--quick", action="store_true", help="tiny shapes (a CPU dry run under TRITON_INTERPRET=1)")
+    parser.add_argument("--cells", help="comma-separated indices into the cell list (default all)")
+    parser.add_argument("--budget-s", type=float, default=520.0,
+                        help="skip (and record as skipped) what would start after this many seconds")
+    parser.add_argument("--warmup-ms", type=float, default=25.0)
+    parser.add_argument("--rep-ms", type=float, default=100.0)
+    parser.add_argument("--fla-default-backward", action="store_true", help="also time fla_default fwd+bwd")
+    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "fla_triton"],
+                        help="run every cell once with this library to compile its kernels; no timing, no JSON")
+    parser.add_argument("--seed", type=int)
+    args = parser.parse_args(argv)
+    if DEVICE == "cpu" and not (args.quick and os.environ.get("TRITON_INTERPRET") == "1"):
+        parser.error("without a GPU only `TRITON_INTERPRET=1 ... --quick` can run")
+    start = time.monotonic()
+    H, K, V = (2, 32, 32) if args.quick else (16, 128, 128)
+    cells = QUICK_CELLS if args.quick else CELLS
+    if args.cells:
+        cells = [cells[int(i)] for i in args.cells.split(",")]
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    generator = torch.Generator(device=DEVICE).manual_seed(seed)
+    ops, import_errors, log = load_libraries()
+    if args.warm_only:
+        if args.warm_only not in ops:
+            print(f"{args.warm_only} not importable: {import_errors.get(args.warm_only)}")
+            return 1
+        warm_only(args.warm_only, ops, cells, H, K, V, generator)
+        return 0
+    env = {**git_state(), **versions(), "device": DEVICE, "seed": seed,
+           "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu",
+           "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
+           "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+           "import_errors": import_errors,
+           "fla_env": {k: os.environ.get(k) for k in ("FLA_DISABLE_BACKEND_DISPATCH", "FLA_FLASH_QLA", "FLA_TILELANG")}}
+    print(json.dumps(env), flush=True)
+    ceilings = measure_ceilings(args.quick)
+    print(f"ceilings: {ceilings}", flush=True)
+    deadline = start + args.budget_s
+    rows = []
+    for B, T, lengths in cells:
+        rows += run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generator)
+    result = {
+        "benchmark": "gdn_public", "issue": 51, "env": env, "quick": args.quick, "dtype": "bf16 q/k/v/beta, fp32 g",
+        "heads": {"H": H, "K": K, "V": V}, "peaks": {"hbm_bytes_per_s": PEAK_HBM_BYTES_PER_S,
+                                                    "bf16_flop_per_s": PEAK_BF16_FLOP_PER_S},
+        "ceilings_measured": ceilings, "timing": {"do_bench_warmup_ms": args.warmup_ms, "rep_ms": args.rep_ms,
+                                                  "statistic": "median", "fwd": "no input requires grad",
+                                                  "fwd+bwd": "forward + torch.autograd.grad of q,k,v,g,beta"},
+        "cu_seqlens": "relin: CPU tensor (its API reads it on the host); flash_qla: device tensor; "
+                      "fla: device tensor and cu_seqlens_cpu",
+        "floor_definition": floors.__doc__ + " FLOPs per token-head: (6KV + 6CK + 4CV)(1 or 3), C = 64; bytes: "
+                            "inputs read once + outputs written once",
+        "cells": rows, "wall_s": time.monotonic() - start}
+    out = Path(args.out) if args.out else Path(os.environ.get("OUT") or
+                                               Path(__file__).parents[1] / "results" / "local")
+    if out.suffix != ".json":
+        out = out / "gdn_public.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1))
+    print_table(rows)
+    print(f"\nwrote {out} ({time.monotonic() - start:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
