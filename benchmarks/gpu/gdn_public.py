@@ -231,8 +231,6 @@ def measure_ceilings(quick):
     n = 1024 if quick else 8192
     a, b = torch.randn(n, n, device=DEVICE).to(DTYPE), torch.randn(n, n, device=DEVICE).to(DTYPE)
     mm_ms = bench(lambda: a @ b, 25, 200)
-    del src, dst, a, b
-    torch.cuda.empty_cache()
     return {"copy_bytes_per_s": 4 * numel / (copy_ms * 1e-3), "copy_ms": copy_ms, "copy_bytes": 4 * numel,
             "matmul_flop_per_s": 2 * n**3 / (mm_ms * 1e-3), "matmul_ms": mm_ms, "matmul_n": n}
 
@@ -429,9 +427,22 @@ def main(argv=None):
     ceilings = measure_ceilings(args.quick)
     print(f"ceilings: {ceilings}", flush=True)
     deadline = start + args.budget_s
+    out = Path(args.out) if args.out else Path(os.environ.get("OUT") or
+                                               Path(__file__).parents[1] / "results" / "local")
+    if out.suffix != ".json":
+        out = out / "gdn_public.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for B, T, lengths in cells:
         rows += run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generator)
+        write(out, args, env, H, K, V, ceilings, rows, start, complete=len(rows) == 2 * len(cells))
+    print_table(rows)
+    print(f"\nwrote {out} ({time.monotonic() - start:.0f} s)")
+    return 0
+
+
+def write(out, args, env, H, K, V, ceilings, rows, start, complete):
+    """The JSON, rewritten after every cell so that a run stopped by its time limit keeps what it measured."""
     result = {
         "benchmark": "gdn_public", "issue": 51, "env": env, "quick": args.quick, "dtype": "bf16 q/k/v/beta, fp32 g",
         "heads": {"H": H, "K": K, "V": V}, "peaks": {"hbm_bytes_per_s": PEAK_HBM_BYTES_PER_S,
@@ -443,16 +454,8 @@ def main(argv=None):
                       "fla: device tensor and cu_seqlens_cpu",
         "floor_definition": floors.__doc__ + " FLOPs per token-head: (6KV + 6CK + 4CV)(1 or 3), C = 64; bytes: "
                             "inputs read once + outputs written once",
-        "cells": rows, "wall_s": time.monotonic() - start}
-    out = Path(args.out) if args.out else Path(os.environ.get("OUT") or
-                                               Path(__file__).parents[1] / "results" / "local")
-    if out.suffix != ".json":
-        out = out / "gdn_public.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+        "complete": complete, "cells": rows, "wall_s": time.monotonic() - start}
     out.write_text(json.dumps(result, indent=1))
-    print_table(rows)
-    print(f"\nwrote {out} ({time.monotonic() - start:.0f} s)")
-    return 0
 
 
 if __name__ == "__main__":

@@ -157,7 +157,8 @@ def main(argv=None):
             rows.append(study(T, cases, init, generator, fla_gdn))
             r = rows[-1]
             print(f"T={T:4d} init={init!s:5s} floor {r['floor']['median']:.2e} relin {r['relin']['median']:.2e} "
-                  f"(max {r['relin']['max']:.2e}, >{THRESHOLD:g}: {r['relin']['frac_above_threshold']:.4f})", flush=True)
+                  f"(max {r['relin']['max']:.2e}, >{THRESHOLD:g}: {r['relin']['frac_above_threshold']:.4f})",
+                  flush=True)
     env = {"torch": torch.__version__, "device": DEVICE, "seed": seed,
            "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu",
            "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"), "fla_import_error": fla_error,
