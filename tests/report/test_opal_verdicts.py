@@ -5,7 +5,7 @@ import pytest
 
 from relin.report.lm_scores import ItemScores, ModelItems
 from relin.report.opal import OpalSettings, claims, selection_claim, table4
-from relin.report.verdicts import AT_CHANCE, CONTRADICTED, INCONCLUSIVE, REFERENCE_FAILS, REPRODUCED, WITHIN_NOISE
+from relin.report.verdicts import CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE, REPRODUCED, WITHIN_NOISE
 
 FAMILIES = ("niah_single", "niah_multikey", "niah_multiquery", "arithmetic")
 N = 80  # items per family
@@ -45,15 +45,24 @@ def test_recovery_excludes_the_families_the_teacher_does_not_master():
     assert rec.families == ("niah_single", "niah_multiquery") and rec.excluded == {"niah_multikey": 0.2625}
     assert rec.estimate.value == pytest.approx(100 * (0.5 + 0.45) / (1.0 + 0.9))
     claim = found["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval"]
-    assert claim.verdict.outcome == CONTRADICTED, "half of the teacher, clearly below 90%"
+    assert claim.verdict.outcome == NOT_TESTABLE, "the student recovers 0% of arithmetic, its training family"
     assert "niah_multikey (0.26)" in table4(scores, SETTINGS, ["opal-onpolicy"]).note
 
 
-def test_a_teacher_that_masters_no_needle_family_leaves_the_claim_inconclusive():
+def test_a_teacher_that_masters_no_needle_family_makes_the_claim_not_testable():
     teacher = _items("teacher-qwen3", {"niah_single": 0.5, "arithmetic": 0.9})
-    found, _ = _claims([teacher, _items("opal-onpolicy", {"niah_single": 0.5})])
+    found, _ = _claims([teacher, _items("opal-onpolicy", {"niah_single": 0.5, "arithmetic": 0.9})])
     verdict = found["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval"].verdict
-    assert verdict.outcome == INCONCLUSIVE and verdict.reason.startswith(REFERENCE_FAILS)
+    assert verdict.outcome == NOT_TESTABLE and "the teacher competent" in verdict.reason
+    assert "niah_single 0.50" in verdict.reason
+
+
+def test_a_student_that_did_not_learn_its_own_tasks_makes_the_niah_claim_not_testable():
+    teacher = _items("teacher-qwen3", STRONG)
+    found, _ = _claims([teacher, _items("opal-onpolicy", {"arithmetic": 0.45})])
+    verdict = found["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval"].verdict
+    assert verdict.outcome == NOT_TESTABLE and "learned its training tasks" in verdict.reason
+    assert "50% [" in verdict.reason, "the student's recovery on arithmetic, its training family here"
 
 
 def test_the_swa_claim_scores_only_needles_beyond_the_window():
@@ -69,21 +78,56 @@ def test_the_swa_claim_scores_only_needles_beyond_the_window():
     close = np.full(4 * N + 10, 4)  # every needle inside the window
     models = [_items("teacher-qwen3", STRONG, distance=close), _items("opal-swa", near, distance=close)]
     verdict = _claims(models)[0]["SWA collapses on NIAH beyond its window"].verdict
-    assert verdict.outcome == INCONCLUSIVE and "not testable" in verdict.reason
+    assert verdict.outcome == NOT_TESTABLE and "needles beyond the 32-token window" in verdict.reason
+
+
+def _arm(model, accuracy, seeds=3, offset=0):
+    """A model trained with ``seeds`` seeds (``<model>``, ``<model>-s1``, ...), each right on a shifted run of items."""
+    return [_items(model + (f"-s{i}" if i else ""), {f: accuracy for f in FAMILIES}, offset=offset + i)
+            for i in range(seeds)]
+
+
+def _table3(onpolicy, control, parent=0.3, seeds=3, horizon=64, offset=0):
+    from relin.report.inputs import NamedRows
+
+    models = [_items("teacher-qwen3", STRONG), *_arm("opal-onpolicy", onpolicy, seeds),
+              *_arm("opal-offpolicy_matched", control, seeds, offset), *_arm("opal-offpolicy_long", parent, seeds)]
+    history = {"opal-onpolicy": NamedRows("opal-onpolicy", [{"step": 10, "horizon": 8}, {"step": 60,
+                                                                                       "horizon": horizon}], "h.csv")}
+    found = claims(ItemScores(models, resamples=1000), SETTINGS, None, history)
+    return next(c for c in found if c.claim.startswith("On-policy beats off-policy on dataset text"))
 
 
 @pytest.mark.parametrize("onpolicy, control, offset, outcome, reason", [
     (0.9, 0.5, 0, REPRODUCED, ""),
-    (0.5, 0.9, 0, CONTRADICTED, ""),
-    (0.7, 0.6875, 3, INCONCLUSIVE, WITHIN_NOISE),  # 3 items right only for on-policy, 2 only for the control
-    (0.0, 0.0, 0, INCONCLUSIVE, AT_CHANCE),
+    (0.5, 0.9, 0, CONTRADICTED, "the other way round"),
+    (0.7, 0.66, 3, INCONCLUSIVE, WITHIN_NOISE),
 ])
-def test_onpolicy_against_a_control_needs_its_interval_clear_of_zero(onpolicy, control, offset, outcome, reason):
-    teacher = _items("teacher-qwen3", STRONG)
-    models = [teacher, _items("opal-onpolicy", {f: onpolicy for f in FAMILIES}),
-              _items("opal-offpolicy_matched", {f: control for f in FAMILIES}, offset=offset)]
-    verdict = _claims(models)[0]["On-policy beats off-policy on dataset text"].verdict
-    assert verdict.outcome == outcome and verdict.reason.startswith(reason)
+def test_onpolicy_against_a_control_is_judged_against_its_margin(onpolicy, control, offset, outcome, reason):
+    claim = _table3(onpolicy, control, offset=offset)
+    assert all(p.holds for p in claim.preconditions), claim.preconditions
+    assert claim.seeds == 3 and claim.margin.value == 2.0
+    assert claim.verdict.outcome == outcome and claim.verdict.reason.startswith(reason)
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"horizon": 16}, "stage 3's rollout horizon ≥ 48 tokens: 16 tokens"),
+    ({"seeds": 1}, "training seeds per arm (≥ 3): opal-onpolicy 1, opal-offpolicy_matched 1"),
+    ({"parent": 0.5}, "each arm moved from its parent by more than 2 points"),
+    ({"onpolicy": 0.0, "control": 0.0, "parent": 0.5}, "every arm within reach of chance"),
+])
+def test_table3_is_not_testable_when_the_run_could_not_show_it(change, named):
+    claim = _table3(**{"onpolicy": 0.9, "control": 0.5, **change})
+    assert claim.verdict.outcome == NOT_TESTABLE and named in claim.verdict.reason, claim.verdict.reason
+
+
+def test_table3_reads_the_families_stage_3_prompts():
+    """Stage 3 prompts arithmetic only; a teacher that fails it leaves Table 3 not testable, whatever MQAR says."""
+    models = [_items("teacher-qwen3", {**STRONG, "arithmetic": 0.09}), *_arm("opal-onpolicy", 0.9),
+              *_arm("opal-offpolicy_matched", 0.5)]
+    found = claims(ItemScores(models, resamples=200), SETTINGS, None, {})
+    claim = next(c for c in found if c.claim.startswith("On-policy beats off-policy on dataset text"))
+    assert claim.verdict.outcome == NOT_TESTABLE and "arithmetic 0.09" in claim.verdict.reason
 
 
 def _layers(kept, scores):
@@ -92,16 +136,15 @@ def _layers(kept, scores):
 
 @pytest.mark.parametrize("kl_guided, every_n, outcome", [(0.9, 0.5, REPRODUCED), (0.5, 0.9, CONTRADICTED)])
 def test_kl_guided_selection_is_judged_on_the_paired_difference_after_stage_1(kl_guided, every_n, outcome):
-    models = [_items("teacher-qwen3", STRONG), _items("opal-align_kl_guided", {f: kl_guided for f in FAMILIES}),
-              _items("opal-align", {f: every_n for f in FAMILIES})]
+    models = [_items("teacher-qwen3", STRONG), *_arm("opal-align_kl_guided", kl_guided), *_arm("opal-align", every_n)]
     claim = selection_claim(ItemScores(models, resamples=1000), SETTINGS, _layers([3], [0.9, 0.1, 0.2, 0.3]))
-    assert claim.verdict.outcome == outcome and claim.ours.startswith("layers [0]: ")
+    assert claim.kind == "beyond" and claim.verdict.outcome == outcome and claim.ours.startswith("layers [0]: ")
 
 
 def test_kl_guided_selection_keeping_the_same_layers_is_not_testable():
     models = [_items("teacher-qwen3", STRONG), _items("opal-align_kl_guided", STRONG), _items("opal-align", {})]
     claim = selection_claim(ItemScores(models, resamples=100), SETTINGS, _layers([3], [0.1, 0.2, 0.3, 0.9]))
-    assert claim.verdict.outcome == INCONCLUSIVE and "not testable" in claim.verdict.reason
+    assert claim.verdict.outcome == NOT_TESTABLE and "keep different layers" in claim.verdict.reason
     assert selection_claim(ItemScores(models[:2], resamples=100), SETTINGS, _layers([3], [0.1] * 4)) is None
 
 

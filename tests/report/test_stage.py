@@ -4,7 +4,7 @@ import json
 from relin.cli import main
 
 SECTIONS = {"report": {"title": "Fixture report"}, "opal.teacher": "qwen3", "opal.swa": {"window": 32, "sinks": 4},
-            "opal.niah_protocol": "zero_shot", "hedgemamba.teacher": "gpt_neox"}
+            "opal.niah_protocol": "zero_shot", "opal.onpolicy": {}, "hedgemamba.teacher": "gpt_neox"}
 CONFIG = json.dumps(SECTIONS)
 
 

@@ -149,13 +149,19 @@ def test_every_declared_model_is_a_dag_target_and_a_report_input():
 
 
 def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
-    """``seeds: [0, 3]`` adds a replica of every student stage (OPAL's stages and controls, HedgeMamba's, the
-    LIA-MTR bridges), trained with train.seed 3, scored and read by the report; teachers and conversions are
-    shared."""
+    """``seeds: [0, 3]`` with every model listed as replicated adds a replica of every student stage (OPAL's
+    stages and controls, HedgeMamba's, the LIA-MTR bridges), trained with train.seed 3, scored and read by the
+    report; teachers and conversions are shared."""
     import yaml
+
+    from relin.config.hedgemamba import MODELS as HEDGEMAMBA_MODELS
+    from relin.config.opal import TRAINED
 
     repo = copy_repository(tmp_path / "repo")
     params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["opal"]["replicated"], params["hedgemamba"]["replicated"] = list(TRAINED), list(HEDGEMAMBA_MODELS)
+    params["lia_mtr"]["replicated"] = params["lia_mtr"]["bridges"]
+    params["lia_mtr"]["niah"]["replicated"] = params["lia_mtr"]["niah"]["bridges"]
     (repo / "params.yaml").write_text(yaml.safe_dump({**params, "seeds": [0, 3]}, sort_keys=False))
     jobs = gen_dvc.snakemake_jobs(repo)
     by_name = {gen_dvc._stage_name(job): job for job in jobs}
@@ -197,3 +203,27 @@ def test_training_jobs_launch_on_gpus_per_job_processes(tmp_path):
         assert f"{launch} {rule.replace('_', '-')} " in blocks[rule] and "gpu=2" in blocks[rule], rule
     for rule in ("opal_convert", "eval_lm"):
         assert "torchrun" not in blocks[rule] and "gpu=2" not in blocks[rule], rule
+
+
+def test_replicas_follow_each_papers_replicated_list():
+    """``seeds`` replicates the models each paper lists: OPAL's stage-3 arms branch from the one stage-2B model,
+    HedgeMamba's arms replicate their chain (init after hedgehog), and the report reads every replica."""
+    jobs = {gen_dvc._stage_name(job): job for job in gen_dvc.snakemake_jobs(ROOT)}
+
+    def inputs(stage):
+        return set(map(str, jobs[stage].input))
+
+    for rep in ("-s1", "-s2"):
+        assert "results/opal/offpolicy_long/model" in inputs(f"opal_onpolicy{rep}")
+        assert {"results/opal/offpolicy_long/model", f"results/opal/onpolicy{rep}/train_metrics.json"} <= \
+            inputs(f"opal_offpolicy-matched{rep}")
+        assert f"results/hedgemamba/init{rep}/model" in inputs(f"hedgemamba_finetune-finetune{rep}")
+        assert f"results/hedgemamba/hedgehog{rep}/model" in inputs(f"hedgemamba_finetune-hedgehog_only{rep}")
+        assert f"results/lia_mtr/align/lia_mtr{rep}/model" in inputs(f"bridge_instruct-lia_mtr{rep}")
+        config = json.loads(jobs[f"opal_onpolicy{rep}"].params.cfg)
+        assert config["opal.onpolicy"]["train"]["seed"] == int(rep[2:])
+    assert not any(name.startswith(("opal_align-align-s", "opal_offpolicy-long-s", "bridge_instruct-mha-s",
+                                    "bridge_niah-mha-s")) for name in jobs), "models no paper lists keep one seed"
+    assert {"results/eval/opal-onpolicy-s2/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s2/answers",
+            "results/lia_mtr/niah/linear_attn-s1/items.csv", "results/eval/hedgemamba-random-s2/items.csv"} <= \
+        inputs("report")

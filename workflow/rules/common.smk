@@ -36,12 +36,23 @@ TRAIN = ("relin" if GPUS_PER_JOB == 1 else
          f"torchrun --standalone --nproc-per-node {GPUS_PER_JOB} \"$(command -v relin)\"")
 
 
-# Replicas of the student stages, one per training seed (config "seeds"): the first replica trains the models as
-# named, each further seed s a replica whose names end in "-s<s>". Rules of student stages carry a {rep}
-# wildcard ("" or "-s<s>") and set every train.seed of their sections to the replica's seed.
+# Replicas of the student stages, one per training seed (config "seeds"): the first seed trains the models as
+# named, each further seed s a replica "<name>-s<s>" of the models a paper lists in "replicated". Rules of student
+# stages carry a {rep} wildcard ("" or "-s<s>") and set every train.seed of their sections to the replica's seed.
 SEEDS = config["seeds"]
 REPLICAS = ["", *(f"-s{seed}" for seed in SEEDS[1:])]
 REPLICA = "(-s[0-9]+)?"
+
+
+def replicas_of(paper, model):
+    """The replica suffixes a paper's model is trained with (``paper`` a dotted section, e.g. ``lia_mtr.niah``)."""
+    return REPLICAS if model in lookup(config, paper)["replicated"] else [""]
+
+
+def parent_replica(paper, parent, rep):
+    """The replica of ``parent`` that replica ``rep`` of its child starts from: the same one when the parent is
+    replicated too, else the parent as named (the child's seeds then branch from one parent)."""
+    return rep if parent in config[paper]["replicated"] else ""
 
 
 def replica_seed(replica):
@@ -87,9 +98,10 @@ OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("swa", *OPAL_CONVER
 LM_MODELS = {
     **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
     **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS if name not in OPAL_TRAINED},
-    **{f"opal-{name}{rep}": f"results/opal/{name}{rep}/model" for name in OPAL_TRAINED for rep in REPLICAS},
+    **{f"opal-{name}{rep}": f"results/opal/{name}{rep}/model" for name in OPAL_TRAINED
+       for rep in replicas_of("opal", name)},
     **{f"hedgemamba-{name}{rep}": f"results/hedgemamba/{name}{rep}/model" for name in HEDGEMAMBA_MODELS
-       for rep in REPLICAS},
+       for rep in replicas_of("hedgemamba", name)},
 }
 
 
@@ -123,7 +135,7 @@ def opal_previous(wildcards):
     """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B (of the same replica)."""
     stage = {"short": "align", "long": "offpolicy_short", "matched": "offpolicy_long",
              "teacher": "offpolicy_long"}[wildcards.phase]
-    return f"results/opal/{stage}{wildcards.rep}/model"
+    return f"results/opal/{stage}{parent_replica('opal', stage, wildcards.rep)}/model"
 
 
 # lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.
@@ -139,7 +151,7 @@ def opal_model(wildcards):
 def opal_budget(wildcards):
     """The Table 3 controls take stage 3's budget (steps, teacher-scored tokens, horizons) of their replica."""
     if wildcards.phase in ("matched", "teacher"):
-        return [f"results/opal/onpolicy{wildcards.rep}/train_metrics.json"]
+        return [f"results/opal/onpolicy{parent_replica('opal', 'onpolicy', wildcards.rep)}/train_metrics.json"]
     return []
 
 
@@ -150,8 +162,9 @@ def opal_offpolicy_sections(wildcards):
 
 def hedgemamba_start(wildcards):
     """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random, mil) or stage 1."""
-    return {"hedgemamba": f"results/hedgemamba/init{wildcards.rep}/model", "random": HEDGEMAMBA_TEACHER,
-            "mil": HEDGEMAMBA_TEACHER, "hedgehog": f"results/hedgemamba/hedgehog{wildcards.rep}/model"
+    rep = parent_replica("hedgemamba", "hedgehog", wildcards.rep)
+    return {"hedgemamba": f"results/hedgemamba/init{rep}/model", "random": HEDGEMAMBA_TEACHER,
+            "mil": HEDGEMAMBA_TEACHER, "hedgehog": f"results/hedgemamba/hedgehog{rep}/model"
             }[HEDGEMAMBA_FINETUNES[wildcards.model]]
 
 

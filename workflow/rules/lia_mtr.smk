@@ -349,15 +349,14 @@ LIA_MTR_HISTORIES = {
 
 # Everything the report reads from LIA-MTR.
 LIA_MTR_REPORT = [
-    *expand("results/lia_mtr/mme/{bridge}{rep}/metrics.json", bridge=LIA_BRIDGES, rep=REPLICAS),
-    *expand("results/lia_mtr/mme/{bridge}{rep}/answers", bridge=LIA_BRIDGES, rep=REPLICAS),
+    *(f"results/lia_mtr/mme/{bridge}{rep}/{name}" for bridge in LIA_BRIDGES for rep in replicas_of("lia_mtr", bridge)
+      for name in ("metrics.json", "answers")),
     # the text-only reference reads the drawn scenes' captions; MME's images have none
     *(["results/lia_mtr/mme/text_reference/metrics.json", "results/lia_mtr/mme/text_reference/answers"]
       if config["lia_mtr"]["source"] == "synthetic" else []),
-    *expand("results/lia_mtr/niah/{bridge}{rep}/items.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
-    *expand("results/lia_mtr/niah/{bridge}{rep}/history.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
-    *expand("results/lia_mtr/niah/{bridge}{rep}/metrics.json", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
-    *expand("results/lia_mtr/niah/{bridge}{rep}/niah.csv", bridge=config["lia_mtr"]["niah"]["bridges"], rep=REPLICAS),
+    *(f"results/lia_mtr/niah/{bridge}{rep}/{name}" for bridge in config["lia_mtr"]["niah"]["bridges"]
+      for rep in replicas_of("lia_mtr.niah", bridge) for name in ("items.csv", "history.csv", "metrics.json",
+                                                                   "niah.csv")),
     "results/lia_mtr/memory/memory.csv",
     "results/lia_mtr/probe/probe.json",
 ]

@@ -105,7 +105,7 @@ rule opal_onpolicy:
     """OPAL stage 3: the student's own rollouts scored by the teacher (reverse KL, horizon curriculum)."""
     input:
         teacher=OPAL_TEACHER,
-        student="results/opal/offpolicy_long{rep}/model",
+        student=lambda wildcards: f"results/opal/offpolicy_long{parent_replica('opal', 'offpolicy_long', wildcards.rep)}/model",
         data=OPAL_TRAIN_DATA,
     output:
         model=directory("results/opal/onpolicy{rep}/model"),

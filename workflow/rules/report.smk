@@ -11,6 +11,7 @@ rule report:
         histories=expand("results/teacher/{arch}/history.csv", arch=config["teacher"]["archs"]),
         opal_histories=expand("results/opal/{stage}/history.csv", stage=OPAL_TRAINED),
         opal_budgets=expand("results/opal/{stage}/train_metrics.json", stage=OPAL_TRAINED),
+        hedgemamba_budgets=expand("results/hedgemamba/{model}/train_metrics.json", model=HEDGEMAMBA_FINETUNES),
         speed="results/opal/speed.csv",
         opal_layers="results/opal/gdn/layers.json",
         lia_mtr=LIA_MTR_REPORT,
@@ -22,7 +23,8 @@ rule report:
     output:
         directory("results/report"),
     params:
-        cfg=sections("report", "opal.teacher", "opal.swa", "opal.niah_protocol", "hedgemamba.teacher"),
+        cfg=sections("report", "opal.teacher", "opal.swa", "opal.niah_protocol", "opal.onpolicy",
+                     "hedgemamba.teacher"),
         configs=REPORT_CONFIGS,
         lia_mtr_histories=" ".join(f"{name}={path}" for name, path in LIA_MTR_HISTORIES.items()),
     log:
@@ -38,7 +40,7 @@ rule report:
     shell:
         "relin report --config {params.cfg:q} --eval {input.metrics} --items {input.item_scores}"
         " --history {input.histories} {input.opal_histories} {input.hedgemamba_histories} {params.lia_mtr_histories}"
-        " --train-metrics {input.opal_budgets} --by-length {input.by_length} --speed {input.speed}"
+        " --train-metrics {input.opal_budgets} {input.hedgemamba_budgets} --by-length {input.by_length} --speed {input.speed}"
         " --opal-layers {input.opal_layers}"
         " --hedgemamba-init {input.hedgemamba_init} --hedgemamba-decays {input.hedgemamba_decays}"
         " --lia-mtr {input.lia_mtr} --lm-eval {input.lm_eval}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .loader import option
+from .loader import check_replicated, option
 from .train import TrainConfig
 
 # HedgeMamba's models in report order, each a directory results/hedgemamba/<name>/model and an evaluation
@@ -87,3 +87,9 @@ class HedgeMambaConfig:
     mamba: MambaBlockConfig = option(default_factory=MambaBlockConfig, help="the HedgeMamba blocks")
     match: MatchConfig = option(default_factory=MatchConfig, help="stage 1: attention matching")
     finetune: FinetuneConfig = option(default_factory=FinetuneConfig, help="stage 2 (and the controls): CE fine-tune")
+    replicated: list[str] = option([], "the models retrained with every seed of `seeds` (replicas <name>-s<seed>); "
+                                       "a replica starts from its parent's replica when the parent is replicated "
+                                       "too (HedgeMamba's init follows hedgehog), else from the parent")
+
+    def validate(self, prefix: str) -> None:
+        check_replicated(f"{prefix}.replicated", self.replicated, MODELS)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .loader import ConfigError, option
+from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
 # The ablations of LIA-MTR, each the default MTR config with one option changed: the causal claims they test.
@@ -154,8 +154,11 @@ class BridgeNIAHConfig:
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "needle depths as fractions of the sequence")
     test_examples: int = option(32, "examples per (length, depth)", minimum=1)
     train: TrainConfig = option(default_factory=TrainConfig, help="training of each bridge")
+    replicated: list[BridgeName] = option([], "the bridges of this experiment retrained with every seed of `seeds` "
+                                              "(replicas <name>-s<seed>)")
 
     def validate(self, prefix: str) -> None:
+        check_replicated(f"{prefix}.replicated", self.replicated, BRIDGE_NAMES)
         for name in ("lengths", "train_lengths"):
             values = getattr(self, name)
             if not values or min(values) < 8:
@@ -199,8 +202,11 @@ class LiaMtrConfig:
     instruct: PhaseConfig = option(default_factory=PhaseConfig, help="phase 2: bridge + LLM on conversations")
     niah: BridgeNIAHConfig = option(default_factory=BridgeNIAHConfig, help="bridge-isolated NIAH (Fig. 2)")
     memory: BridgeMemoryConfig = option(default_factory=BridgeMemoryConfig, help="memory against N")
+    replicated: list[BridgeName] = option([], "the bridges retrained through both phases and MME with every seed of "
+                                              "`seeds` (replicas <name>-s<seed>)")
 
     def validate(self, prefix: str) -> None:
+        check_replicated(f"{prefix}.replicated", self.replicated, BRIDGE_NAMES)
         if not self.bridges:
             raise ConfigError(f"{prefix}.bridges: expected at least one of {', '.join(BRIDGE_NAMES)}")
         if len(set(self.bridges)) != len(self.bridges):

@@ -185,6 +185,15 @@ def build(cls: type, data: Any, prefix: str = "") -> Any:
     return obj
 
 
+def check_replicated(key: str, names: list[str], known) -> None:
+    """A paper's ``replicated`` list names each of its models at most once."""
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"{key}: unknown model {unknown[0]!r} (expected names from {', '.join(known)})")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"{key}: a model is listed twice ({names})")
+
+
 def as_dict(obj: Any) -> Any:
     """Plain nested dicts and lists of a config (for logging, JSON and schema defaults)."""
     if dataclasses.is_dataclass(obj):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .loader import ConfigError, option
+from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
 # The needle families a zero-shot protocol keeps out of every distillation stage.
@@ -125,6 +125,8 @@ MODELS = {
     "offpolicy_matched": "control: off-policy on dataset text, stage 3's budget",
     "offpolicy_teacher": "control: off-policy on the teacher's continuations, stage 3's budget",
 }
+# The trained models (the conversions and SWA are not trained).
+TRAINED = tuple(name for name in MODELS if name not in ("swa", "gdn"))
 # The GDN conversions, one rule with a wildcard: name -> the layer selection it converts with (None: the
 # configured opal.layer_selection, which the chain continues from; the SWA baseline keeps the same layers).
 CONVERSIONS = {"gdn": None, "gdn_kl_guided": "kl_guided"}
@@ -195,8 +197,12 @@ class OpalConfig:
                      "scored zero-shot, as the paper's); in_distribution: each stage's own task mix, NIAH included")
     speed: SpeedConfig = option(default_factory=SpeedConfig, help="the hybrid_speed benchmark")
     lm_eval: LMEvalConfig = option(default_factory=LMEvalConfig, help="lm-evaluation-harness benchmarks")
+    replicated: list[str] = option([], "the trained models retrained with every seed of `seeds` (replicas "
+                                       "<name>-s<seed>); a replica starts from its parent's replica when the parent "
+                                       "is replicated too, else from the parent (e.g. stage 3's arms from one 2B)")
 
     def validate(self, prefix: str) -> None:
+        check_replicated(f"{prefix}.replicated", self.replicated, TRAINED)
         if (self.layer_selection == "explicit") != bool(self.attention_layers):
             raise ConfigError(f"{prefix}.attention_layers: expected indices exactly when layer_selection is explicit "
                               f"(got {self.attention_layers} with {self.layer_selection})")

@@ -18,8 +18,7 @@ from .lia_mtr import LiaSettings, lia_mtr_section
 from .lm_scores import ItemScores, ModelItems, attach_chance
 from .opal import OpalSettings, lm_eval_section, opal_section
 from .page import FigureRef, Notice, Section, render_html, render_markdown
-from .table import Table
-from .verdicts import CONTRADICTED, INCONCLUSIVE, REPRODUCED, Claim
+from .verdicts import KINDS, Claim, tally, verdict_tables
 
 FIGURES = "figures"
 # History name prefixes -> the paper (or the spine) whose training curves they join.
@@ -59,6 +58,7 @@ class ReportSettings:
     min_steps: int
     opal: OpalSettings
     hedgemamba: HedgeMambaSettings
+    lia_mtr: LiaSettings
 
 
 @dataclass(frozen=True)
@@ -84,14 +84,13 @@ def head_notices(provenance: Provenance, histories: list[NamedRows], min_steps: 
 
 
 def claims_overview(claims: list[Claim]) -> Section:
-    counts = {v: sum(c.verdict.outcome == v for c in claims) for v in (REPRODUCED, CONTRADICTED, INCONCLUSIVE)}
-    table = Table(title="Every claim and its verdict", columns=["paper", "claim", "ours (95% interval)", "verdict"],
-                  rows=[[c.paper, c.claim, c.ours, str(c.verdict)] for c in claims],
-                  note=f"{len(claims)} claims: {counts[REPRODUCED]} reproduced, {counts[CONTRADICTED]} contradicted, "
-                       f"{counts[INCONCLUSIVE]} inconclusive. A verdict is reproduced or contradicted only when the "
-                       f"95% interval excludes the other side; inconclusive names its reason. Intervals from one "
-                       f"training run cover evaluation noise only.")
-    return Section("Verdicts", [table])
+    """Every verdict of the three papers: the papers' claims, the checks and the claims of no seed, each table
+    apart, and a tally of each."""
+    line = "; ".join(f"{title.split(':')[0]}: {tally([c for c in claims if c.kind == kind])}"
+                     for kind, title in KINDS.items())
+    tables = verdict_tables(claims, paper_column=True)
+    tables[0].note = f"{line}. {tables[0].note}"
+    return Section("Verdicts", tables)
 
 
 def _training_sections(histories: list[NamedRows], figure_dir: Path) -> Section | None:
@@ -130,7 +129,7 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
         claims += opal[1]
     if (harness := lm_eval_section([read_json(p, "a results JSON of relin lm-eval") for p in inputs.lm_eval])):
         papers.append(harness)
-    lia = lia_mtr_section(inputs.lia_mtr, LiaSettings(settings.mastery, settings.resamples), figure_dir, FIGURES)
+    lia = lia_mtr_section(inputs.lia_mtr, settings.lia_mtr, figure_dir, FIGURES)
     if lia is not None:
         papers.append(lia[0])
         claims += lia[1]
@@ -138,7 +137,7 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
     init = inputs.hedgemamba_init.data if inputs.hedgemamba_init else None
     hedgemamba_scores = _group(items, settings.hedgemamba.teacher, "hedgemamba-", settings.resamples)
     if (hedgemamba := hedgemamba_section(hedgemamba_scores, settings.hedgemamba, histories, init, evals,
-                                         figure_dir, FIGURES, decays)) is not None:
+                                         figure_dir, FIGURES, decays, train)) is not None:
         papers.append(hedgemamba[0])
         claims += hedgemamba[1]
     sections = ([claims_overview(claims)] if claims else []) + papers

@@ -8,32 +8,40 @@ masters.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from matplotlib.figure import Figure
 
 from ..config.hedgemamba import MODELS
+from ..config.report import PreconditionsConfig
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, colours, legend_outside
-from .inputs import NamedRows
+from .inputs import NamedJson, NamedRows
 from .lm_scores import ItemScores, excluded_note
+from .margins import default_margins
 from .page import FigureRef, Section
 from .table import Table
 
-# The paper (Pythia-1B, 10B tokens; secondary summaries, methods.md §2, unconfirmed): perplexity 14.11 vs 13.86.
+# Secondary summaries of the paper (Pythia-1B, 10B tokens; methods.md §2, not in seed 001): perplexity 14.11 vs 13.86.
 PAPER_PPL = {"teacher": 13.86, "hedgemamba": 14.11}
-# "Nearly matches the teacher's perplexity": at least this share of it (the paper's is 98.2%); a difference under
-# TIE points (of the teacher's perplexity or of recovery) is a tie.
-NEAR, TIE = 95.0, 1.0
+# "Nearly matches the teacher's perplexity": at least this share of it (the summaries' is 98.2%).
+NEAR = 95.0
 EXACT = 1e-4
+# The controls of stage 2 and what beating each would show.
+CONTROLS = (("random", "The Hedgehog initialisation beats a random-init Mamba at the same budget"),
+            ("mil", "Attention matching (stage 1) beats copying the projections alone (Mamba-in-the-Llama's init, "
+                    "same budget)"),
+            ("hedgehog_only", "Mamba's extra branches improve on Hedgehog alone (same stage 2)"))
 
 
 @dataclass(frozen=True)
 class HedgeMambaSettings:
     teacher: str
     mastery: float
+    margins: dict[str, vd.Margin] = field(default_factory=default_margins)
+    pre: PreconditionsConfig = field(default_factory=PreconditionsConfig)
 
 
 def name(model: str) -> str:
@@ -44,50 +52,70 @@ def _tasks(scores: ItemScores) -> list[str]:
     return scores.families()
 
 
-def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None) -> list[vd.Claim]:
+def _tokens(train: dict[str, NamedJson], model: str) -> float:
+    record = train.get(name(model))
+    return float(record.data.get("budget", {}).get("forward_tokens", 0)) if record else 0.0
+
+
+def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None,
+           train: dict[str, NamedJson] | None = None) -> list[vd.Claim]:
     out, paper = [], "HedgeMamba"
     if init is not None:
         gap = vd.Estimate.exact(init["max_abs_logit_diff"])
         claim = f"The Mamba block initialised from Hedgehog reproduces it (max |Δlogit| ≤ {EXACT:g})"
-        out.append(vd.Claim(paper, claim,
-                         "exact by construction (eqs. 7-10)",
-                         f"{gap.value:.1e} at logits up to {init['max_abs_logit']:.1f} (measured, exact)",
-                         vd.at_most(gap, EXACT)))
+        out.append(vd.Claim(paper, claim, "exact by construction (eqs. 7-10)",
+                            f"{gap.value:.1e} at logits up to {init['max_abs_logit']:.1f} (measured, exact)",
+                            vd.at_most(gap, EXACT), kind="check"))
     finetune = name("finetune")
     if finetune not in scores:
         return out
     share = scores.perplexity_share(finetune, s.teacher)
+    pre = (vd.reached("stage 2's training tokens", _tokens(train or {}, "finetune"), s.pre.hedgemamba_tokens),)
     out.append(vd.Claim(paper, f"HedgeMamba nearly matches the teacher's perplexity (≥ {NEAR:g}% of it)",
-                     f"{100 * PAPER_PPL['teacher'] / PAPER_PPL['hedgemamba']:.1f}% (14.11 vs 13.86)",
-                     share.text(".1f", unit="%"), vd.at_least(share, NEAR)))
+                        f"{100 * PAPER_PPL['teacher'] / PAPER_PPL['hedgemamba']:.1f}% (14.11 vs 13.86; secondary "
+                        f"summaries, not in seed 001)", share.text(".1f", unit="%"),
+                        vd.judged(pre, lambda: vd.at_least(share, NEAR)), pre, kind="beyond", seeds=share.seeds))
     if name("hedgehog") in scores:
-        # HedgeMamba at initialisation computes the Hedgehog model (the exactness claim above), so stage 1's
-        # model stands for stage 2's starting point.
-        gain = share - scores.perplexity_share(name("hedgehog"), s.teacher)
-        out.append(vd.Claim(paper, "Stage 2 improves on its initialisation: perplexity", "§3.2 (the premise)",
-                            f"difference {gain.text('+.2f')} points of the teacher's perplexity", vd.beats(gain, TIE)))
-    tasks = _tasks(scores)
-    for control, claim in (("random", "The Hedgehog initialisation beats a random-init Mamba at the same budget"),
-                           ("mil", "Attention matching (stage 1) beats copying the projections alone "
-                                   "(Mamba-in-the-Llama's init, same budget)"),
-                           ("hedgehog_only", "Mamba's extra branches improve on Hedgehog alone (same stage 2)")):
-        if name(control) not in scores:
-            continue
-        ppl = scores.perplexity_share(finetune, s.teacher) - scores.perplexity_share(name(control), s.teacher)
-        out.append(vd.Claim(paper, f"{claim}: perplexity", "§3.2 (argued)",
-                         f"difference {ppl.text('+.2f')} points of the teacher's perplexity", vd.beats(ppl, TIE)))
-        ours = scores.recovery(finetune, s.teacher, tasks, s.mastery)
-        base = scores.recovery(name(control), s.teacher, tasks, s.mastery)
-        if ours.estimate is None:
-            verdict = vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no task family (below {s.mastery:g})")
-            text = "–"
-        else:
-            means = {m: vd.mean_of([scores.accuracy(m, f) for f in ours.families]) for m in (finetune, name(control))}
-            difference = ours.estimate - base.estimate
-            verdict = vd.chance_guard(means, max(scores.chance(f) for f in ours.families)) or vd.beats(difference, TIE)
-            text = f"{ours.text()} vs {base.text()}; difference {difference.text('+.1f')} points"
-        out.append(vd.Claim(paper, f"{claim}: task recovery", "§3.2 (argued)", text, verdict))
+        # HedgeMamba at initialisation computes the Hedgehog model (the exactness check), so stage 1's model stands
+        # for stage 2's starting point.
+        out.append(perplexity_claim(scores, s, "hedgehog", "Stage 2 improves on its initialisation: perplexity",
+                                    "§3.2 (the premise)"))
+    for control, claim in CONTROLS:
+        if name(control) in scores:
+            out.append(perplexity_claim(scores, s, control, f"{claim}: perplexity", "§3.2 (argued)"))
+            out.append(recovery_claim(scores, s, control, f"{claim}: task recovery"))
     return out
+
+
+def perplexity_claim(scores: ItemScores, s: HedgeMambaSettings, other: str, claim: str, source: str) -> vd.Claim:
+    """HedgeMamba after stage 2 against ``other`` in perplexity as % of the teacher's (paired passages)."""
+    margin = s.margins["hedgemamba.perplexity"]
+    arms = {m: scores.perplexity_share(m, s.teacher) for m in (name("finetune"), name(other))}
+    difference = arms[name("finetune")] - arms[name(other)]
+    pre = (vd.enough_seeds(arms, s.pre.min_seeds), vd.headroom(arms, 100.0, 0.0, margin.value))
+    return vd.Claim("HedgeMamba", claim, source, f"difference {difference.text('+.2f')} points of the teacher's "
+                    f"perplexity", vd.judged(pre, lambda: vd.beats(difference, margin, ("HedgeMamba", other))), pre,
+                    seeds=min(e.seeds for e in arms.values()), margin=margin)
+
+
+def recovery_claim(scores: ItemScores, s: HedgeMambaSettings, control: str, claim: str) -> vd.Claim:
+    """HedgeMamba after stage 2 against ``control`` in task recovery over the families the teacher masters."""
+    margin = s.margins["hedgemamba.recovery"]
+    arms = (name("finetune"), name(control))
+    rec = {m: scores.recovery(m, s.teacher, _tasks(scores), s.mastery) for m in arms}
+    used = rec[arms[0]].families
+    pre = [vd.competent("the teacher", {f: scores.accuracy(s.teacher, f).value for f in (used or _tasks(scores))},
+                        s.mastery)]
+    if rec[arms[0]].estimate is None:
+        return vd.Claim("HedgeMamba", claim, "§3.2 (argued)", "–", vd.judged(pre, lambda: None), tuple(pre))
+    accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
+    pre += [vd.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
+            vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100)]
+    difference = rec[arms[0]].estimate - rec[arms[1]].estimate
+    return vd.Claim("HedgeMamba", claim, "§3.2 (argued)",
+                    f"{rec[arms[0]].text()} vs {rec[arms[1]].text()}; difference {difference.text('+.1f')} points",
+                    vd.judged(pre, lambda: vd.beats(difference, margin, ("HedgeMamba", control))), tuple(pre),
+                    seeds=min(rec[m].estimate.seeds for m in arms), margin=margin)
 
 
 def results_table(scores: ItemScores, s: HedgeMambaSettings) -> Table:
@@ -180,11 +208,12 @@ def matching_table(history: NamedRows) -> Table:
 
 def hedgemamba_section(scores: ItemScores | None, s: HedgeMambaSettings, histories: dict[str, NamedRows],
                        init: dict[str, Any] | None, evals: dict, figure_dir: Path, prefix: str,
-                       decays: dict[str, dict] | None = None) -> tuple[Section, list[vd.Claim]] | None:
+                       decays: dict[str, dict] | None = None, train: dict[str, NamedJson] | None = None
+                       ) -> tuple[Section, list[vd.Claim]] | None:
     if scores is None or s.teacher not in scores or not any(name(m) in scores for m in MODELS):
         return None
-    found = claims(scores, s, init)
-    blocks: list = [vd.claims_table("HedgeMamba: the paper's claims", found), results_table(scores, s)]
+    found = claims(scores, s, init, train)
+    blocks: list = [*vd.verdict_tables(found, "HedgeMamba: "), results_table(scores, s)]
     shown = [s.teacher, *(name(m) for m in MODELS)]
     fig = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "hedgemamba_by_length.png")
     blocks.append(FigureRef(f"{prefix}/{fig.name}", "HedgeMamba: accuracy against context length per task family "

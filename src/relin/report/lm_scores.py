@@ -10,7 +10,6 @@ Perplexity "% of the teacher" is teacher / student × 100 on the same passages.
 from __future__ import annotations
 
 import re
-import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -106,7 +105,7 @@ class ItemScores:
 
     def _over_seeds(self, name: str, estimate: Callable[[str], Estimate]) -> Estimate:
         names = self.replicas.get(name, [name])
-        return over_seeds([estimate(n) for n in names], seed=zlib.crc32(name.encode()))
+        return over_seeds([estimate(n) for n in names])
 
     def families(self) -> list[str]:
         return [t for t in dict.fromkeys(self.task) if t != PERPLEXITY_TASK]

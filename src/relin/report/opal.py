@@ -7,16 +7,18 @@ Recovery is OPAL's Table 1 definition, a ratio of averages over the families the
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
 from ..config.opal import CONTROLS, MODELS, NIAH_TASKS
+from ..config.report import PreconditionsConfig
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, niah_depth_figure
 from .inputs import NamedJson, NamedRows
 from .lm_scores import ItemScores, excluded_note
+from .margins import default_margins
 from .page import FigureRef, Section
 from .table import Table
 
@@ -27,20 +29,24 @@ TASKS = ("mqar", *NIAH_TASKS, "arithmetic")
 PAPER_TABLE4 = {"teacher": (100.0, 99.8, 100.0), "swa": (0.0, 1.0, 0.2), "gdn": (100.0, 99.6, 100.0)}
 # Paper, Table 3 (MATH-500 at 400M tokens, %): on-policy vs off-policy on dataset traces.
 PAPER_TABLE3 = {"onpolicy": 87.0, "offpolicy": 78.1}
-# "Recovers" reads as at least this share of the teacher; "collapses" as at most this share; a difference of
-# recovery under TIE points is a tie (the paper's Table 3 gap is 9 points).
-RECOVERS, COLLAPSES, TIE = 90.0, 10.0, 1.0
+# "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
+RECOVERS, COLLAPSES = 90.0, 10.0
+# Table 3's arms continue from this stage (2B).
+PARENT = "offpolicy_long"
 
 
 @dataclass(frozen=True)
 class OpalSettings:
-    """What the OPAL section needs of the config: the teacher's eval name, SWA's window, the NIAH protocol and
-    the mastery threshold."""
+    """What the OPAL section needs of the config: the teacher's eval name, SWA's window, the NIAH protocol, the
+    mastery threshold, the families stage 3 prompts, the claims' margins and the preconditions' thresholds."""
 
     teacher: str
     swa_window: int
     niah_protocol: str
     mastery: float
+    prompt_tasks: tuple[str, ...] = ("arithmetic",)
+    margins: dict[str, vd.Margin] = field(default_factory=default_margins)
+    pre: PreconditionsConfig = field(default_factory=PreconditionsConfig)
 
 
 def name(model: str) -> str:
@@ -52,64 +58,99 @@ def _outside_window(window: int):
     return lambda columns: columns["needle_distance"] >= window
 
 
-def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None) -> list[vd.Claim]:
+def trained_families(scores: ItemScores, s: OpalSettings) -> list[str]:
+    """The families the distillation stages train on: every scored family but NIAH under the zero-shot protocol."""
+    return [f for f in scores.families() if not (s.niah_protocol == "zero_shot" and f in NIAH_TASKS)]
+
+
+def learned(scores: ItemScores, s: OpalSettings, model: str) -> vd.Precondition:
+    """The student recovers at least ``pre.learned`` % of the teacher on the families it trains on."""
+    rec = scores.recovery(model, s.teacher, trained_families(scores, s), s.mastery)
+    measured = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "the teacher masters none of them"
+    return vd.Precondition(f"{model} learned its training tasks (≥ {s.pre.learned:g}% of the teacher)", measured,
+                           rec.estimate is not None and rec.estimate.value >= s.pre.learned)
+
+
+def teacher_competent(scores: ItemScores, s: OpalSettings, families, where=None) -> vd.Precondition:
+    return vd.competent("the teacher", {f: scores.accuracy(s.teacher, f, where).value for f in families
+                                        if scores.count(f, where)}, s.mastery)
+
+
+def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
+           histories: dict[str, NamedRows] | None = None) -> list[vd.Claim]:
     out = []
     paper = "OPAL"
     if name("onpolicy") in scores:
         rec = scores.recovery(name("onpolicy"), s.teacher, NIAH_TASKS, s.mastery)
-        verdict = (vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no NIAH family (below {s.mastery:g})")
-                   if rec.estimate is None else vd.at_least(rec.estimate, RECOVERS))
         text = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "–"
+        pre = (teacher_competent(scores, s, rec.families or NIAH_TASKS), learned(scores, s, name("onpolicy")))
         out.append(vd.Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
-                         "99.9% (Table 4: 299.6 / 299.8)", text, verdict))
+                            "99.9% (Table 4: 299.6 / 299.8)", text,
+                            vd.judged(pre, lambda: vd.at_least(rec.estimate, RECOVERS)), pre,
+                            seeds=rec.estimate.seeds if rec.estimate else None))
     if name("swa") in scores:
         outside = _outside_window(s.swa_window)
-        if not any(scores.count(f, outside) for f in NIAH_TASKS):
-            text = "–"
-            verdict = vd.inconclusive(vd.NOT_TESTABLE, f"no needle lies beyond the {s.swa_window}-token window")
-        else:
-            rec = scores.recovery(name("swa"), s.teacher, NIAH_TASKS, s.mastery, outside)
-            verdict = (vd.inconclusive(vd.REFERENCE_FAILS, "the teacher masters no NIAH family beyond the window")
-                       if rec.estimate is None else vd.at_most(rec.estimate, COLLAPSES))
-            text = f"{rec.text()} of the teacher, needles ≥ {s.swa_window} tokens back"
+        beyond = [f for f in NIAH_TASKS if scores.count(f, outside)]
+        rec = scores.recovery(name("swa"), s.teacher, NIAH_TASKS, s.mastery, outside)
+        pre = (vd.Precondition(f"needles beyond the {s.swa_window}-token window", f"{len(beyond)} families with such "
+                               f"items", bool(beyond)),
+               teacher_competent(scores, s, rec.families or beyond, outside))
+        text = f"{rec.text()} of the teacher, needles ≥ {s.swa_window} tokens back" if rec.estimate else "–"
         out.append(vd.Claim(paper, f"SWA collapses on NIAH beyond its window (≤ {COLLAPSES:g}% of the teacher)",
-                         "0.4% (Table 4: 1.2 / 299.8)", text, verdict))
+                            "0.4% (Table 4: 1.2 / 299.8)", text,
+                            vd.judged(pre, lambda: vd.at_most(rec.estimate, COLLAPSES)), pre))
     for control, what in (("offpolicy_matched", "off-policy on dataset text"),
                           ("offpolicy_teacher", "off-policy on the teacher's continuations")):
-        if name("onpolicy") not in scores or name(control) not in scores:
-            continue
-        text, verdict = paired_recovery(scores, s, name("onpolicy"), name(control))
-        out.append(vd.Claim(paper, f"On-policy beats {what} at a matched budget", "87.0 vs 78.1 (Table 3, MATH-500)",
-                            text, verdict))
+        if name("onpolicy") in scores and name(control) in scores:
+            out.append(table3_claim(scores, s, control, what, histories or {}))
     if speed is not None:
         longest = max(r["context"] for r in speed.rows)
         at = {r["model"]: r for r in speed.rows if r["context"] == longest}
         if {"teacher", "hybrid"} <= set(at):
             share = vd.Estimate.exact(100 * at["hybrid"]["cache_bytes"] / at["teacher"]["cache_bytes"])
             out.append(vd.Claim(paper, f"The hybrid's decode cache is at most half the teacher's (context {longest})",
-                             "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)",
-                             vd.at_most(share, 50)))
+                                "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)",
+                                vd.at_most(share, 50), kind="check"))
     return out
 
 
-def paired_recovery(scores: ItemScores, s: OpalSettings, model: str, other: str,
-                    labels: tuple[str, str] = ("", "")) -> tuple[str, vd.Verdict]:
-    """``model`` beats ``other`` in recovery over every family the teacher masters: the text of both recoveries
-    (each after its label) and their paired difference, and its verdict (at chance, the teacher masters nothing,
-    or the tie band)."""
-    ours, theirs = (scores.recovery(m, s.teacher, TASKS, s.mastery) for m in (model, other))
-    if ours.estimate is None:
-        return "–", vd.inconclusive(vd.REFERENCE_FAILS, f"the teacher masters no family (below {s.mastery:g})")
-    mean = {m: vd.mean_of([scores.accuracy(m, f) for f in ours.families]) for m in (model, other)}
-    difference = ours.estimate - theirs.estimate
-    verdict = vd.chance_guard(mean, max(scores.chance(f) for f in ours.families)) or vd.beats(difference, TIE)
-    return (f"{labels[0]}{ours.text()} vs {labels[1]}{theirs.text()}; difference {difference.text('+.1f')} points",
-            verdict)
+def horizon_reached(histories: dict[str, NamedRows]) -> float:
+    rows = histories.get(name("onpolicy"))
+    return max((float(r["horizon"]) for r in rows.rows if r.get("horizon") == r.get("horizon")), default=0.0) \
+        if rows is not None else 0.0
+
+
+def table3_claim(scores: ItemScores, s: OpalSettings, control: str, what: str,
+                 histories: dict[str, NamedRows]) -> vd.Claim:
+    """On-policy beats ``control`` in recovery over the families stage 3 prompts, when the run could show it: the
+    teacher masters those families, both arms moved from their common parent (2B) by more than the margin, the
+    rollouts reached the horizon where errors compound, each arm has enough seeds, and the metric has headroom."""
+    margin = s.margins[f"opal.onpolicy_vs_{control}"]
+    arms = (name("onpolicy"), name(control))
+    families = [f for f in s.prompt_tasks if f in scores.families()]
+    rec = {m: scores.recovery(m, s.teacher, families, s.mastery) for m in (*arms, name(PARENT))}
+    pre = [teacher_competent(scores, s, families)]
+    text = "–"
+    if rec[arms[0]].estimate is not None:
+        used = rec[arms[0]].families
+        accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
+        if name(PARENT) in scores:
+            pre.append(vd.moved({m: rec[m].estimate - rec[name(PARENT)].estimate for m in arms}, margin.value))
+        pre += [vd.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
+                vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100)]
+        difference = rec[arms[0]].estimate - rec[arms[1]].estimate
+        text = (f"{rec[arms[0]].text()} vs {rec[arms[1]].text()} over {', '.join(used)}; difference "
+                f"{difference.text('+.1f')} points")
+    pre.append(vd.reached("stage 3's rollout horizon", horizon_reached(histories), s.pre.opal_horizon, " tokens"))
+    verdict = vd.judged(pre, lambda: vd.beats(difference, margin, ("on-policy", "off-policy")))
+    return vd.Claim("OPAL", f"On-policy beats {what} at a matched budget", "87.0 vs 78.1 (Table 3, MATH-500)", text,
+                    verdict, tuple(pre), seeds=min(rec[m].estimate.seeds for m in arms) if text != "–" else None,
+                    margin=margin)
 
 
 def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Claim | None:
     """KL-guided layer selection (fla-org/hybrid-distillation) against the configured one, both after stage 1 at
-    the same budget, paired on the same items."""
+    the same budget, paired on the same items: a claim of no seed paper."""
     from ..config.opal import kl_guided_layers
 
     if layers is None or name("align") not in scores or name("align_kl_guided") not in scores:
@@ -117,13 +158,24 @@ def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) ->
     claim = f"KL-guided layer selection beats {layers['selection']} after stage 1 at the same budget"
     source = "fla-org/hybrid-distillation (no figure in seed 002)"
     by_kl = kl_guided_layers(layers["conversion_kl"], len(layers["kept"]))
-    if by_kl == sorted(layers["kept"]):
-        return vd.Claim("OPAL", claim, source, f"both keep layers {by_kl}: the same conversion",
-                        vd.inconclusive(vd.NOT_TESTABLE, f"kl_guided keeps the same layers as {layers['selection']} "
-                                                         f"at this depth"))
-    text, verdict = paired_recovery(scores, s, name("align_kl_guided"), name("align"),
-                                    (f"layers {by_kl}: ", f"layers {sorted(layers['kept'])}: "))
-    return vd.Claim("OPAL", claim, source, text, verdict)
+    margin = s.margins["opal.kl_guided_vs_every_n"]
+    same = vd.Precondition("the two selections keep different layers", f"kl_guided {by_kl}, {layers['selection']} "
+                           f"{sorted(layers['kept'])}", by_kl != sorted(layers["kept"]))
+    arms = (name("align_kl_guided"), name("align"))
+    rec = {m: scores.recovery(m, s.teacher, TASKS, s.mastery) for m in arms}
+    pre = [same, teacher_competent(scores, s, rec[arms[0]].families or TASKS)]
+    if rec[arms[0]].estimate is None:
+        return vd.Claim("OPAL", claim, source, "–", vd.judged(pre, lambda: None), tuple(pre), kind="beyond")
+    used = rec[arms[0]].families
+    accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
+    pre += [vd.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
+            vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100)]
+    difference = rec[arms[0]].estimate - rec[arms[1]].estimate
+    text = (f"layers {by_kl}: {rec[arms[0]].text()} vs layers {sorted(layers['kept'])}: {rec[arms[1]].text()}; "
+            f"difference {difference.text('+.1f')} points")
+    return vd.Claim("OPAL", claim, source, text,
+                    vd.judged(pre, lambda: vd.beats(difference, margin, ("kl_guided", layers["selection"]))),
+                    tuple(pre), kind="beyond", seeds=min(rec[m].estimate.seeds for m in arms), margin=margin)
 
 
 def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
@@ -257,10 +309,10 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     names = [name(m) for m in MODELS if scores is not None and name(m) in scores]
     if scores is None or s.teacher not in scores or not names:
         return None
-    found = claims(scores, s, speed)
+    found = claims(scores, s, speed, histories)
     if (selection := selection_claim(scores, s, layers)) is not None:
         found.append(selection)
-    blocks: list = [vd.claims_table("OPAL: the paper's claims", found), table4(scores, s, names),
+    blocks: list = [*vd.verdict_tables(found, "OPAL: "), table4(scores, s, names),
                     *([layers_table(layers)] if layers else []), window_table(scores, s)]
     if (t3 := table3(scores, s, train)) is not None:
         blocks.append(t3)

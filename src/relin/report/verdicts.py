@@ -1,37 +1,39 @@
-"""The one verdict vocabulary of the report, and the intervals behind every verdict.
+"""The one verdict vocabulary of the report, the preconditions that decide whether a claim can be judged, and the
+intervals behind every verdict.
 
-A claim of a paper becomes a measurement: our estimate with a 95% bootstrap interval over the evaluated
-items, the paper's number, and one of three verdicts:
+A claim of a paper becomes a measurement: our estimate with a 95% interval, the paper's number, the claim's
+preconditions (each computed from the run's own outputs and shown beside the verdict) and one of four outcomes:
 
-- ``reproduced``: the whole interval lies on the claim's side of its threshold;
-- ``contradicted``: the whole interval lies on the other side;
-- ``inconclusive``, with its reason: *at chance* (the models compared are indistinguishable from the task's
-  chance level), *the reference fails the task* (the teacher or baseline the claim is relative to is below
-  the competence threshold), *within noise* (the interval contains the threshold or the tie band's edge),
-  *not testable at this scale* (the run cannot measure what the claim is about).
+- ``not testable here``: a precondition failed (the treatment did not move the model, the student did not learn
+  its own tasks, the reference is not competent on what the claim uses, the metric has no headroom, the run did
+  not reach the claim's regime, too few training seeds); the verdict names each failed precondition and its
+  measured value. Only claims whose preconditions all hold are judged:
+- ``reproduced``: the whole interval lies on the claim's side of its threshold (for "A beats B": above the claim's
+  margin, fixed in config before the run with its reason);
+- ``contradicted``: the whole interval lies on the other side, with what it shows (the other way round; smaller
+  than the margin with which side ahead; a tie when the interval holds zero);
+- ``inconclusive`` (within noise): the interval allows both the claim and its opposite.
 
-A claim with parts gets a verdict per part. Intervals of one training run cover evaluation noise only (which
-items were drawn); with several seeds the replicates also cover training noise.
-
-Bootstrap: every model evaluated on the same items is resampled with the same draws (:class:`Resampler`), so
-a difference or ratio of two models is a paired bootstrap; draws are stratified (each stratum, e.g. a task
-family, keeps its size), and intervals are the 2.5 and 97.5 percentiles of the replicates. A model trained
-with several seeds (``<name>-s<seed>`` replicas) is their mean, its replicates redrawing the seeds too
-(:func:`over_seeds`).
+Intervals. Within one training run: a stratified bootstrap over the evaluated items (:class:`Resampler`; every
+model scored on the same items is resampled with the same draws, so a difference of two models is paired), or the
+Wilson score interval for a proportion of independent right/wrong items (which does not collapse at 0 or n).
+Over training seeds (models ``<name>-s<seed>``): a Student-t interval over the per-seed values (paired by seed
+index when two arms are compared), joined with the item interval of the seed mean, so that seeds which agree by
+chance do not hide the evaluation noise (:func:`over_seeds`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field, replace
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
+from scipy import stats
 
-REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
-AT_CHANCE = "at chance"
-REFERENCE_FAILS = "the reference fails the task"
+REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE = "reproduced", "contradicted", "inconclusive", \
+    "not testable here"
+OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
 WITHIN_NOISE = "within noise"
-NOT_TESTABLE = "not testable at this scale"
-REASONS = (AT_CHANCE, REFERENCE_FAILS, WITHIN_NOISE, NOT_TESTABLE)
 
 LEVEL = 0.95
 RESAMPLES = 2000
@@ -39,48 +41,122 @@ RESAMPLES = 2000
 
 @dataclass(frozen=True)
 class Verdict:
-    """One outcome of the vocabulary; ``reason`` says why an inconclusive claim is so (and may add detail)."""
+    """One outcome of the vocabulary and why: the failed preconditions of a claim not testable here, what the
+    interval shows for a contradicted or inconclusive one."""
 
     outcome: str
     reason: str = ""
 
     def __post_init__(self) -> None:
-        if self.outcome not in (REPRODUCED, CONTRADICTED, INCONCLUSIVE):
-            raise ValueError(f"verdict {self.outcome!r}: expected {REPRODUCED}, {CONTRADICTED} or {INCONCLUSIVE}")
-        if self.outcome == INCONCLUSIVE and not self.reason.startswith(REASONS):
-            raise ValueError(f"inconclusive verdict needs a reason starting with one of {REASONS}, got {self.reason!r}")
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"verdict {self.outcome!r}: expected one of {', '.join(OUTCOMES)}")
+        if self.outcome == INCONCLUSIVE and not self.reason.startswith(WITHIN_NOISE):
+            raise ValueError(f"an inconclusive verdict's reason starts with {WITHIN_NOISE!r}, got {self.reason!r}")
+        if self.outcome == NOT_TESTABLE and not self.reason:
+            raise ValueError("a claim not testable here names the precondition that failed")
 
     def __str__(self) -> str:
         return f"{self.outcome} ({self.reason})" if self.reason else self.outcome
 
 
-def inconclusive(reason: str, detail: str = "") -> Verdict:
-    return Verdict(INCONCLUSIVE, f"{reason}: {detail}" if detail else reason)
+def inconclusive(detail: str = "") -> Verdict:
+    return Verdict(INCONCLUSIVE, f"{WITHIN_NOISE}: {detail}" if detail else WITHIN_NOISE)
+
+
+@dataclass(frozen=True)
+class Precondition:
+    """What must hold for a run to be able to show a claim, and the run's own measured value of it."""
+
+    what: str
+    measured: str
+    holds: bool
+
+    def __str__(self) -> str:
+        return f"{'✓' if self.holds else '✗'} {self.what}: {self.measured}"
+
+
+def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict]) -> Verdict:
+    """``decide()`` when every precondition holds; else ``not testable here`` naming each failed one."""
+    failed = [p for p in preconditions if not p.holds]
+    if failed:
+        return Verdict(NOT_TESTABLE, "; ".join(f"{p.what}: {p.measured}" for p in failed))
+    return decide()
+
+
+@dataclass(frozen=True)
+class Margin:
+    """The smallest difference a comparative claim counts as a win, fixed before the run, and why."""
+
+    value: float
+    reason: str
+
+    def text(self, unit: str = " points") -> str:
+        return f"{self.value:.3g}{unit}"
+
+
+def t_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
+    """Student-t interval of the mean of ``values`` (``S - 1`` degrees of freedom)."""
+    values = np.asarray(values, dtype=np.float64)
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, mean
+    half = stats.t.ppf((1 + level) / 2, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size)
+    return mean - half, mean + half
+
+
+def wilson(hits: float, n: float, level: float = LEVEL) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``hits / n`` of independent items (inside [0, 1], and not empty at
+    0 or n as a percentile bootstrap is)."""
+    if n <= 0:
+        return float("nan"), float("nan")
+    z = stats.norm.ppf((1 + level) / 2)
+    p = hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A statistic of the evaluated items (``value``) and its bootstrap replicates (``draws``, ``[R]``).
+    """A statistic of the evaluated items (``value``), its bootstrap replicates (``draws``, ``[R]``), and, for a
+    model trained with several seeds, the value of each seed (``per_seed``, ``[S]``).
 
-    Arithmetic between estimates of the same :class:`Resampler` acts replicate by replicate, so ``a - b`` is
-    the paired bootstrap of a difference. An estimate without replicates (``draws`` empty) is exact: a
-    quantity with no sampling noise (a config constant, a measured gap).
+    Arithmetic between estimates acts replicate by replicate and seed by seed, so ``a - b`` is the paired
+    difference (paired items, seeds paired by index; a single-seed operand, e.g. the teacher, is broadcast).
+    ``bounds`` is a closed-form interval (Wilson) that replaces the percentile one; arithmetic drops it. An
+    estimate without replicates (``draws`` empty) is exact: a quantity with no sampling noise.
     """
 
     value: float
     draws: np.ndarray
+    per_seed: np.ndarray | None = None
+    bounds: tuple[float, float] | None = field(default=None, compare=False)
 
     @classmethod
     def exact(cls, value: float) -> "Estimate":
         return cls(float(value), np.empty(0))
 
     @property
+    def seeds(self) -> int:
+        return 1 if self.per_seed is None else int(self.per_seed.size)
+
+    @property
     def low(self) -> float:
-        return self._percentile(100 * (1 - LEVEL) / 2)
+        return self._interval()[0]
 
     @property
     def high(self) -> float:
-        return self._percentile(100 * (1 + LEVEL) / 2)
+        return self._interval()[1]
+
+    def _interval(self) -> tuple[float, float]:
+        if self.bounds is not None:
+            low, high = self.bounds
+        else:
+            low, high = self._percentile(100 * (1 - LEVEL) / 2), self._percentile(100 * (1 + LEVEL) / 2)
+        if self.per_seed is not None and self.per_seed.size > 1 and np.isfinite(self.per_seed).all():
+            t_low, t_high = t_interval(self.per_seed)
+            low, high = min(low, t_low), max(high, t_high)
+        return low, high
 
     def _percentile(self, q: float) -> float:
         if not self.draws.size:
@@ -89,7 +165,8 @@ class Estimate:
         return float(np.percentile(finite, q)) if finite.size else float("nan")
 
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> "Estimate":
-        return Estimate(float(fn(np.asarray(self.value))), fn(self.draws) if self.draws.size else self.draws)
+        return Estimate(float(fn(np.asarray(self.value))), fn(self.draws) if self.draws.size else self.draws,
+                        None if self.per_seed is None else np.asarray(fn(self.per_seed), dtype=np.float64))
 
     def _combine(self, other, op) -> "Estimate":
         if isinstance(other, Estimate):
@@ -99,11 +176,14 @@ class Estimate:
             a = self.draws if self.draws.size or not size else np.full(size, self.value)
             b = other.draws if other.draws.size or not size else np.full(size, other.value)
             b_value = np.float64(other.value)
+            seeds = _paired_seeds(self, other)
         else:
             a, b, b_value = self.draws, other, other
+            seeds = None if self.per_seed is None else (self.per_seed, other)
         with np.errstate(divide="ignore", invalid="ignore"):
             value, draws = op(np.float64(self.value), b_value), op(a, b)
-        return Estimate(float(value), np.asarray(draws, dtype=np.float64))
+            per_seed = None if seeds is None else np.asarray(op(*seeds), dtype=np.float64)
+        return Estimate(float(value), np.asarray(draws, dtype=np.float64), per_seed)
 
     def __add__(self, other) -> "Estimate":
         return self._combine(other, np.add)
@@ -125,9 +205,22 @@ class Estimate:
         without an interval."""
         if not np.isfinite(self.value):
             return "–"
-        if not self.draws.size:
+        if not self.draws.size and self.per_seed is None and self.bounds is None:
             return f"{self.value * scale:{spec}}{unit}"
         return f"{self.value * scale:{spec}}{unit} [{self.low * scale:{spec}}, {self.high * scale:{spec}}]"
+
+
+def _paired_seeds(a: Estimate, b: Estimate) -> tuple | None:
+    """The per-seed operands of ``a`` and ``b``: paired by seed index (the first ``min(S_a, S_b)``), a single-seed
+    side broadcast as its value; ``None`` when neither has seeds."""
+    if a.per_seed is None and b.per_seed is None:
+        return None
+    if a.per_seed is None:
+        return a.value, b.per_seed
+    if b.per_seed is None:
+        return a.per_seed, b.value
+    n = min(a.per_seed.size, b.per_seed.size)
+    return a.per_seed[:n], b.per_seed[:n]
 
 
 class Resampler:
@@ -155,30 +248,34 @@ class Resampler:
     def ratio(self, numerator: Sequence[float], denominator: Sequence[float] | None = None,
               where: np.ndarray | None = None) -> Estimate:
         """``sum(numerator) / sum(denominator)`` over the items ``where`` holds (all by default): a mean of
-        per-item scores, or a pooled accuracy (hits over positions) when ``denominator`` is given."""
+        per-item scores, or a pooled accuracy (hits over positions) when ``denominator`` is given. A mean of
+        right/wrong items (0 or 1 each) carries its Wilson interval."""
         num = np.asarray(numerator, dtype=np.float64)
         den = np.ones_like(num) if denominator is None else np.asarray(denominator, dtype=np.float64)
         if num.shape != (self.n,) or den.shape != (self.n,):
             raise ValueError(f"expected {self.n} per-item values, got {num.shape} and {den.shape}")
         keep = np.ones(self.n, bool) if where is None else np.asarray(where, bool)
+        binary = bool(keep.any()) and np.isin(num[keep], (0.0, 1.0)).all() and (den[keep] == 1.0).all()
         num, den = np.where(keep, num, 0.0), np.where(keep, den, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             value = num.sum() / den.sum() if den.sum() else float("nan")
-            return Estimate(float(value), num[self.index].sum(1) / den[self.index].sum(1))
+            draws = num[self.index].sum(1) / den[self.index].sum(1)
+        return Estimate(float(value), draws, bounds=wilson(num.sum(), den.sum()) if binary else None)
 
     def mean(self, values: Sequence[float], where: np.ndarray | None = None) -> Estimate:
         return self.ratio(values, None, where)
 
 
-def over_seeds(estimates: Sequence[Estimate], seed: int = 0) -> Estimate:
-    """The mean over training replicas (one estimate per seed, each resampled over the same items): each bootstrap
-    replicate also redraws the seeds with replacement, so the interval covers training noise as well as
-    evaluation noise (a two-level bootstrap). One estimate is returned as it is."""
+def over_seeds(estimates: Sequence[Estimate]) -> Estimate:
+    """The mean over training replicas (one estimate per seed, each resampled over the same items): its draws are
+    the item noise of the seed mean, its ``per_seed`` the seeds' values, so its interval is the t interval over
+    seeds joined with the item interval. One estimate is returned as it is."""
     if len(estimates) == 1:
         return estimates[0]
-    draws = np.stack([e.draws for e in estimates], axis=1)                       # [R, S]
-    index = np.random.default_rng(seed).integers(0, len(estimates), size=draws.shape)
-    return Estimate(float(np.mean([e.value for e in estimates])), np.take_along_axis(draws, index, 1).mean(1))
+    draws = np.stack([e.draws for e in estimates], axis=1).mean(1) if all(e.draws.size for e in estimates) \
+        else np.empty(0)
+    values = np.array([e.value for e in estimates], dtype=np.float64)
+    return Estimate(float(values.mean()), draws, values)
 
 
 def mean_of(estimates: Sequence[Estimate]) -> Estimate:
@@ -196,8 +293,8 @@ def at_least(estimate: Estimate, threshold: float) -> Verdict:
     if estimate.low >= threshold:
         return Verdict(REPRODUCED)
     if estimate.high < threshold:
-        return Verdict(CONTRADICTED)
-    return inconclusive(WITHIN_NOISE, f"the interval contains {threshold:g}")
+        return Verdict(CONTRADICTED, f"the interval lies below {threshold:g}")
+    return inconclusive(f"the interval contains {threshold:g}")
 
 
 def at_most(estimate: Estimate, threshold: float) -> Verdict:
@@ -205,78 +302,137 @@ def at_most(estimate: Estimate, threshold: float) -> Verdict:
     if estimate.high <= threshold:
         return Verdict(REPRODUCED)
     if estimate.low > threshold:
-        return Verdict(CONTRADICTED)
-    return inconclusive(WITHIN_NOISE, f"the interval contains {threshold:g}")
+        return Verdict(CONTRADICTED, f"the interval lies above {threshold:g}")
+    return inconclusive(f"the interval contains {threshold:g}")
 
 
-def beats(difference: Estimate, tie: float = 0.0) -> Verdict:
-    """Claim "A beats B" from ``difference = A - B`` (paired): reproduced when the interval lies above the tie
-    band ``[-tie, tie]``; contradicted when it lies below the band's upper edge (a tie or B better);
-    inconclusive (within noise) when it straddles that edge."""
-    if difference.low > tie:
+def beats(difference: Estimate, margin: Margin, names: tuple[str, str] = ("A", "B"), unit: str = " points"
+          ) -> Verdict:
+    """Claim "A beats B" from ``difference = A - B`` (paired) and the claim's margin ``m``: reproduced when the
+    interval lies above ``m``; contradicted when it lies below ``m`` (the other way round when below ``-m``;
+    *smaller than the margin* with the side ahead when it excludes zero; a tie when it holds zero); inconclusive
+    when it straddles ``m``."""
+    m, (a, b) = margin.value, names
+    low, high = difference.low, difference.high
+    if low > m:
         return Verdict(REPRODUCED)
-    if difference.high < -tie:
-        return Verdict(CONTRADICTED, "the other way round")
-    if difference.high < tie:
-        if difference.low >= -tie:
-            return Verdict(CONTRADICTED, f"a tie: the difference lies within ±{tie:g}" if tie else "")
-        return Verdict(CONTRADICTED, f"behind or tied: the difference lies in [{difference.low:.3g}, "
-                                     f"{difference.high:.3g}], below +{tie:g}")
-    return inconclusive(WITHIN_NOISE, f"the difference's interval contains {tie:g}" if tie else
-                        "the difference's interval contains 0")
-
-
-def within(estimate: Estimate, target: float, tolerance: float) -> Verdict:
-    """Claim ``estimate ≈ target``: reproduced when the interval lies inside ``target ± tolerance``,
-    contradicted when it lies wholly outside."""
-    low, high = target - tolerance, target + tolerance
-    if estimate.low >= low and estimate.high <= high:
-        return Verdict(REPRODUCED)
-    if estimate.high < low or estimate.low > high:
-        return Verdict(CONTRADICTED)
-    return inconclusive(WITHIN_NOISE, f"the interval overlaps {target:g} ± {tolerance:g} without lying inside")
-
-
-def indistinguishable_from_chance(estimate: Estimate, chance: float) -> bool:
-    """The interval reaches the chance level (or lies below it)."""
-    return estimate.low <= chance
-
-
-def chance_guard(models: dict[str, Estimate], chance: float, what: str = "") -> Verdict | None:
-    """An inconclusive verdict when every model compared is indistinguishable from ``chance``, else ``None``."""
-    if models and all(indistinguishable_from_chance(e, chance) for e in models.values()):
-        names = ", ".join(models)
-        return inconclusive(AT_CHANCE, f"{names} within reach of chance ({chance:g}{' ' + what if what else ''})")
-    return None
-
-
-def reference_guard(reference: str, score: Estimate | float | None, threshold: float) -> Verdict | None:
-    """An inconclusive verdict when the reference the claim is relative to scores below ``threshold``."""
-    value = score.value if isinstance(score, Estimate) else score
-    if value is None or not np.isfinite(value) or value < threshold:
-        shown = "no score" if value is None or not np.isfinite(value) else f"{value:.2f}"
-        return inconclusive(REFERENCE_FAILS, f"{reference} {shown} < {threshold:g}")
-    return None
+    if high > m:
+        return inconclusive(f"the difference's interval [{low:+.3g}, {high:+.3g}] contains the margin +{m:g}")
+    if high < -m:
+        return Verdict(CONTRADICTED, f"the other way round: {b} ahead by more than the margin ({m:g}{unit})")
+    if low > 0:
+        return Verdict(CONTRADICTED, f"smaller than the margin: {a} ahead by {low:.3g}–{high:.3g}{unit}, "
+                                     f"below {m:g}")
+    if high < 0:
+        return Verdict(CONTRADICTED, f"smaller than the margin: {b} ahead by {-high:.3g}–{-low:.3g}{unit}")
+    return Verdict(CONTRADICTED, f"a tie: the difference lies in [{low:+.3g}, {high:+.3g}], below the margin "
+                                 f"+{m:g}{unit}")
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One row of a verdict table: the paper's claim, its number, ours and the verdict."""
+    """One row of a verdict table: the paper's claim, its number, ours, the verdict, and what it rested on.
+
+    ``kind`` is ``claim`` (a claim of the paper), ``check`` (an implementation or by-construction check: exact
+    init, cache ratio, memory exponents) or ``beyond`` (a claim of no seed paper). ``seeds`` is the fewest training
+    seeds of any arm the claim compares (``None`` for a claim with no trained arm)."""
 
     paper: str
     claim: str
     source: str
     ours: str
     verdict: Verdict
+    preconditions: tuple[Precondition, ...] = ()
+    kind: str = "claim"
+    seeds: int | None = None
+    margin: Margin | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim kind {self.kind!r}: expected one of {', '.join(KINDS)}")
+
+    def judged(self) -> "Claim":
+        """The same claim, not testable here when one of its preconditions failed."""
+        return replace(self, verdict=judged(self.preconditions, lambda: self.verdict))
 
 
-def claims_table(title: str, claims: Sequence[Claim], note: str = ""):
+KINDS = {"claim": "The papers' claims", "check": "Implementation and by-construction checks",
+         "beyond": "Beyond the papers: claims of no seed paper"}
+
+
+def conditions_text(claim: Claim) -> str:
+    parts = [str(p) for p in claim.preconditions]
+    if claim.margin is not None:
+        parts.append(f"margin {claim.margin.value:g} ({claim.margin.reason})")
+    return "; ".join(parts) or "–"
+
+
+def claims_table(title: str, claims: Sequence[Claim], note: str = "", paper_column: bool = False):
     from .table import Table
 
-    return Table(title=title, columns=["claim", "paper", "ours (95% interval)", "verdict"],
-                 rows=[[c.claim, c.source, c.ours, str(c.verdict)] for c in claims],
-                 note=note or EVALUATION_NOISE)
+    first = ["paper"] if paper_column else []
+    return Table(title=title, columns=[*first, "claim", "paper's figure", "ours (95% interval)", "seeds", "verdict",
+                                       "preconditions"],
+                 rows=[[*([c.paper] if paper_column else []), c.claim, c.source, c.ours, c.seeds, str(c.verdict),
+                        conditions_text(c)] for c in claims],
+                 note=note or INTERVALS)
 
 
-EVALUATION_NOISE = ("Intervals: 95% bootstrap over the evaluated items (paired where two models are compared on the "
-                    "same items); from one training run they cover evaluation noise only, not training noise.")
+def tally(claims: Sequence[Claim]) -> str:
+    """``"12: 2 reproduced, 3 contradicted, 1 inconclusive, 6 not testable here"``."""
+    counts = {o: sum(c.verdict.outcome == o for c in claims) for o in OUTCOMES}
+    return f"{len(claims)}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) if claims else "0"
+
+
+def verdict_tables(claims: Sequence[Claim], prefix: str = "", paper_column: bool = False) -> list:
+    """One table per kind present (the papers' claims, the checks, the claims of no seed), in that order."""
+    return [claims_table(f"{prefix}{title}", rows, paper_column=paper_column)
+            for kind, title in KINDS.items() if (rows := [c for c in claims if c.kind == kind])]
+
+
+INTERVALS = ("Intervals: 95%; over evaluated items (paired bootstrap, Wilson for right/wrong items) for one training "
+             "seed; a t interval over seeds joined with the item interval for several. A claim is judged only when "
+             "each precondition holds (✓), else it is not testable here; its margin was fixed in config before the "
+             "run.")
+
+
+# --- preconditions computed from a run's outputs ------------------------------------------------------------------
+
+def competent(reference: str, scores: dict[str, float], threshold: float) -> Precondition:
+    """The reference (teacher, text-only LLM, MHA) scores at least ``threshold`` on every family or category the
+    claim uses."""
+    shown = ", ".join(f"{k} {v:.2f}" for k, v in scores.items()) or "no score"
+    ok = bool(scores) and all(np.isfinite(v) and v >= threshold for v in scores.values())
+    return Precondition(f"{reference} competent (≥ {threshold:g}) on each family used", shown, ok)
+
+
+def enough_seeds(arms: dict[str, Estimate], minimum: int) -> Precondition:
+    """Every arm compared rests on at least ``minimum`` training seeds."""
+    counts = {name: e.seeds for name, e in arms.items()}
+    shown = ", ".join(f"{k} {v}" for k, v in counts.items())
+    return Precondition(f"training seeds per arm (≥ {minimum})", shown, min(counts.values()) >= minimum)
+
+
+def headroom(arms: dict[str, Estimate], ceiling: float, chance: float, margin: float) -> Precondition:
+    """The metric can show a difference: no arm within ``margin`` of the ceiling, and not every arm's interval
+    reaching chance."""
+    at_ceiling = [n for n, e in arms.items() if e.value >= ceiling - margin]
+    at_chance = all(e.low <= chance for e in arms.values())
+    shown = ", ".join(f"{n} {e.value:.3g}" for n, e in arms.items())
+    if at_ceiling:
+        shown += f"; at the ceiling {ceiling:g}: {', '.join(at_ceiling)}"
+    if at_chance:
+        shown += f"; every arm within reach of chance {chance:g}"
+    return Precondition("headroom (no arm at the ceiling, not all at chance)", shown, not at_ceiling and not at_chance)
+
+
+def moved(changes: dict[str, Estimate], margin: float, unit: str = " points") -> Precondition:
+    """The treatment moved the model: each arm differs from its common parent by more than ``margin``."""
+    shown = ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in changes.items())
+    return Precondition(f"each arm moved from its parent by more than {margin:g}{unit}", shown,
+                        all(abs(e.value) > margin for e in changes.values()))
+
+
+def reached(what: str, value: float, needed: float, unit: str = "") -> Precondition:
+    """The run reached the claim's regime (a rollout horizon, a context length, a number of training tokens)."""
+    return Precondition(f"{what} ≥ {needed:g}{unit}", f"{value:g}{unit}", bool(value >= needed))

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import SWAConfig
+from ..config.opal import OnPolicyConfig, SWAConfig
 from ..config.report import ReportConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
     return {"report": ReportConfig, "opal.teacher": str, "opal.swa": SWAConfig, "opal.niah_protocol": str,
-            "hedgemamba.teacher": str}
+            "opal.onpolicy": OnPolicyConfig, "hedgemamba.teacher": str}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +74,9 @@ def run(args: argparse.Namespace, sections) -> None:
         read_train_metrics,
         unique_names,
     )
+    from ..report.lia_mtr import LiaSettings
     from ..report.lm_scores import read_items
+    from ..report.margins import margins_from
     from ..report.opal import OpalSettings
 
     cfg = sections.get("report")
@@ -96,12 +98,17 @@ def run(args: argparse.Namespace, sections) -> None:
     for items, what in ((inputs.evals, "evaluation"), (inputs.items, "items"), (inputs.histories, "history"),
                         (inputs.by_length, "accuracy-by-length"), (inputs.train_metrics, "train-metrics")):
         unique_names(items, what)
+    rules = {"margins": margins_from(cfg.margins), "pre": cfg.preconditions}
+    prompts = sections.get("opal.onpolicy").prompt_tasks
     settings = ReportSettings(
         title=cfg.title, mastery=cfg.mastery, resamples=cfg.resamples, min_steps=cfg.min_steps,
         opal=OpalSettings(teacher=f"teacher-{sections.get('opal.teacher')}",
                           swa_window=sections.get("opal.swa").window,
-                          niah_protocol=sections.get("opal.niah_protocol"), mastery=cfg.mastery),
-        hedgemamba=HedgeMambaSettings(teacher=f"teacher-{sections.get('hedgemamba.teacher')}", mastery=cfg.mastery))
+                          niah_protocol=sections.get("opal.niah_protocol"), mastery=cfg.mastery,
+                          prompt_tasks=tuple(task for task, weight in prompts.items() if weight > 0), **rules),
+        hedgemamba=HedgeMambaSettings(teacher=f"teacher-{sections.get('hedgemamba.teacher')}", mastery=cfg.mastery,
+                                      **rules),
+        lia_mtr=LiaSettings(cfg.mastery, cfg.resamples, **rules))
     head, date = commit()
     with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=inputs.paths(), outputs=[args.out]) as tracker:
         out = build_report(inputs, settings, Provenance(tuple(args.configs), head, date), args.out)
