@@ -211,6 +211,26 @@ def bench(fn, warmup_ms, rep_ms):
     return statistics.median(times)
 
 
+def device_ms(fn, wall_ms, reps):
+    """Median ms of the GPU work alone: before each timed call the GPU sleeps (after an L2 flush) for about as long
+    as the call's wall time, so the host queues the call's launches ahead and its launch overhead stays out of the
+    events' interval. A call that waits for the GPU on the host (a .item(), a device-to-host copy) still pays that
+    wait. None off a GPU."""
+    if DEVICE != "cuda":
+        return None
+    flush = torch.empty(256 * 2**20 // 4, dtype=torch.int32, device=DEVICE)
+    cycles = int(min(max(wall_ms, 1.0), 30.0) * 2.0e6)  # ~1.98 GHz SM clock under load
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    for start, end in events:
+        flush.zero_()
+        torch.cuda._sleep(cycles)
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in events)
+
+
 def agreement(ref, out):
     ref, out = ref.detach().double(), out.detach().double()
     rel = ((out - ref).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt().clamp_min(1e-30)).item()
@@ -284,7 +304,7 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
     for backward in (False, True):
         mode = "fwd+bwd" if backward else "fwd"
         row = {"cell": label, "B": B, "T": T, "H": H, "K": K, "V": V, "seq_lengths": lengths, "mode": mode,
-               "floors_peak": floors(B, T, H, K, V, backward), "ms": {}, "errors": {}, "agreement": {},
+               "floors_peak": floors(B, T, H, K, V, backward), "ms": {}, "device_ms": {}, "errors": {}, "agreement": {},
                "dispatch": {}}
         if ceilings.get("copy_bytes_per_s"):
             row["floors_measured"] = floors(B, T, H, K, V, backward, ceilings["copy_bytes_per_s"],
@@ -303,7 +323,7 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
                 continue
             try:
                 fn = runner(lib, ops[lib], x, cu_cpu, cu_dev, do, backward)
-                if lib.startswith("fla"):
+                if lib in FLA_ENV:
                     log.last = None
                     try:
                         log.probe(fn)
@@ -318,6 +338,7 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
                     row["agreement"][lib] = {n: agreement(r, o) for n, r, o in zip(names, reference, out)}
                 del out
                 row["ms"][lib] = bench(fn, args.warmup_ms, args.rep_ms)
+                row["device_ms"][lib] = device_ms(fn, row["ms"][lib], args.device_reps)
             except Exception as error:  # noqa: BLE001 - recorded: fla's Triton-version guard, a TileLang failure
                 row["errors"][lib] = error_text(error)
             if DEVICE == "cuda":
@@ -332,19 +353,23 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
 
 
 def ratios(row):
-    ms = row["ms"]
-    rivals = {k: v for k, v in ms.items() if k != "relin" and k != "fla_default"}
-    out = {}
-    if "relin" in ms:
-        for k, v in rivals.items():
-            out[f"relin/{k}"] = ms["relin"] / v
-        if rivals:
-            fastest = min(rivals, key=rivals.get)
-            out["fastest_other"] = fastest
-            out["relin/fastest_other"] = ms["relin"] / rivals[fastest]
-    for k, v in ms.items():
-        out[f"{k}/floor_peak"] = v / row["floors_peak"]["floor_ms"]
-    row["ratios"] = out
+    """relin over each other library, over the fastest of them, and every library over the floor; for the wall
+    times (``ratios``) and the queued device times (``device_ratios``). fla_default is FlashQLA behind fla's
+    dispatch, so it is not a rival of its own."""
+    for key, name in (("ms", "ratios"), ("device_ms", "device_ratios")):
+        ms = {k: v for k, v in row[key].items() if v is not None}
+        rivals = {k: v for k, v in ms.items() if k not in ("relin", "fla_default")}
+        out = {}
+        if "relin" in ms:
+            for k, v in rivals.items():
+                out[f"relin/{k}"] = ms["relin"] / v
+            if rivals:
+                fastest = min(rivals, key=rivals.get)
+                out["fastest_other"] = fastest
+                out["relin/fastest_other"] = ms["relin"] / rivals[fastest]
+        for k, v in ms.items():
+            out[f"{k}/floor_peak"] = v / row["floors_peak"]["floor_ms"]
+        row[name] = out
 
 
 def warm_only(lib, ops, cells, H, K, V, generator):
@@ -368,22 +393,28 @@ def warm_only(lib, ops, cells, H, K, V, generator):
 
 
 def print_table(cells):
+    print_block(cells, "ms", "ratios", "wall ms (do_bench medians, launch overhead included)")
+    print_block(cells, "device_ms", "device_ratios", "device ms (launches queued behind a GPU sleep)")
+    for r in cells:
+        for lib, err in r["errors"].items():
+            print(f"  {r['cell']} {r['mode']} {lib}: {err[:160]}")
+
+
+def print_block(cells, key, ratio_key, title):
+    print(f"\n{title}")
     head = (f"{'cell':22s} {'mode':8s} {'relin':>8s} {'FlashQLA':>8s} {'fla-tri':>8s} {'fla-tl':>8s} {'fla-dflt':>8s} "
             f"{'r/QLA':>6s} {'r/fla':>6s} {'r/best':>6s} {'floor':>7s} {'bytes':>7s} {'flop':>7s}")
-    print("\n" + head + "\n" + "-" * len(head))
+    print(head + "\n" + "-" * len(head))
     for r in cells:
-        ms, ra, fl = r["ms"], r["ratios"], r["floors_peak"]
-        f = lambda k: f"{ms[k]:8.3f}" if k in ms else f"{'-':>8s}"  # noqa: E731
+        ms, ra, fl = r[key], r[ratio_key], r["floors_peak"]
+        f = lambda k: f"{ms[k]:8.3f}" if ms.get(k) is not None else f"{'-':>8s}"  # noqa: E731
         g = lambda k: f"{ra[k]:6.2f}" if k in ra else f"{'-':>6s}"  # noqa: E731
         fla_ratio = "relin/fla_triton" if "relin/fla_triton" in ra else "relin/fla_triton+tl_dqkwg"
         print(f"{r['cell']:22s} {r['mode']:8s} {f('relin')} {f('flash_qla')} {f('fla_triton')} "
               f"{f('fla_triton+tl_dqkwg')} {f('fla_default')} {g('relin/flash_qla')} {g(fla_ratio)} "
               f"{g('relin/fastest_other')} {fl['floor_ms']:7.3f} {fl['bytes_ms']:7.3f} {fl['flop_ms']:7.3f}")
-    print("ms medians; floor = max(bytes once at 4.8 TB/s, FLOPs at 989 TFLOP/s); fla-tri: dispatch pinned to "
-          "Triton; fla-tl: Triton with chunk_bwd_dqkwg on TileLang; fla-dflt: fla's own dispatch")
-    for r in cells:
-        for lib, err in r["errors"].items():
-            print(f"  {r['cell']} {r['mode']} {lib}: {err[:160]}")
+    print("floor = max(bytes once at 4.8 TB/s, FLOPs at 989 TFLOP/s); fla-tri: dispatch pinned to Triton; "
+          "fla-tl: Triton with chunk_bwd_dqkwg on TileLang; fla-dflt: fla's own dispatch (-> FlashQLA)")
 
 
 def main(argv=None):
@@ -396,8 +427,9 @@ def main(argv=None):
                         help="skip (and record as skipped) what would start after this many seconds")
     parser.add_argument("--warmup-ms", type=float, default=25.0)
     parser.add_argument("--rep-ms", type=float, default=100.0)
+    parser.add_argument("--device-reps", type=int, default=15, help="timed calls of the queued (device-only) time")
     parser.add_argument("--fla-default-backward", action="store_true", help="also time fla_default fwd+bwd")
-    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "fla_triton"],
+    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "fla_triton", "fla_triton+tl_dqkwg"],
                         help="run every cell once with this library to compile its kernels; no timing, no JSON")
     parser.add_argument("--seed", type=int)
     args = parser.parse_args(argv)
