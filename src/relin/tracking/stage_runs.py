@@ -38,11 +38,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
-from .config.loader import build
-from .config.tracking import TrackingConfig
-from .errors import UserError
-from .io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
-from .ranks import dist_env
+from ..config.loader import build
+from ..config.tracking import TrackingConfig
+from ..errors import UserError
+from ..io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
+from ..ranks import dist_env
 
 PARENT_ENV = "RELIN_PARENT_RUN_ID"
 CONFIG_ENV = "RELIN_TRACKING_CONFIG"
