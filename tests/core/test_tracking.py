@@ -41,7 +41,7 @@ def _metric_steps(cfg, run_id, key):
 
 
 def test_a_locked_store_delays_writes_but_loses_none(store, tmp_path, monkeypatch):
-    monkeypatch.setattr(tracking.stage_runs, "RETRY_EVERY_S", 1.0)
+    monkeypatch.setattr(tracking.outbox, "RETRY_EVERY_S", 1.0)
     with tracking.stage_run("probe", {"a": 1}) as tracker:
         locked = threading.Event()
         holder = threading.Thread(target=_hold_exclusive_lock, args=(tmp_path / "mlflow.db", 8, locked))
@@ -82,7 +82,7 @@ def test_an_input_another_stage_records_at_the_same_moment_is_still_linked(store
 
 
 def test_writes_the_store_refuses_until_the_end_are_saved_and_replayed(store, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(tracking.stage_runs, "CLOSE_PATIENCE_S", 1.0)
+    monkeypatch.setattr(tracking.outbox, "CLOSE_PATIENCE_S", 1.0)
     locked = threading.Event()
     holder = threading.Thread(target=_hold_exclusive_lock, args=(tmp_path / "mlflow.db", 15, locked))
     with tracking.stage_run("probe", {"a": 1}) as tracker:
