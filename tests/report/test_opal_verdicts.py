@@ -122,12 +122,17 @@ def test_table3_is_not_testable_when_the_run_could_not_show_it(change, named):
 
 
 def test_table3_reads_the_families_stage_3_prompts():
-    """Stage 3 prompts arithmetic only; a teacher that fails it leaves Table 3 not testable, whatever MQAR says."""
+    """Under the zero-shot protocol stage 3 prompts no NIAH row (nor is filler a scored family), so with arithmetic
+    its one scored family, a teacher that fails arithmetic leaves Table 3 not testable, whatever NIAH says."""
+    from dataclasses import replace
+
     models = [_items("teacher-qwen3", {**STRONG, "arithmetic": 0.09}), *_arm("opal-onpolicy", 0.9),
               *_arm("opal-offpolicy_matched", 0.5)]
-    found = claims(ItemScores(models, resamples=200), SETTINGS, None, {})
+    prompts = replace(SETTINGS, prompt_tasks=("niah_single", "arithmetic", "filler"))
+    found = claims(ItemScores(models, resamples=200), prompts, None, {})
     claim = next(c for c in found if c.claim.startswith("On-policy beats off-policy on dataset text"))
     assert claim.verdict.outcome == NOT_TESTABLE and "arithmetic 0.09" in claim.verdict.reason
+    assert "niah_single" not in claim.verdict.reason
 
 
 def _layers(kept, scores):

@@ -222,3 +222,10 @@ def test_tally_counts_each_outcome():
     assert tally(claims) == "3: 1 reproduced, 2 not testable here"
     with pytest.raises(ValueError):
         Claim("P", "c", "s", "o", Verdict(REPRODUCED), kind="aside")
+
+
+def test_a_seed_interval_of_an_accuracy_stays_inside_0_and_1():
+    r = Resampler(["t"] * 50, seed=3)
+    low_seeds = [r.mean(np.r_[np.ones(k), np.zeros(50 - k)]) for k in (0, 0, 17)]
+    est = over_seeds(low_seeds)
+    assert est.low == 0.0 and est.high <= 1.0, "a t interval over [0, 0, 0.34] would reach below zero"

@@ -127,7 +127,7 @@ def table3_claim(scores: ItemScores, s: OpalSettings, control: str, what: str,
     rollouts reached the horizon where errors compound, each arm has enough seeds, and the metric has headroom."""
     margin = s.margins[f"opal.onpolicy_vs_{control}"]
     arms = (name("onpolicy"), name(control))
-    families = [f for f in s.prompt_tasks if f in scores.families()]
+    families = [f for f in s.prompt_tasks if f in trained_families(scores, s)]
     rec = {m: scores.recovery(m, s.teacher, families, s.mastery) for m in (*arms, name(PARENT))}
     pre = [teacher_competent(scores, s, families)]
     text = "–"

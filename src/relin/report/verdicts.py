@@ -123,7 +123,8 @@ class Estimate:
 
     Arithmetic between estimates acts replicate by replicate and seed by seed, so ``a - b`` is the paired
     difference (paired items, seeds paired by index; a single-seed operand, e.g. the teacher, is broadcast).
-    ``bounds`` is a closed-form interval (Wilson) that replaces the percentile one; arithmetic drops it. An
+    ``bounds`` is a closed-form interval (Wilson) that replaces the percentile one; ``support`` the range the
+    statistic can take (an accuracy's [0, 1]), which clips the t interval over seeds; arithmetic drops both. An
     estimate without replicates (``draws`` empty) is exact: a quantity with no sampling noise.
     """
 
@@ -131,6 +132,7 @@ class Estimate:
     draws: np.ndarray
     per_seed: np.ndarray | None = None
     bounds: tuple[float, float] | None = field(default=None, compare=False)
+    support: tuple[float, float] = (-math.inf, math.inf)
 
     @classmethod
     def exact(cls, value: float) -> "Estimate":
@@ -156,7 +158,7 @@ class Estimate:
         if self.per_seed is not None and self.per_seed.size > 1 and np.isfinite(self.per_seed).all():
             t_low, t_high = t_interval(self.per_seed)
             low, high = min(low, t_low), max(high, t_high)
-        return low, high
+        return max(low, self.support[0]), min(high, self.support[1])
 
     def _percentile(self, q: float) -> float:
         if not self.draws.size:
@@ -256,11 +258,13 @@ class Resampler:
             raise ValueError(f"expected {self.n} per-item values, got {num.shape} and {den.shape}")
         keep = np.ones(self.n, bool) if where is None else np.asarray(where, bool)
         binary = bool(keep.any()) and np.isin(num[keep], (0.0, 1.0)).all() and (den[keep] == 1.0).all()
+        share = bool(keep.any()) and (num[keep] >= 0).all() and (num[keep] <= den[keep]).all()
         num, den = np.where(keep, num, 0.0), np.where(keep, den, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             value = num.sum() / den.sum() if den.sum() else float("nan")
             draws = num[self.index].sum(1) / den[self.index].sum(1)
-        return Estimate(float(value), draws, bounds=wilson(num.sum(), den.sum()) if binary else None)
+        return Estimate(float(value), draws, bounds=wilson(num.sum(), den.sum()) if binary else None,
+                        support=(0.0, 1.0) if share else (-math.inf, math.inf))
 
     def mean(self, values: Sequence[float], where: np.ndarray | None = None) -> Estimate:
         return self.ratio(values, None, where)
@@ -275,7 +279,8 @@ def over_seeds(estimates: Sequence[Estimate]) -> Estimate:
     draws = np.stack([e.draws for e in estimates], axis=1).mean(1) if all(e.draws.size for e in estimates) \
         else np.empty(0)
     values = np.array([e.value for e in estimates], dtype=np.float64)
-    return Estimate(float(values.mean()), draws, values)
+    support = (min(e.support[0] for e in estimates), max(e.support[1] for e in estimates))
+    return Estimate(float(values.mean()), draws, values, support=support)
 
 
 def mean_of(estimates: Sequence[Estimate]) -> Estimate:
@@ -361,7 +366,8 @@ KINDS = {"claim": "The papers' claims", "check": "Implementation and by-construc
 
 
 def conditions_text(claim: Claim) -> str:
-    parts = [str(p) for p in claim.preconditions]
+    """Each precondition met with its measured value; a failed one by name (the verdict gives its value)."""
+    parts = [str(p) if p.holds else f"✗ {p.what}" for p in claim.preconditions]
     if claim.margin is not None:
         parts.append(f"margin {claim.margin.value:g} ({claim.margin.reason})")
     return "; ".join(parts) or "–"
