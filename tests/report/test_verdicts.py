@@ -139,6 +139,11 @@ def test_a_sure_difference_inside_the_margin_is_smaller_than_the_margin_never_a_
     assert behind.reason.startswith("smaller than the margin: B ahead")
     tie = beats(Estimate(0.0, np.linspace(-0.5, 0.5, 101)), Margin(2.0, "two points"))
     assert tie.outcome == CONTRADICTED and tie.reason.startswith("a tie")
+    # reaching past -m: B may be ahead by more than the margin, so neither "smaller than the margin" nor "a tie"
+    wide_behind = beats(Estimate(-2.0, np.linspace(-3.9, -0.3, 101)), Margin(1.0, "one point"), ("A", "B"))
+    assert wide_behind.outcome == CONTRADICTED and wide_behind.reason.startswith("B ahead by 0.39–3.81 points")
+    no_win = beats(Estimate(-0.7, np.linspace(-1.6, 0.15, 101)), Margin(1.0, "one point"), ("A", "B"))
+    assert no_win.outcome == CONTRADICTED and no_win.reason.startswith("no win for A")
 
 
 def test_thresholds():

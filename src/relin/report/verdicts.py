@@ -314,9 +314,9 @@ def at_most(estimate: Estimate, threshold: float) -> Verdict:
 def beats(difference: Estimate, margin: Margin, names: tuple[str, str] = ("A", "B"), unit: str = " points"
           ) -> Verdict:
     """Claim "A beats B" from ``difference = A - B`` (paired) and the claim's margin ``m``: reproduced when the
-    interval lies above ``m``; contradicted when it lies below ``m`` (the other way round when below ``-m``;
-    *smaller than the margin* with the side ahead when it excludes zero; a tie when it holds zero); inconclusive
-    when it straddles ``m``."""
+    interval lies above ``m``; inconclusive when it straddles ``m``; contradicted when it lies below ``m``, with what
+    it shows: the other way round (below ``-m``), *smaller than the margin* with the side ahead (inside ``±m``,
+    excluding zero), a tie (inside ``±m``, holding zero), or B ahead / no win for A otherwise."""
     m, (a, b) = margin.value, names
     low, high = difference.low, difference.high
     if low > m:
@@ -325,13 +325,18 @@ def beats(difference: Estimate, margin: Margin, names: tuple[str, str] = ("A", "
         return inconclusive(f"the difference's interval [{low:+.3g}, {high:+.3g}] contains the margin +{m:g}")
     if high < -m:
         return Verdict(CONTRADICTED, f"the other way round: {b} ahead by more than the margin ({m:g}{unit})")
-    if low > 0:
+    if low >= -m and low > 0:
         return Verdict(CONTRADICTED, f"smaller than the margin: {a} ahead by {low:.3g}–{high:.3g}{unit}, "
                                      f"below {m:g}")
+    if low >= -m and high < 0:
+        return Verdict(CONTRADICTED, f"smaller than the margin: {b} ahead by {-high:.3g}–{-low:.3g}{unit}, "
+                                     f"below {m:g}")
+    if low >= -m:
+        return Verdict(CONTRADICTED, f"a tie: the difference lies in [{low:+.3g}, {high:+.3g}], within ±{m:g}{unit}")
     if high < 0:
-        return Verdict(CONTRADICTED, f"smaller than the margin: {b} ahead by {-high:.3g}–{-low:.3g}{unit}")
-    return Verdict(CONTRADICTED, f"a tie: the difference lies in [{low:+.3g}, {high:+.3g}], below the margin "
-                                 f"+{m:g}{unit}")
+        return Verdict(CONTRADICTED, f"{b} ahead by {-high:.3g}–{-low:.3g}{unit} (the margin is {m:g})")
+    return Verdict(CONTRADICTED, f"no win for {a}: the difference lies in [{low:+.3g}, {high:+.3g}], below the "
+                                 f"margin +{m:g}{unit}")
 
 
 @dataclass(frozen=True)
