@@ -18,7 +18,7 @@ and T = 200 for context. Writes ``gdn_t1_rounding.json`` to ``--out`` and prints
 
     python benchmarks/gpu/gdn_t1_rounding.py --out $OUT            # on a GPU
     TRITON_INTERPRET=1 python benchmarks/gpu/gdn_t1_rounding.py --cases 8 --long-cases 2   # CPU dry run
-    # (the interpreter rounds fp32 -> bf16 toward zero, so its numbers are about twice a GPU's)
+    # (the interpreter rounds fp32 -> bf16 toward zero, so its numbers are about three times a GPU's)
 """
 from __future__ import annotations
 
