@@ -15,6 +15,7 @@ from relin.config.params import deep_merge, load_layers, read_yaml, typed_overri
 from relin.errors import ConfigError, UserError
 from relin.pipeline import Pipeline, dvc_stage_name
 from relin.preflight import check as preflight
+from relin.preflight import check_writable
 
 # relin's strict check first: a missing or bad params.yaml, overlay or --config value ends here with
 # one line naming the file (or --config) and the key, before any job runs.
@@ -63,6 +64,9 @@ rule all:
 
 onstart:
     try:
+        # before any job: every output, log and benchmark of the jobs to run can be created (a read-only results/)
+        check_writable(path for job in workflow.dag.needrun_jobs()
+                       for path in (*job.output, *job.log, *filter(None, [getattr(job, "benchmark", None)])))
         PIPELINE.start()
     except UserError as err:
         sys.exit(f"relin: {err}")

@@ -29,9 +29,49 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
                                                 "lia_mtr.tower.patch_size (4), got 30"),
     ({"opal": {"align": {"train": {"gradient_checkpointing": True}}}},
      "opal.align.train.gradient_checkpointing: stage 1 feeds each GDN layer the teacher's layer inputs"),
+    # issue #46: every name and combination the DAG uses, refused before the first job
+    ({"teacher": {"train": {"task_weights": {"mqr": 1.0}}}},
+     "teacher.train.task_weights: 'mqr' is not a task of the rows this stage trains on (expected names from: mqar, "
+     "niah_single, niah_multikey, niah_multiquery, arithmetic, filler)"),
+    ({"opal": {"align": {"train": {"task_weights": {"niah-single": 0.0}}}}},
+     "opal.align.train.task_weights: 'niah-single' is not a task of the rows this stage trains on"),
+    ({"data": {"niah": {"families": ["multikey", "multiquery"]}}},
+     "teacher.train.task_weights: 'niah_single' is not a task of the rows this stage trains on (expected names "
+     "from: mqar, niah_multikey, niah_multiquery, arithmetic, filler)"),
+    ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0}}}}},
+     "opal.align.train.task_weights: leaves no task with a positive weight"),
+    ({"opal": {"onpolicy": {"train": {"task_weights": {"arithmetic": 2.0}}}}},
+     "opal.onpolicy.train.task_weights: this stage draws no rows by task (it trains on rollouts of "
+     "opal.onpolicy.prompt_tasks)"),
+    ({"lia_mtr": {"llm": {"train": {"task_weights": {"mqar": 2.0}}}}},
+     "lia_mtr.llm.train.task_weights: this stage draws no rows by task (its rows carry no task)"),
+    ({"opal": {"onpolicy": {"prompt_tasks": {"arithmtic": 1.0}}}},
+     "opal.onpolicy.prompt_tasks: unknown task 'arithmtic' (expected names from: mqar, niah_single, niah_multikey, "
+     "niah_multiquery, arithmetic, filler, corpus)"),
+    ({"opal": {"onpolicy": {"prompt_tasks": {"corpus": 1.0}}}},
+     "opal.onpolicy.prompt_tasks: 'corpus' has a positive weight but OPAL's training data has no rows of it"),
+    ({"opal": {"gdn": {"allow_neg_eigval": True}}},
+     "opal.gdn.allow_neg_eigval: true cannot be exported by opal_export, the last stage of OPAL's chain (Qwen3.5's β "
+     "= σ(b) lies in (0, 1)); expected false"),
+    ({"opal": {"gdn": {"qk_norm": True}}}, "opal.gdn.qk_norm: true cannot be exported by opal_export"),
+    ({"opal": {"gdn": {"conv_activation": "none"}}},
+     "opal.gdn.conv_activation: none cannot be exported by opal_export"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": [1, 1]}},
+     "opal.attention_layers: layer 1 listed twice in [1, 1] (expected distinct indices"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": [0, 1, 2, 3]}},
+     "opal.attention_layers: [0, 1, 2, 3] keeps all 4 layers of teacher.models.qwen3 as attention"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": [4]}},
+     "opal.attention_layers: 4 is not a layer of teacher.models.qwen3 (expected indices in [0, 4))"),
+    ({"opal": {"keep_every": 1}}, "opal.keep_every: 1 keeps all 4 layers of teacher.models.qwen3 as attention"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": [1], "keep_every": 5}},
+     "opal.keep_every: 5 keeps none of the 4 layers of teacher.models.qwen3"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
-        "image_size vs patch_size", "checkpointing in stage 1"])
+        "image_size vs patch_size", "checkpointing in stage 1", "task_weights typo", "task_weights typo at 0",
+        "task_weights of a family not generated", "task_weights all held out", "task_weights ignored by stage 3",
+        "task_weights ignored by LIA-MTR", "prompt_tasks typo", "prompt task without rows",
+        "allow_neg_eigval vs export", "qk_norm vs export", "conv_activation vs export", "duplicate attention layer",
+        "every layer kept", "attention layer outside", "keep_every 1", "keep_every keeps none (explicit)"])
 def test_bad_value_is_one_line_naming_the_layer_and_key(overlay, message):
     with pytest.raises(ConfigError) as err:
         load_layers([("params.yaml", PARAMS), ("bad.yaml", overlay)], check)
@@ -81,3 +121,147 @@ def test_a_teacher_option_its_architecture_ignores_is_one_clear_error(family, ke
         build(TeacherModelConfig, {"family": family, key: value}, "teacher.models.x")
     assert len(str(err.value).splitlines()) == 1
     assert build(TeacherModelConfig, {"family": "gpt_neox"}, "t").rotary_fraction == 0.25, "Pythia's by default"
+
+
+def test_a_layer_choice_the_conversion_uses_is_accepted():
+    """keep_every 3 on the 4-layer teacher keeps layer 2 and converts 0, 1 and 3: not the paper's 3:1 tiling, but
+    every conversion, stage and the report handle it, so it is no fault."""
+    for opal in ({"keep_every": 3}, {"keep_every": 2}, {"layer_selection": "explicit", "attention_layers": [3, 0]},
+                 {"layer_selection": "kl_guided", "keep_every": 4}):
+        load_layers([("params.yaml", PARAMS), ("ok.yaml", {"opal": opal})], check)
+
+
+def test_a_prompt_task_at_weight_zero_needs_no_rows():
+    params = load_layers([("params.yaml", PARAMS), ("ok.yaml", {"opal": {"onpolicy": {"prompt_tasks": {
+        "corpus": 0.0}}}})], check)
+    assert params.opal.onpolicy.prompt_tasks["corpus"] == 0.0
+
+
+def test_a_prompt_task_whose_rows_are_not_generated_is_refused():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    del params["teacher"]["train"]["task_weights"]["filler"]
+    params["data"]["filler"]["train_examples"] = 0
+    with pytest.raises(ConfigError, match=r"^params.yaml: opal.onpolicy.prompt_tasks: 'filler' has a positive weight "
+                                          r"but OPAL's training data has no rows of it to draw prompts from \(expected "
+                                          r"a weight of 0, or tasks from: mqar, niah_single, niah_multikey, "
+                                          r"niah_multiquery, arithmetic\)$"):
+        load_layers([("params.yaml", params)], check)
+
+
+def test_the_export_check_refuses_what_the_export_refuses():
+    """The config's EXPORTABLE_GDN and relin export's export_problems name the same options."""
+    from relin.config.params import EXPORTABLE_GDN
+    from relin.models.export.qwen3_5 import export_problems
+    from relin.models.hybrid import HybridConfig
+
+    assert not export_problems(HybridConfig(num_hidden_layers=2, mixer_types=["attention", "gdn"], gdn={
+        key: needed for key, (needed, _) in EXPORTABLE_GDN.items()}))
+    wrong = {"qk_norm": True, "allow_neg_eigval": True, "conv_activation": "none"}
+    assert set(wrong) == set(EXPORTABLE_GDN)
+    for key, value in wrong.items():
+        config = HybridConfig(num_hidden_layers=2, mixer_types=["attention", "gdn"], gdn={"qk_norm": False,
+                                                                                            key: value})
+        (problem,) = export_problems(config)
+        assert problem.startswith(f"gdn.{key}") and EXPORTABLE_GDN[key][1] in problem, (key, problem)
+
+
+@pytest.mark.parametrize("where", ["params.yaml", "overlay"])
+def test_a_bad_value_hidden_by_a_later_layer_is_still_refused(where):
+    """``steps: many`` in params.yaml (which DVC reads alone) or in an overlay is refused even when a later layer
+    sets the key: the merged config would never show it."""
+    hidden = {"teacher": {"train": {"steps": "many"}}}
+    fixed = {"teacher": {"train": {"steps": 5, "warmup_steps": 0}}}
+    if where == "params.yaml":
+        layers = [("params.yaml", {**PARAMS, "teacher": {**PARAMS["teacher"], "train": {
+            **PARAMS["teacher"]["train"], "steps": "many"}}}), ("smoke.yaml", fixed)]
+    else:
+        layers = [("params.yaml", PARAMS), ("a.yaml", hidden), ("b.yaml", fixed)]
+    name = "params.yaml" if where == "params.yaml" else "a.yaml"
+    with pytest.raises(ConfigError) as err:
+        load_layers(layers, check)
+    assert str(err.value) == f"{name}: teacher.train.steps: expected an integer, got 'many'"
+
+
+def test_a_bad_command_line_value_is_one_line():
+    # what Snakemake's --config 'teacher={train: {steps: many, task_weights: {mqr: 1}}}' passes, typed
+    for raw, message in (({"teacher": {"train": {"steps": "many"}}}, "teacher.train.steps: expected an integer"),
+                         ({"teacher": {"train": {"task_weights": {"mqr": "1"}}}},
+                          "teacher.train.task_weights: 'mqr' is not a task"),
+                         ({"teacher": "5"}, "teacher: expected a mapping (TeacherConfig), got 5")):
+        with pytest.raises(ConfigError) as err:
+            load_layers([("params.yaml", PARAMS), ("--config", typed_overrides(raw))], check)
+        assert str(err.value).startswith(f"--config: {message}") and "\n" not in str(err.value), raw
+
+
+@pytest.mark.parametrize("text, line, key", [
+    ("teacher:\n  train:\n    steps: 5\n    lr: 0.1\n    steps: 6\n", 5, "teacher.train.steps"),
+    ("seed: 1\nteacher:\n  archs: [qwen3]\nseed: 2\n", 4, "seed"),
+    ("teacher:\n  train:\n    curriculum:\n    - {until_step: 10, max_len: 8, max_len: 16}\n", 4,
+     "teacher.train.curriculum[0].max_len"),
+], ids=["nested", "top level", "in a list"])
+def test_a_key_given_twice_names_the_file_line_and_key(tmp_path, text, line, key):
+    overlay = tmp_path / "twice.yaml"
+    overlay.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        load_params(ROOT / "params.yaml", [overlay])
+    assert str(err.value).startswith(f"{overlay}: line {line}: {key} given twice (first at line ") and \
+        "\n" not in str(err.value)
+
+
+def test_a_key_given_twice_in_params_yaml_is_refused(tmp_path):
+    params = tmp_path / "params.yaml"
+    params.write_text((ROOT / "params.yaml").read_text().replace("  train:\n    steps: 2500\n",
+                                                                  "  train:\n    steps: 2500\n    steps: 25\n", 1))
+    with pytest.raises(ConfigError, match=rf"^{params}: line \d+: teacher.train.steps given twice"):
+        load_params(params)
+
+
+def test_a_merge_key_may_be_overridden(tmp_path):
+    overlay = tmp_path / "anchors.yaml"
+    overlay.write_text("teacher:\n  train: &t {steps: 50, warmup_steps: 5}\nopal:\n  align:\n    train:\n"
+                       "      <<: *t\n      steps: 40\n")
+    assert load_params(ROOT / "params.yaml", [overlay]).opal.align.train.steps == 40
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("", "empty (expected a mapping of config sections"),
+    ("\t", "line 1: not valid YAML (found character '\\t' that cannot start any token; expected a mapping of config "
+           "sections, indented with spaces)"),
+    ("- teacher\n- opal\n", "a list at the top level (expected a mapping of config sections"),
+    ("3\n", "a number at the top level (expected a mapping of config sections"),
+    ("smoke\n", "a string at the top level (expected a mapping of config sections"),
+], ids=["empty", "tab", "list", "number", "string"])
+def test_an_overlay_that_is_not_a_mapping_is_one_line_naming_it(tmp_path, capsys, text, expected):
+    from relin.cli import main
+
+    overlay = tmp_path / "bad.yaml"
+    overlay.write_text(text)
+    assert main(["check-config", "--params", str(ROOT / "params.yaml"), "--overlay", str(overlay)]) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert not out and len(lines) == 1 and lines[0].startswith(f"relin check-config: error: {overlay}: {expected}"), err
+
+
+def test_the_task_names_checked_are_the_generated_ones():
+    """params.TASKS and Params.train_tasks name exactly the tasks of the rows synth_text generates."""
+    from relin.config.loader import build
+    from relin.config.params import TASKS, Params
+    from relin.data.synth_text import generate_rows, vocabulary_words
+    from relin.data.tokenizer import build_tokenizer
+
+    data = {"mqar": {"train": [{"seq_len": 16, "num_pairs": 2, "examples": 2}],
+                     "test": [{"seq_len": 16, "num_pairs": 2, "examples": 1}]},
+            "niah": {"lengths": [96], "train_lengths": [96], "depths": [0.5], "num_keys": 2, "train_examples": 1,
+                     "test_examples_per_depth": 1},
+            "arithmetic": {"train_examples": 2, "test_examples": 1},
+            "filler": {"vocab_size": 8, "train_examples": 2, "test_examples": 1, "seq_len": 16}}
+    params = build(Params, {"data": data, "opal": {"keep_every": 2}})  # the 2-layer default teacher
+    rows = generate_rows(params.data, build_tokenizer("word", vocabulary_words(params.data)))["train"]
+    assert list(dict.fromkeys(row["task"] for row in rows)) == list(TASKS) == params.train_tasks("teacher")
+    fewer = build(Params, {"data": {**data, "mqar": {**data["mqar"], "train": []},
+                                    "niah": {**data["niah"], "families": ["multiquery"]},
+                                    "filler": {**data["filler"], "train_examples": 0}},
+                           "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"arithmetic": 1.0}}}})
+    rows = generate_rows(fewer.data, build_tokenizer("word", vocabulary_words(fewer.data)))["train"]
+    assert list(dict.fromkeys(row["task"] for row in rows)) == fewer.train_tasks("teacher") == [
+        "niah_multiquery", "arithmetic"]

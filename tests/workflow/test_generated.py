@@ -87,6 +87,19 @@ BAD_PARAMS = {
                      "--config: teacher.train.lr: expected a finite number, got inf"),
     "--configfile twice": ("twice", {"report": {"title": "x"}},
                            "--configfile: given more than once, and Snakemake keeps only the last"),
+    # issue #46: faults found late or never
+    "key twice in params.yaml": ("params", ("  train:\n    steps:", "  train:\n    steps: 3\n    steps:"),
+                                 "teacher.train.steps given twice (first at line "),
+    "key twice in an overlay": ("overlay text", "opal:\n  keep_every: 2\n  keep_every: 4\n",
+                                "bad.yaml: line 3: opal.keep_every given twice (first at line 2)"),
+    "bad value under a later overlay": ("overlays", [{"teacher": {"train": {"steps": "many"}}},
+                                                     {"teacher": {"train": {"steps": 5}}}],
+                                        "bad.yaml: teacher.train.steps: expected an integer, got 'many'"),
+    "task typo in --config": ("config", "teacher={train: {task_weights: {mqr: 1}}}",
+                              "--config: teacher.train.task_weights: 'mqr' is not a task of the rows this stage "
+                              "trains on"),
+    "export option": ("overlay", {"opal": {"gdn": {"allow_neg_eigval": True}}},
+                      "bad.yaml: opal.gdn.allow_neg_eigval: true cannot be exported by opal_export"),
 }
 
 
@@ -109,6 +122,11 @@ def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
         params.write_text(params.read_text().replace(*change, 1))
     elif kind == "overlay":
         overlays = (overlay(tmp_path / "bad.yaml", change),)
+    elif kind == "overlay text":
+        (tmp_path / "bad.yaml").write_text(change)
+        overlays = (tmp_path / "bad.yaml",)
+    elif kind == "overlays":
+        overlays = (overlay(tmp_path / "bad.yaml", change[0]), overlay(tmp_path / "later.yaml", change[1]))
     elif kind == "twice":
         args = ("--configfile", str(overlay(tmp_path / "a.yaml", change)), "--configfile",
                 str(overlay(tmp_path / "b.yaml", change)))
@@ -121,6 +139,41 @@ def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
     for path, text in existing.items():
         assert path.read_text() == text
     assert not (repo / "mlflow.db").exists() and not (repo / "logs").exists()
+
+
+@pytest.mark.parametrize("readonly", ["results", "results/teacher/qwen3"])
+def test_unwritable_results_stop_the_run_in_one_line_before_any_job(tmp_path, readonly):
+    """A read-only output directory ends the run before its first job with one line naming it (not a job's
+    failure as Snakemake prepares it, after the MLflow run began). Root writes anywhere: as root the run drops the
+    capabilities that let it (setpriv), as a user would run it."""
+    import os
+    import shutil
+    import subprocess
+
+    from .conftest import SMOKE, workflow_env
+
+    drop = []
+    if os.geteuid() == 0:
+        if not shutil.which("setpriv"):
+            pytest.skip("root ignores file modes, and setpriv (util-linux) is not here to drop that")
+        drop = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search,-fowner"]
+    repo = copy_repository(tmp_path)
+    (repo / readonly).mkdir(parents=True)
+    (repo / readonly).chmod(0o555)
+    try:
+        proc = subprocess.run([*drop, "snakemake", "results/eval/teacher-qwen3/metrics.json", "--cores", "2",
+                               "--configfile", SMOKE], cwd=repo, env=workflow_env(), capture_output=True, text=True,
+                              timeout=600)
+        output = proc.stdout + proc.stderr
+        assert proc.returncode != 0, output
+        ours = [line for line in output.splitlines() if line.startswith("relin")]
+        assert len(ours) == 1 and ours[0].startswith(f"relin: {readonly}/: not writable by this user, and the DAG "
+                                                     f"writes results/"), output
+        assert "Traceback" not in output and "Error" not in output, output
+        assert not any(line.startswith(("rule ", "localrule ")) for line in output.splitlines()), "a job started"
+        assert not (repo / "logs").exists() and not (repo / "mlflow.db").exists(), "a job or the tracking ran"
+    finally:
+        (repo / readonly).chmod(0o755)
 
 
 def test_typed_config_override_reaches_the_stage(tmp_path):

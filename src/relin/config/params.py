@@ -7,9 +7,10 @@ code dependencies, and DVC's reruns, follow the areas it uses.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, get_args, get_origin
 
 import yaml
 
@@ -18,11 +19,25 @@ from .data import DataConfig
 from .eval import EvalConfig
 from .hedgemamba import HedgeMambaConfig
 from .lia_mtr import LiaMtrConfig
-from .loader import ConfigError, build, option
-from .opal import OpalConfig
+from .loader import ConfigError, _check_bounds, _type_hints, build, convert, option
+from .opal import NIAH_TASKS, OpalConfig
 from .report import ReportConfig
 from .teacher import TeacherConfig
 from .tracking import TrackingConfig
+from .train import TrainConfig
+
+# The tasks of the synthetic rows (each row's ``task``), in the order synth_text generates them (relin.data.*), and
+# of a corpus's rows (relin.data.corpus.TASK): the names task_weights and prompt_tasks may give. They live here, not
+# in the data config, so that checking them reruns no stage.
+TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "filler")
+CORPUS_TASK = "corpus"
+# The GDN options opal_export (a target of every full DAG run: rule all) needs, each with the reason
+# relin.models.export.qwen3_5.export_problems refuses another value: Qwen3.5's Gated DeltaNet has no counterpart.
+EXPORTABLE_GDN = {
+    "qk_norm": (False, "Qwen3.5's GDN has no q/k RMSNorm before the L2 norm"),
+    "allow_neg_eigval": (False, "Qwen3.5's β = σ(b) lies in (0, 1)"),
+    "conv_activation": ("silu", "Qwen3.5's short convolution applies SiLU"),
+}
 
 
 @dataclass(kw_only=True)
@@ -58,14 +73,11 @@ class Params:
         model = self.teacher.models[teacher]
         if model.family != "qwen3":
             raise ConfigError(f"opal.teacher: expected a qwen3-family teacher, got {teacher!r} ({model.family})")
-        layers = model.num_hidden_layers
-        if self.opal.layer_selection == "explicit":
-            kept, key = self.opal.attention_layers, "opal.attention_layers"
-        else:
-            kept, key = [i for i in range(layers) if (i + 1) % self.opal.keep_every == 0], "opal.keep_every"
-        if not kept or max(kept) >= layers or min(kept) < 0:
-            raise ConfigError(f"{key}: teacher.models.{teacher} has {layers} layers, so attention layers {kept} leave "
-                              f"nothing to keep or fall outside [0, {layers})")
+        self._check_kept_layers(model.num_hidden_layers)
+        for key, (needed, reason) in EXPORTABLE_GDN.items():
+            if (value := getattr(self.opal.gdn, key)) != needed:
+                raise ConfigError(f"opal.gdn.{key}: {_yaml(value)} cannot be exported by opal_export, the last stage "
+                                  f"of OPAL's chain ({reason}); expected {_yaml(needed)}")
         hedgemamba = self.hedgemamba.teacher
         if hedgemamba not in self.teacher.archs:
             raise ConfigError(f"hedgemamba.teacher: {hedgemamba!r} is not trained (expected one of teacher.archs: "
@@ -83,6 +95,146 @@ class Params:
                 raise ConfigError(f"{paper}.train_data: a corpus is tokenized by a pretrained teacher's tokenizer; "
                                   f"teacher.models.{section.teacher} is trained in the DAG on the word tokenizer "
                                   f"(set its pretrained, or train_data: synth_text)")
+        for key, train in train_configs(self):
+            self._check_task_weights(key, train)
+        self._check_prompt_tasks()
+
+    def _check_kept_layers(self, layers: int) -> None:
+        """The layers OPAL's conversions keep as attention: every conversion needs at least one kept and one
+        converted layer (stage 1 trains only GDN layers); the kl_guided conversion, always in the DAG, keeps as
+        many as keep_every does whatever layer_selection says; the report counts the kept layers."""
+        teacher, keep_every = self.opal.teacher, self.opal.keep_every
+        every_n = [i for i in range(layers) if (i + 1) % keep_every == 0]
+        if layers < 2:
+            raise ConfigError(f"opal.teacher: teacher.models.{teacher} has {layers} layer, which cannot both stay "
+                              f"attention and be converted to Gated DeltaNet; expected a teacher of 2 layers or more")
+        if not every_n:
+            raise ConfigError(f"opal.keep_every: {keep_every} keeps none of the {layers} layers of "
+                              f"teacher.models.{teacher} (layers i with (i + 1) % keep_every == 0; the kl_guided "
+                              f"conversion keeps as many whatever layer_selection is); expected 2 to {layers}")
+        if len(every_n) == layers:
+            raise ConfigError(f"opal.keep_every: {keep_every} keeps all {layers} layers of teacher.models.{teacher} "
+                              f"as attention, leaving no layer to convert to Gated DeltaNet; expected 2 to {layers}")
+        if self.opal.layer_selection != "explicit":
+            return
+        kept = self.opal.attention_layers
+        outside = [i for i in kept if not 0 <= i < layers]
+        if outside:
+            raise ConfigError(f"opal.attention_layers: {outside[0]} is not a layer of teacher.models.{teacher} "
+                              f"(expected indices in [0, {layers}))")
+        twice = sorted({i for i in kept if kept.count(i) > 1})
+        if twice:
+            raise ConfigError(f"opal.attention_layers: layer {twice[0]} listed twice in {kept} (expected distinct "
+                              f"indices: the report would count it twice when it compares the kl_guided choice)")
+        if len(kept) == layers:
+            raise ConfigError(f"opal.attention_layers: {kept} keeps all {layers} layers of teacher.models.{teacher} "
+                              f"as attention, leaving no layer to convert to Gated DeltaNet; expected fewer")
+
+    def train_tasks(self, source: str) -> list[str]:
+        """The tasks of the training rows of ``source`` (``teacher``, ``opal`` or ``hedgemamba``): a paper's
+        corpus (``<paper>.train_data: corpus``), else the synthetic tasks the data config generates."""
+        if source != "teacher" and getattr(self, source).train_data == "corpus":
+            return [CORPUS_TASK]
+        data = self.data
+        rows = {"mqar": bool(data.mqar.train), "arithmetic": data.arithmetic.train_examples > 0,
+                "filler": data.filler.train_examples > 0,
+                **{f"niah_{family}": data.niah.train_examples > 0 for family in data.niah.families}}
+        return [task for task in TASKS if rows.get(task)]
+
+    def _held_out(self, source: str) -> tuple[str, ...]:
+        return NIAH_TASKS if source == "opal" and self.opal.niah_protocol == "zero_shot" else ()
+
+    def _check_task_weights(self, key: str, train: TrainConfig) -> None:
+        """``train.task_weights`` names tasks of the rows its stage draws, and leaves one with a positive weight
+        (rows are drawn as :class:`relin.train.batching.StepBatches` weighs them)."""
+        weights, source = train.task_weights, ROW_SOURCES.get(key)
+        if source is None:
+            if weights:
+                why = ("it trains on rollouts of opal.onpolicy.prompt_tasks" if key.startswith("opal.") else
+                       "its rows carry no task")
+                raise ConfigError(f"{key}.task_weights: this stage draws no rows by task ({why}), so task weights "
+                                  f"would be ignored; expected {{}}")
+            return
+        tasks = self.train_tasks(source)
+        unknown = [task for task in weights if task not in tasks]
+        if unknown:
+            raise ConfigError(f"{key}.task_weights: {unknown[0]!r} is not a task of the rows this stage trains on "
+                              f"(expected names from: {', '.join(tasks)})")
+        held_out = self._held_out(source)
+        if not any(weights.get(task, 1.0) > 0 for task in tasks if task not in held_out):
+            also = f"; {', '.join(held_out)} are held out by opal.niah_protocol zero_shot" if held_out else ""
+            raise ConfigError(f"{key}.task_weights: leaves no task with a positive weight (tasks: "
+                              f"{', '.join(tasks)}{also}); expected a positive weight for one of them")
+
+    def _check_prompt_tasks(self) -> None:
+        """``opal.onpolicy.prompt_tasks`` names known tasks; each with a positive weight has rows in OPAL's
+        training data to draw prompts from (:class:`relin.train.rollouts.OnPolicyRollouts`)."""
+        key, prompts = "opal.onpolicy.prompt_tasks", self.opal.onpolicy.prompt_tasks
+        known = [*TASKS, CORPUS_TASK]
+        unknown = [task for task in prompts if task not in known]
+        if unknown:
+            raise ConfigError(f"{key}: unknown task {unknown[0]!r} (expected names from: {', '.join(known)})")
+        tasks, held_out = self.train_tasks("opal"), self._held_out("opal")
+        missing = [task for task, weight in prompts.items() if weight > 0 and task not in (*tasks, *held_out)]
+        if missing:
+            raise ConfigError(f"{key}: {missing[0]!r} has a positive weight but OPAL's training data has no rows of "
+                              f"it to draw prompts from (expected a weight of 0, or tasks from: {', '.join(tasks)})")
+
+
+# The rows each training config draws by task (``task_weights``), by dotted key: the teachers' synthetic tasks or a
+# paper's training data (``<paper>.train_data``). Every other training config draws no rows by task (OPAL's stage 3
+# and its teacher-continuation control roll out prompts; LIA-MTR's rows carry no task).
+ROW_SOURCES = {"teacher.train": "teacher", "opal.align.train": "opal", "opal.offpolicy_short.train": "opal",
+               "opal.offpolicy_long.train": "opal", "opal.offpolicy_matched.train": "opal",
+               "hedgemamba.match.train": "hedgemamba", "hedgemamba.finetune.train": "hedgemamba"}
+
+
+def train_configs(config: Any, prefix: str = "") -> list[tuple[str, TrainConfig]]:
+    """Every :class:`TrainConfig` inside ``config`` (a config dataclass), with its dotted key."""
+    found = []
+    for f in dataclasses.fields(config):
+        value, key = getattr(config, f.name), f"{prefix}.{f.name}" if prefix else f.name
+        values = value.items() if isinstance(value, dict) else [(None, value)]
+        for entry, item in values:
+            where = key if entry is None else f"{key}.{entry}"
+            if isinstance(item, TrainConfig):
+                found.append((where, item))
+            elif dataclasses.is_dataclass(item):
+                found += train_configs(item, where)
+    return found
+
+
+def _yaml(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def check_values(cls: type, data: Any, prefix: str = "") -> None:
+    """Check the keys and values one config layer (a file, an overlay, ``--config``) sets, on their own.
+
+    Unlike :func:`~.loader.build` this needs no complete section (a required key may come from another layer) and
+    runs no ``validate``: it catches a bad value a later layer would hide (``steps: many`` under an overlay that
+    sets ``steps``), which the merged config never shows. A list replaces the one below it whole, so it is built
+    whole.
+    """
+    where = prefix or "<top level>"
+    if data is None:
+        return
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping ({cls.__name__}), got {data!r}")
+    hints = _type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in data.items():
+        key = f"{prefix}.{name}" if prefix else str(name)
+        if name not in fields:
+            raise ConfigError(f"{key}: unknown key (expected one of: {', '.join(fields)})")
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            check_values(tp, value, key)
+        elif get_origin(tp) is dict and dataclasses.is_dataclass(get_args(tp)[1]) and isinstance(value, dict):
+            for entry, item in value.items():
+                check_values(get_args(tp)[1], item, f"{key}.{entry}")
+        else:
+            _check_bounds(fields[name].metadata, convert(tp, value, key), key)
 
 
 def deep_merge(base: dict, overlay: dict) -> dict:
@@ -96,20 +248,71 @@ def deep_merge(base: dict, overlay: dict) -> dict:
     return out
 
 
+def _describe_yaml(value: Any) -> str:
+    return {list: "a list", str: "a string", bool: "true/false", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__)
+
+
+def _repeated_key(node: yaml.Node, path: str = "", seen_nodes: set[int] | None = None) -> tuple[str, int, int] | None:
+    """The first key a mapping of ``node`` (composed YAML) gives twice: its dotted path and both lines. A merge
+    key's (``<<: *anchor``) keys may be overridden; only the keys written in the mapping itself count."""
+    seen_nodes = set() if seen_nodes is None else seen_nodes
+    if id(node) in seen_nodes:  # an alias of a node already read
+        return None
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            if found := _repeated_key(item, f"{path}[{i}]", seen_nodes):
+                return found
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    seen: dict[str, int] = {}
+    for key_node, value_node in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key = f"{path}.{key_node.value}" if path else key_node.value
+        if key in seen:
+            return key, seen[key], key_node.start_mark.line + 1
+        seen[key] = key_node.start_mark.line + 1
+        if found := _repeated_key(value_node, key, seen_nodes):
+            return found
+    return None
+
+
 def read_yaml(path: str | Path) -> dict:
+    """A config file's top-level mapping, read strictly: one line naming the file for a file that is missing, not
+    YAML, not a mapping, or that gives a key twice (YAML would keep the last silently)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found (expected a YAML file, e.g. params.yaml)")
     try:
-        data = yaml.safe_load(path.read_text())
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else f"not text: {err.reason}"
+        raise ConfigError(f"{path}: cannot be read ({reason}); expected a readable YAML file") from None
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            repeated = _repeated_key(node) if node is not None else None
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}:{where} not valid YAML ({getattr(err, 'problem', err)})") from None
+        where = f" line {mark.line + 1}:" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ConfigError(f"{path}:{where} not valid YAML ({problem}; expected a mapping of config sections, "
+                          f"indented with spaces)") from None
+    if repeated:
+        key, first, again = repeated
+        raise ConfigError(f"{path}: line {again}: {key} given twice (first at line {first}); expected each key once "
+                          f"(YAML would keep the last silently)")
     if data is None:
         raise ConfigError(f"{path}: empty (expected a mapping of config sections, e.g. `teacher: ...`)")
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of config sections at the top level")
+        raise ConfigError(f"{path}: {_describe_yaml(data)} at the top level (expected a mapping of config sections, "
+                          f"e.g. `teacher: ...`)")
     return data
 
 
@@ -119,7 +322,8 @@ def load_layers(layers: list[tuple[str, dict]], check: Callable[[Params], None] 
 
     An error names the layer that introduced it: the first prefix of the layers that fails with
     the same message (``smoke.yaml: teacher.train.stepz: unknown key``), so an overlay's typo is
-    never blamed on ``params.yaml``.
+    never blamed on ``params.yaml``. Each layer's own keys and values are checked first
+    (:func:`check_values`), so a bad value is refused even where a later layer replaces it.
     """
     def load(mapping: dict) -> Params:
         params = build(Params, mapping)
@@ -127,6 +331,11 @@ def load_layers(layers: list[tuple[str, dict]], check: Callable[[Params], None] 
             check(params)
         return params
 
+    for name, data in layers:  # a bad value is a fault even where a later layer replaces it
+        try:
+            check_values(Params, data)
+        except ConfigError as err:
+            raise ConfigError(f"{name}: {err}") from None
     merged: dict = {}
     prefixes = []
     for name, data in layers:
