@@ -10,7 +10,7 @@ def test_table_renders_the_same_cells_to_markdown_and_html():
                   rows=[["a|b", 0.12345, None], ["<c>", 1.0, math.nan]], note="n & m")
     md, page = table.markdown(), table.html()
     assert "| a\\|b | 0.123 | – |" in md and "| <c> | 1.000 | – |" in md
-    assert "<td>&lt;c&gt;</td><td>1.000</td><td>–</td>" in page
+    assert "<td>&lt;c&gt;</td><td class=\"num\">1.000</td><td class=\"num\">–</td>" in page, "numbers right-aligned"
     assert "<h3>T &lt;1&gt;</h3>" in page and "n &amp; m" in page and MISSING in md
 
 

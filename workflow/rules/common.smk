@@ -205,3 +205,47 @@ def opal_convert_sections(wildcards):
     if (selection := OPAL_CONVERSIONS[wildcards.conversion]) is not None:
         rendered["opal.layer_selection"], rendered["opal.attention_layers"] = selection, []
     return json.dumps(rendered, sort_keys=True)
+
+
+# The report: of the three papers (rule report), or of one (rule paper_report, built by the paper's target).
+PAPERS = ("opal", "hedgemamba", "lia_mtr")
+
+
+def report_files(papers):
+    """The stage outputs a report over ``papers`` reads, by the ``relin report`` option that takes them (``_`` for
+    ``-``; ``item_scores`` for ``--items``, a name Snakemake keeps); a paper's section needs its teacher's evaluation
+    and history beside its own models'."""
+    teachers = [config[paper]["teacher"] for paper in papers if paper != "lia_mtr"]
+    models = [name for name in LM_MODELS
+              if name.split("-", 1)[0] in papers or name in (f"teacher-{arch}" for arch in teachers)]
+    files = {"eval": [f"results/eval/{name}/metrics.json" for name in models],
+             "item_scores": [f"results/eval/{name}/items.csv" for name in models],
+             "by_length": [f"results/eval/{name}/accuracy_by_length.csv" for name in models],
+             "history": [f"results/teacher/{arch}/history.csv" for arch in dict.fromkeys(teachers)],
+             "train_metrics": [], "hedgemamba_decays": [], "lia_mtr": [], "lm_eval": []}
+    if "opal" in papers:
+        files["history"] += expand("results/opal/{stage}/history.csv", stage=OPAL_TRAINED)
+        files["train_metrics"] += expand("results/opal/{stage}/train_metrics.json", stage=OPAL_TRAINED)
+        files.update(speed="results/opal/speed.csv", opal_layers="results/opal/gdn/layers.json")
+        files["lm_eval"] += OPAL_LM_EVAL
+    if "hedgemamba" in papers:
+        files["history"] += expand("results/hedgemamba/{stage}/history.csv", stage=HEDGEMAMBA_MODELS)
+        files["train_metrics"] += expand("results/hedgemamba/{model}/train_metrics.json", model=HEDGEMAMBA_FINETUNES)
+        files["hedgemamba_init"] = "results/hedgemamba/init/check.json"
+        files["hedgemamba_decays"] += expand("results/hedgemamba/{model}/decays.json", model=HEDGEMAMBA_FINETUNES)
+    if "lia_mtr" in papers:
+        files["lia_mtr"] += LIA_MTR_REPORT
+        files["history"] += list(LIA_MTR_HISTORIES.values())
+    return files
+
+
+def report_options(wildcards, input):
+    """The ``relin report`` options for the inputs; LIA-MTR's histories are labelled with their report names."""
+    names = {path: name for name, path in LIA_MTR_HISTORIES.items()}
+    words = []
+    for key, files in input.items():
+        paths = [files] if isinstance(files, str) else list(files)
+        if paths:
+            option = "items" if key == "item_scores" else key.replace("_", "-")
+            words += [f"--{option}", *(f"{names[p]}={p}" if p in names else p for p in paths)]
+    return " ".join(words)

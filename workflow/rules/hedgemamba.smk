@@ -100,3 +100,4 @@ rule hedgemamba:
         expand("results/eval/{name}/metrics.json",
                name=[HEDGEMAMBA_TEACHER_EVAL, *(f"hedgemamba-{m}" for m in HEDGEMAMBA_MODELS)]),
         expand("results/hedgemamba/init{rep}/check.json", rep=replicas_of("hedgemamba", "hedgehog")),
+        "results/report-hedgemamba",

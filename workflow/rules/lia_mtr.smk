@@ -367,3 +367,4 @@ rule lia_mtr:
     reference, the bridge NIAH, memory against N and the gate probe."""
     input:
         LIA_MTR_REPORT,
+        "results/report-lia_mtr",

@@ -215,4 +215,5 @@ rule opal:
         expand("results/eval/{name}/metrics.json", name=[OPAL_TEACHER_EVAL, *(f"opal-{m}" for m in OPAL_MODELS)]),
         "results/opal/speed.csv",
         "results/opal/export/export.json",
+        "results/report-opal",
         OPAL_LM_EVAL,

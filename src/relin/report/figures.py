@@ -4,6 +4,7 @@ outside the axes."""
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,21 @@ if TYPE_CHECKING:
 
 CURVES = (("loss", "training loss", "log"), ("accuracy", "training token accuracy", "linear"),
           ("lr", "learning rate", "linear"))
+
+
+# A figure is at most this many pixels wide (it is drawn at DPI), so the page shows it without scrolling.
+MAX_WIDTH_PX = 2000
+
+
+def grid(panels: int, per_row: int) -> tuple[int, int]:
+    """Rows and columns for ``panels`` panels, at most ``per_row`` a row."""
+    cols = min(panels, per_row)
+    return math.ceil(panels / cols), cols
+
+
+def title(text: str, width: int = 34) -> str:
+    """A panel title wrapped to ``width`` characters, so neighbouring titles do not run into each other."""
+    return textwrap.fill(text, width)
 
 
 def colours(n: int) -> list:

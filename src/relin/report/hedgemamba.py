@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from ..config.hedgemamba import MODELS
 from ..config.report import PreconditionsConfig
 from . import verdicts as vd
-from .figures import DPI, accuracy_by_length_figure, colours, legend_outside
+from .figures import DPI, accuracy_by_length_figure, colours, grid, legend_outside, title
 from .inputs import NamedJson, NamedRows
 from .lm_scores import ItemScores, excluded_note
 from .margins import default_margins
@@ -146,15 +146,18 @@ def half_life_figure(decays: dict[str, dict], path: Path) -> Path:
     """Per model, the half-life (tokens, at the input-independent Δ) of every layer's heads before and after
     stage 2: the exact init starts at ~1e8 tokens (Λ = I); a decay that trains comes down."""
     models = [m for m in decays if decays[m]["init"]]
-    fig = Figure(figsize=(4.2 * len(models) + 2.5, 3.4), layout="constrained")
-    axes = fig.subplots(1, len(models), squeeze=False).ravel()
+    rows, cols = grid(len(models), 3)
+    fig = Figure(figsize=(4.2 * cols + 2.5, 3.6 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for unused in axes[len(models):]:
+        unused.set_axis_off()
     for ax, model in zip(axes, models):
         for colour, (when, label) in zip(colours(2), (("init", "init"), ("trained", "after stage 2"))):
             for layer in decays[model][when]:
                 heads = range(len(layer["half_life"]))
                 ax.scatter([layer["layer"] + 0.08 * (h - len(heads) / 2) for h in heads], layer["half_life"],
                            color=colour, s=14, label=label if layer["layer"] == 0 else None)
-        ax.set(yscale="log", xlabel="layer", ylabel="half-life (tokens)", title=MODELS.get(model, model))
+        ax.set(yscale="log", xlabel="layer", ylabel="half-life (tokens)", title=title(MODELS.get(model, model)))
         ax.grid(alpha=0.3)
     legend_outside(fig, axes[0])
     fig.savefig(path, dpi=DPI)

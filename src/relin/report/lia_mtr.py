@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 from ..config.report import PreconditionsConfig
 from ..eval.mme import parse_answer, read_results_file
 from . import verdicts as vd
-from .figures import DPI, colours, legend_outside
+from .figures import DPI, colours, grid, legend_outside
 from .lm_scores import first_replicas, replicas
 from .margins import default_margins
 from .page import FigureRef, Section
@@ -300,21 +300,24 @@ def table1(mme: MMEScores, metrics: dict) -> Table:
 def niah_figure(items: dict[str, list[dict]], history: dict[str, list[dict]], chance: float, path: Path) -> Path:
     """Per bridge its accuracy heatmap (depth × length), and every bridge's training loss against ln(values)."""
     bridges = list(items)
-    fig = Figure(figsize=(3.4 * len(bridges) + 4.5, 3.2), layout="constrained")
-    axes = fig.subplots(1, len(bridges) + 1, squeeze=False).ravel()
+    panel_rows, cols = grid(len(bridges) + 1, 4)
+    fig = Figure(figsize=(3.4 * cols + 2.5, 3.0 * panel_rows), layout="constrained")
+    axes = fig.subplots(panel_rows, cols, squeeze=False).ravel()
+    for unused in axes[len(bridges) + 1:]:
+        unused.set_axis_off()
     image = None
     for ax, bridge in zip(axes, bridges):
         rows = items[bridge]
         lengths, depths = sorted({r["length"] for r in rows}), sorted({r["depth"] for r in rows})
-        grid = [[np.mean([r["correct"] for r in rows if r["length"] == n and r["depth"] == d]) for n in lengths]
-                for d in depths]
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
+        accuracy = [[np.mean([r["correct"] for r in rows if r["length"] == n and r["depth"] == d]) for n in lengths]
+                    for d in depths]
+        image = ax.imshow(accuracy, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
         ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])
         ax.set_yticks(range(len(depths)), [f"{d:.2f}" for d in depths])
         ax.set(xlabel="sequence length", ylabel="needle depth", title=bridge)
     if image is not None:
         fig.colorbar(image, ax=list(axes[:len(bridges)]), label="accuracy")
-    loss = axes[-1]
+    loss = axes[len(bridges)]
     for colour, bridge in zip(colours(len(history)), history):
         loss.plot([r["step"] for r in history[bridge]], [r["loss"] for r in history[bridge]], color=colour,
                   label=bridge)

@@ -11,10 +11,12 @@ from dataclasses import dataclass, field
 from .table import Table
 
 STYLE = """
-body { font-family: system-ui, sans-serif; max-width: 70rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
-table { border-collapse: collapse; margin: 0.5rem 0; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+body { font-family: system-ui, sans-serif; max-width: 80rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.5rem 0; font-variant-numeric: tabular-nums; font-size: 0.9rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top;
+         max-width: 32rem; overflow-wrap: anywhere; }
+td.num { text-align: right; white-space: nowrap; }
 thead { background: #f3f3f3; }
 .note, .sources { color: #666; font-size: 0.9rem; }
 .warning { background: #fff3cd; border: 1px solid #e0c36c; padding: 0.4rem 0.7rem; font-weight: 600; }

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 MISSING = "–"
+# A cell that is one number (with a unit and its interval, e.g. "0.95 [0.90, 0.99]" or "27%"): right-aligned in HTML.
+NUMBER = re.compile(r"^[-+]?\d[\d.,e+-]*%?( \[[-+]?\d[\d.,e+-]*, [-+]?\d[\d.,e+-]*\])?$|^–$")
 
 
 def format_cell(value: Any, digits: int, spec: str | None = None) -> str:
@@ -60,9 +63,12 @@ class Table:
 
     def html(self) -> str:
         head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.cells())
+        body = "".join("<tr>" + "".join(f"<td class=\"num\">{html.escape(c)}</td>" if NUMBER.match(c)
+                                        else f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                       for row in self.cells())
         note = f"<p class=\"note\">{html.escape(self.note)}</p>" if self.note else ""
-        table = f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>{body}</tbody>\n</table>\n{note}\n"
+        table = (f"<div class=\"scroll\"><table>\n<thead><tr>{head}</tr></thead>\n<tbody>{body}</tbody>\n</table>"
+                 f"</div>\n{note}\n")
         if self.collapsed:
             return f"<details><summary>{html.escape(self.title)}</summary>\n{table}</details>\n"
         return f"<h3>{html.escape(self.title)}</h3>\n{table}"
