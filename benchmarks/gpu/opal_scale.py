@@ -7,7 +7,7 @@ relin's own objective (:class:`relin.train.objectives.kd.Distillation`, forward 
 teacher frozen) with AdamW on the student's bf16 parameters; each configuration reports tokens/s over the timed
 steps and the peak memory. Rollouts (temperature 1, no early stop) of the hybrid go through the two decoders stage
 3 can use: :func:`relin.models.generation.sample` (the cache grown each step, one forward launched from Python
-per token) and :class:`relin.models.generation.StaticSampler` (what stage 3 uses on a GPU: a static cache, the
+per token) and :class:`relin.models.static_sampler.StaticSampler` (what stage 3 uses on a GPU: a static cache, the
 decode step replayed from a CUDA graph); the teacher's through ``sample``, for reference.
 
     python benchmarks/gpu/opal_scale.py --out $OUT          # H200
@@ -90,7 +90,8 @@ def stage2(teacher, size: str, seq: int, batch: int, checkpointing: bool, steps:
 def rollouts(model, name: str, prompts: int, prompt_len: int, tokens: int, static: bool = False) -> dict:
     from functools import partial
 
-    from relin.models.generation import StaticSampler, sample
+    from relin.models.generation import sample
+    from relin.models.static_sampler import StaticSampler
 
     g = torch.Generator(device=DEVICE).manual_seed(1)
     ids = torch.randint(4, model.config.vocab_size, (prompts, prompt_len), generator=g, device=DEVICE)

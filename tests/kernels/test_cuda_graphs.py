@@ -91,7 +91,7 @@ def test_graphed_rollout_sampler_draws_what_the_eager_one_draws(temperature):
     from relin.config.opal import SWAConfig
     from relin.config.teacher import TeacherModelConfig
     from relin.models.convert.opal import convert
-    from relin.models.generation import StaticSampler
+    from relin.models.static_sampler import StaticSampler
     from relin.models.teachers import build_teacher
 
     from ..train.toydata import word_tokenizer

@@ -10,8 +10,9 @@ from relin.config.opal import SWAConfig
 from relin.config.teacher import TeacherModelConfig
 from relin.layers.attention import attention_mask, static_attention_mask
 from relin.models.convert.opal import convert
-from relin.models.generation import StaticSampler, sample
+from relin.models.generation import sample
 from relin.models.hybrid import StaticHybridCache
+from relin.models.static_sampler import StaticSampler
 from relin.models.teachers import build_teacher
 
 from ..train.toydata import word_tokenizer

@@ -9,7 +9,7 @@ resumed run rolls out what an uninterrupted one would. The horizon follows a
 :class:`~relin.train.curriculum.HorizonCurriculum` fed by each step's KL (:meth:`observe`).
 
 On a CUDA device a relin hybrid whose mixers all have a static decode path samples through a
-:class:`~relin.models.generation.StaticSampler` (a cache sized for the longest prompt and the largest
+:class:`~relin.models.static_sampler.StaticSampler` (a cache sized for the longest prompt and the largest
 horizon, allocated once, the decode step replayed from a CUDA graph); any other model, or a CPU, through
 :func:`~relin.models.generation.sample`.
 """
@@ -61,9 +61,10 @@ class OnPolicyRollouts:
 
     def _sampler(self, device: torch.device):
         """The static, graphed sampler where it applies (see the module docstring), else :func:`sample`."""
-        from ..models.generation import StaticSampler, sample
+        from ..models.generation import sample
         from ..models.hybrid import HybridForCausalLM
-        from ..models.hybrid.modeling import STATIC_MIXERS
+        from ..models.hybrid.cache import STATIC_MIXERS
+        from ..models.static_sampler import StaticSampler
 
         model = getattr(self.model, "module", self.model)
         if (device.type != "cuda" or not isinstance(model, HybridForCausalLM)

@@ -2,8 +2,9 @@
 (``AutoConfig`` / ``AutoModelForCausalLM`` load a saved hybrid once ``relin.models.hybrid`` is imported)."""
 from transformers import AutoConfig, AutoModelForCausalLM
 
+from .cache import HybridCache, StaticHybridCache
 from .configuration import MIXER_TYPES, HybridConfig
-from .modeling import HybridCache, HybridForCausalLM, HybridModel, StaticHybridCache
+from .modeling import HybridForCausalLM, HybridModel
 
 AutoConfig.register(HybridConfig.model_type, HybridConfig, exist_ok=True)
 AutoModelForCausalLM.register(HybridConfig, HybridForCausalLM, exist_ok=True)

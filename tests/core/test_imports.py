@@ -1,0 +1,54 @@
+"""relin's modules import each other without a cycle, counting imports inside functions too.
+
+A cycle that only a function-level import hides still ties two modules into one: neither can be read, tested or
+moved alone. The graph is the one :mod:`relin.codedeps` walks for DVC's code dependencies (imports under
+``if TYPE_CHECKING:`` never run, so they do not count).
+"""
+from relin.codedeps import SourceTree, _parse_imports
+
+from ..workflow.conftest import ROOT
+
+
+def import_graph(tree: SourceTree) -> dict[str, set[str]]:
+    """Each relin module (``src/relin`` and ``kernels/``) -> the relin modules it imports by name."""
+    files = [*tree.package.rglob("*.py"), *tree.kernels.rglob("*.py")]
+    graph: dict[str, set[str]] = {}
+    for path in files:
+        name = tree.module_name(path)
+        # ``from . import x`` names the package too; a package importing its own submodule is no cycle.
+        imported = {m for m in _parse_imports(path, tree) if tree.module_file(m) is not None}
+        graph[name] = {tree.module_name(tree.module_file(m)) for m in imported} - {name}
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle ``[a, b, ..., a]``, or ``[]`` when the graph has none (depth-first, colouring)."""
+    state: dict[str, str] = {}  # "open" while on the current path, "done" after
+
+    def visit(node: str, path: list[str]) -> list[str]:
+        state[node] = "open"
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt, path)):
+                return cycle
+        path.pop()
+        state[node] = "done"
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start, [])):
+            return cycle
+    return []
+
+
+def test_relin_has_no_import_cycle():
+    cycle = find_cycle(import_graph(SourceTree.checkout(ROOT)))
+    assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_a_cycle_is_reported_with_its_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
