@@ -142,7 +142,8 @@ def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None
     """Record the stages of a finished DAG in ``dvc.lock`` (``dvc commit``); a warning, never a failure.
 
     With every stage of ``dvc.yaml`` to record, one ``dvc commit`` without targets reads and writes
-    ``dvc.lock`` once; with targets DVC rereads and rewrites it per stage (seconds each)."""
+    ``dvc.lock`` once; ``dvc commit`` with targets collects every stage again per target (minutes for a partial
+    run), so those go through :mod:`relin.dvc_lock`, which collects them once."""
     if not (root / ".dvc").is_dir():
         return
     every = dvc_stage_outputs(root)
@@ -150,9 +151,10 @@ def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None
     stages = [name for name, outs in every.items() if name in in_dag and _finished(outs, root)]
     if not stages:
         return
-    targets = [] if len(stages) == len(every) else stages
-    proc = subprocess.run(["dvc", "commit", "--force", "--quiet", *targets], cwd=root, capture_output=True,
-                          text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+    command = (["dvc", "commit", "--force", "--quiet"] if len(stages) == len(every)
+               else [sys.executable, "-m", "relin.dvc_lock", *stages])
+    proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "DVC_NO_ANALYTICS": "1"})
     if proc.returncode:
         reason = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[0]
         print(f"relin: dvc.lock not updated ({reason}); `dvc status` may list these stages", file=sys.stderr)

@@ -17,6 +17,7 @@ table { border-collapse: collapse; margin: 0.5rem 0; font-variant-numeric: tabul
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top;
          max-width: 32rem; overflow-wrap: anywhere; }
 td.num { text-align: right; white-space: nowrap; }
+th { overflow-wrap: normal; }
 thead { background: #f3f3f3; }
 .note, .sources { color: #666; font-size: 0.9rem; }
 .warning { background: #fff3cd; border: 1px solid #e0c36c; padding: 0.4rem 0.7rem; font-weight: 600; }
