@@ -96,9 +96,16 @@ def _packages(module: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
+# Modules whose imports are not followed: ``relin._auto`` imports the hybrid model only once transformers is
+# imported, to register it with the Auto classes, and every stage that loads a saved model imports the hybrid itself
+# (``models.teachers.load_pretrained``); following it would make every stage, synthetic data included, depend on
+# every layer and kernel.
+NOT_FOLLOWED = frozenset({"relin._auto"})
+
+
 def code_files(module: str, tree: SourceTree | None = None) -> list[Path]:
     """Every relin source file ``module`` runs, sorted; other stage modules are not followed (the
-    shared ``_*.py`` helpers under ``stages/`` are)."""
+    shared ``_*.py`` helpers under ``stages/`` are), nor the imports of :data:`NOT_FOLLOWED`."""
     tree = tree or SourceTree.installed()
     start = tree.module_file(module)
     if start is None:
@@ -107,7 +114,8 @@ def code_files(module: str, tree: SourceTree | None = None) -> list[Path]:
     seen, todo = {start}, [start]
     while todo:
         path = todo.pop()
-        for imported in _imports(path, tree) | set(_packages(tree.module_name(path))):
+        name = tree.module_name(path)
+        for imported in (set() if name in NOT_FOLLOWED else _imports(path, tree)) | set(_packages(name)):
             path = tree.module_file(imported)
             if path is None or path in seen or (stages in path.parents and not path.name.startswith("_")):
                 continue

@@ -280,3 +280,21 @@ def test_replicas_follow_each_papers_replicated_list():
     assert {"results/eval/opal-onpolicy-s2/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s2/answers",
             "results/lia_mtr/niah/linear_attn-s1/items.csv", "results/eval/hedgemamba-random-s2/items.csv"} <= \
         inputs("report")
+
+
+def test_stages_that_run_no_mixer_do_not_depend_on_layers_or_kernels(generated_dvc_yaml):
+    """The synthetic data, the teachers and LIA-MTR's tower and chat LLM never build a linear mixer, so an edit of a
+    kernel or a layer leaves them current in ``dvc status``; the stages that load a saved hybrid depend on both."""
+    import yaml
+
+    stages = yaml.safe_load(generated_dvc_yaml)["stages"]
+
+    def code(stage, *prefixes):
+        return [d for d in stages[stage]["deps"] if isinstance(d, str) and d.startswith(prefixes)]
+
+    for stage in ("synth_text", "synth_vision", "teacher_lm-qwen3", "teacher_lm-gpt_neox", "vision_tower",
+                  "clip_features", "chat_lm", "mme_text"):
+        assert not code(stage, "kernels/", "src/relin/layers/"), stage
+    assert not code("synth_text", "src/relin/models/")
+    for stage in ("eval_lm-opal-onpolicy", "opal_onpolicy", "hedgemamba_finetune-finetune"):
+        assert "kernels/gated_delta_rule/chunk.py" in code(stage, "kernels/") and code(stage, "src/relin/layers/")

@@ -54,12 +54,12 @@ def build_teacher(cfg: "TeacherModelConfig", tokenizer: "PreTrainedTokenizerBase
 
 
 def load_pretrained(reference: str) -> "PreTrainedModel":
-    """A causal LM from a local ``save_pretrained`` directory or a Hugging Face id in the local cache (offline,
-    safetensors, no repository code). Raises :class:`InputError` with one line when it cannot be loaded."""
+    """A causal LM of transformers' own classes from a local ``save_pretrained`` directory or a Hugging Face id in
+    the local cache (offline, safetensors, no repository code); a relin hybrid loads through
+    :func:`relin.models.saved.load_saved`. Raises :class:`InputError` with one line when it cannot be loaded."""
     from transformers import AutoModelForCausalLM
 
     from ..hub import resolve
-    from . import hybrid  # noqa: F401  (registers the hybrid with the Auto classes)
 
     path = resolve(reference, "model")
     missing = [name for name, found in (("config.json", (path / "config.json").is_file()),

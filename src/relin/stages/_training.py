@@ -104,14 +104,15 @@ class TextData:
             out.setdefault(task, []).append(ids[:cut].tolist())
         return out
 
-    def model(self, reference: str):
-        """The causal LM at ``reference`` (:func:`~relin.models.teachers.load_pretrained`), refused with one line
-        unless it was saved with this data's tokenizer."""
+    def model(self, reference: str, load=None):
+        """The causal LM at ``reference``, refused with one line unless it was saved with this data's tokenizer.
+        ``load``: :func:`~relin.models.teachers.load_pretrained` by default; a stage that may meet a relin hybrid
+        passes :func:`~relin.models.saved.load_saved` (and so depends on the hybrid's code)."""
         from ..data.tokenizer import check_same_tokenizer
         from ..models.teachers import load_pretrained
 
         check_same_tokenizer(self.tokenizer, self.path, reference)
-        return load_pretrained(reference)
+        return (load or load_pretrained)(reference)
 
     def check_fits(self, max_positions: int, key: str) -> None:
         longest = int(self.input_ids.lengths.max())

@@ -45,13 +45,13 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..eval.data import load_eval_split, tokenizer_dir
     from ..eval.lm import evaluate_lm
     from ..io import atomic_write_csv, atomic_write_json
-    from ..models.teachers import load_pretrained
+    from ..models.saved import load_saved
 
     cfg = sections.get("eval")
     rows = load_eval_split(args.data)
     tokenizer = load_tokenizer(tokenizer_dir(args.data))
     check_same_tokenizer(tokenizer, args.data, args.model)
-    model = load_pretrained(args.model).eval().to(compute_device())
+    model = load_saved(args.model).eval().to(compute_device())
     if model.config.vocab_size < len(tokenizer):
         raise InputError(f"model {args.model}: vocabulary of {model.config.vocab_size} tokens is smaller than "
                          f"the data tokenizer's {len(tokenizer)} (expected a model trained on {args.data})")

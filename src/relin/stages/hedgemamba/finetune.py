@@ -20,6 +20,7 @@ import math
 
 from ...config.hedgemamba import FinetuneConfig, HedgehogLayerConfig, MambaBlockConfig
 from ...config.train import TrainConfig
+from ...models.saved import load_saved
 from .._training import Setup, TextData, add_output_arguments, run_training
 
 VARIANTS = ("hedgemamba", "random", "mil", "hedgehog")
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace, sections) -> None:
     def setup(env):
         data = TextData.load(args.data)
         if args.variant in FROM_TEACHER:
-            teacher, mamba = data.model(args.student), sections.get("hedgemamba.mamba")
+            teacher, mamba = data.model(args.student, load_saved), sections.get("hedgemamba.mamba")
             options = {"hedgehog": sections.get("hedgemamba.hedgehog"),
                        "kernel_backend": sections.get("hedgemamba.kernel_backend")}
             if args.variant == "random":
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace, sections) -> None:
                 copied = hedgehog_from_teacher(teacher, seed=train_cfg.seed, **options)
                 student = hedgemamba_from_hedgehog(copied, mamba)
         else:
-            student = data.model(args.student)
+            student = data.model(args.student, load_saved)
         unlock(student, cfg)
         at_init[:] = decays(student)
         return Setup(student, data.tokenizer, build_objective("ce"), data.step_batches(train_cfg, env))

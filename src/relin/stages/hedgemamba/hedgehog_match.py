@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ...config.hedgemamba import HedgehogLayerConfig, MatchConfig
+from ...models.saved import load_saved
 from .._training import Setup, TextData, add_output_arguments, run_training
 
 
@@ -30,7 +31,7 @@ def run(args: argparse.Namespace, sections) -> None:
 
     def setup(env):
         data = TextData.load(args.data)
-        teacher = data.model(args.teacher)
+        teacher = data.model(args.teacher, load_saved)
         student = hedgehog_from_teacher(teacher, seed=cfg.train.seed, hedgehog=sections.get("hedgemamba.hedgehog"),
                                         kernel_backend=sections.get("hedgemamba.kernel_backend"))
         data.check_fits(student.config.max_position_embeddings, "max_position_embeddings")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from ...config.hedgemamba import MambaBlockConfig
+from ...models.saved import load_saved
 
 CHECK_ROWS = 16
 
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("hedgemamba-init", sections.raw, inputs=[args.hedgehog, args.data],
                    outputs=[args.out, args.check]) as tracker:
         data = TextData.load(args.data)
-        hedgehog = data.model(args.hedgehog)
+        hedgehog = data.model(args.hedgehog, load_saved)
         student = hedgemamba_from_hedgehog(hedgehog, block)
         check = logit_gap(hedgehog, student, data.input_ids.head(CHECK_ROWS), data.tokenizer.pad_token_id)
         tracker.log_metrics(check)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ...config.opal import AlignConfig
+from ...models.saved import load_saved
 from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
@@ -25,11 +26,11 @@ def run(args: argparse.Namespace, sections) -> None:
 
     def setup(env):
         data = TextData.load(args.data)
-        student = data.model(args.student)
+        student = data.model(args.student, load_saved)
         layers = {f"model.layers.{i}.linear_attn": f"model.layers.{i}.self_attn"
                   for i, layer in enumerate(student.model.layers) if layer.kind == "gdn"}
         train_only(student, lambda name: ".linear_attn." in name)
-        objective = LayerAlignment(FrozenTeacher(data.model(args.teacher)), layers, cfg.loss, cfg.inputs)
+        objective = LayerAlignment(FrozenTeacher(data.model(args.teacher, load_saved)), layers, cfg.loss, cfg.inputs)
         batches = data.step_batches(cfg.train, env, held_out(sections.get("opal.niah_protocol")))
         return Setup(student, data.tokenizer, objective, batches)
 

@@ -32,12 +32,12 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...errors import InputError
     from ...io import atomic_write_json
     from ...models.export import to_qwen3_5
-    from ...models.teachers import load_pretrained
+    from ...models.saved import load_saved
     from ...tracking import stage_run
     from .._training import log_model, write_model
 
     with stage_run("export", sections.raw, inputs=[args.model], outputs=[args.out, args.record]) as tracker:
-        model = load_pretrained(args.model).to("cpu", torch.float32).eval()
+        model = load_saved(args.model).to("cpu", torch.float32).eval()
         exported = to_qwen3_5(model)
         ids = torch.randint(0, model.config.vocab_size, (CHECK_ROWS, CHECK_LENGTH),
                             generator=torch.Generator().manual_seed(0))

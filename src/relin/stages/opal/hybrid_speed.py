@@ -32,7 +32,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...devices import compute_device, device_name
     from ...eval.decode_speed import measure
     from ...io import atomic_write_csv, atomic_write_json
-    from ...models.teachers import load_pretrained
+    from ...models.saved import load_saved
     from ...tracking import stage_run
     from .._training import use_thread_budget
 
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace, sections) -> None:
                    outputs=[args.out, args.table]) as tracker:
         rows = []
         for name, path in (("teacher", args.teacher), ("hybrid", args.hybrid)):
-            model = load_pretrained(path).eval().to(device, dtype)
+            model = load_saved(path).eval().to(device, dtype)
             too_long = [c for c in cfg.contexts if c + cfg.decode_steps > model.config.max_position_embeddings]
             if too_long:
                 from ...errors import ConfigError

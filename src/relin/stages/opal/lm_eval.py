@@ -31,12 +31,12 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...errors import ConfigError
     from ...eval.harness import harness_lm, run_tasks
     from ...io import atomic_write_json
-    from ...models.teachers import load_pretrained
+    from ...models.saved import load_saved
 
     cfg = sections.get("opal.lm_eval")
     if not cfg.tasks:
         raise ConfigError("opal.lm_eval.tasks: empty; expected lm-evaluation-harness task names")
-    model = load_pretrained(args.model).eval().to(compute_device())
+    model = load_saved(args.model).eval().to(compute_device())
     tokenizer = load_tokenizer(args.model)
     with tracking.stage_run("lm-eval", {"opal.lm_eval": as_dict(cfg), "name": args.name}, inputs=[args.model],
                             outputs=[args.out]) as tracker:

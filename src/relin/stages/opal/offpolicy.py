@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 
 from ...config.opal import OffPolicyConfig, OnPolicyConfig
+from ...models.saved import load_saved
 from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 CONTROLS = ("matched", "teacher")
@@ -60,8 +61,8 @@ def run(args: argparse.Namespace, sections) -> None:
 
     def setup(env):
         data = TextData.load(args.data)
-        teacher = FrozenTeacher(data.model(args.teacher))
-        student = data.model(args.student)
+        teacher = FrozenTeacher(data.model(args.teacher, load_saved))
+        student = data.model(args.student, load_saved)
         if args.phase == "teacher":
             from ...train.curriculum import ReplayedHorizons
             from ...train.rollouts import stage3_rollouts

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from ...config.opal import OnPolicyConfig
+from ...models.saved import load_saved
 from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
@@ -30,10 +31,10 @@ def run(args: argparse.Namespace, sections) -> None:
 
     def setup(env):
         data = TextData.load(args.data)
-        student = data.model(args.student)
+        student = data.model(args.student, load_saved)
         curriculum = HorizonCurriculum(cfg.initial_horizon, cfg.max_horizon, cfg.plateau_window, cfg.plateau_gain)
         rollouts = stage3_rollouts(student, data.prompts(), data.tokenizer, cfg, curriculum, env, without)
-        objective = OnPolicyDistillation(FrozenTeacher(data.model(args.teacher)), cfg.divergence)
+        objective = OnPolicyDistillation(FrozenTeacher(data.model(args.teacher, load_saved)), cfg.divergence)
         return Setup(student, data.tokenizer, objective, rollouts)
 
     run_training("opal-onpolicy", __name__, args, sections, cfg.train, setup,
