@@ -88,7 +88,7 @@ def claims_overview(claims: list[Claim]) -> Section:
     apart, and a tally of each."""
     line = "; ".join(f"{title.split(':')[0]}: {tally([c for c in claims if c.kind == kind])}"
                      for kind, title in KINDS.items())
-    tables = verdict_tables(claims, paper_column=True)
+    tables = verdict_tables(claims)
     tables[0].note = f"{line}. {tables[0].note}"
     return Section("Verdicts", tables)
 

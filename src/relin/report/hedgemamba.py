@@ -216,7 +216,7 @@ def hedgemamba_section(scores: ItemScores | None, s: HedgeMambaSettings, histori
     if scores is None or s.teacher not in scores or not any(name(m) in scores for m in MODELS):
         return None
     found = claims(scores, s, init, train)
-    blocks: list = [*vd.verdict_tables(found, "HedgeMamba: "), results_table(scores, s)]
+    blocks: list = [*vd.verdict_tables(found, "HedgeMamba"), results_table(scores, s)]
     shown = [s.teacher, *(name(m) for m in MODELS)]
     fig = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "hedgemamba_by_length.png")
     blocks.append(FigureRef(f"{prefix}/{fig.name}", "HedgeMamba: accuracy against context length per task family "

@@ -442,7 +442,7 @@ def lia_mtr_section(paths: list[str | Path], s: LiaSettings, figure_dir: Path,
     mme = MMEScores(data["answers"], s.resamples) if data["answers"] else None
     found = [*(mme_claims(mme, s) if mme else []), *niah_claims(data, s), *memory_claims(data["memory"], s),
              *probe_claims(data["probe"])]
-    blocks: list = [*vd.verdict_tables(found, "LIA-MTR: ")]
+    blocks: list = [*vd.verdict_tables(found, "LIA-MTR")]
     if mme is not None:
         blocks.append(table1(mme, data["mme"]))
     if data["niah_items"]:

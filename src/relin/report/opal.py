@@ -312,7 +312,7 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     found = claims(scores, s, speed, histories)
     if (selection := selection_claim(scores, s, layers)) is not None:
         found.append(selection)
-    blocks: list = [*vd.verdict_tables(found, "OPAL: "), table4(scores, s, names),
+    blocks: list = [*vd.verdict_tables(found, "OPAL"), table4(scores, s, names),
                     *([layers_table(layers)] if layers else []), window_table(scores, s)]
     if (t3 := table3(scores, s, train)) is not None:
         blocks.append(t3)

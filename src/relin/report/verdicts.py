@@ -368,6 +368,9 @@ class Claim:
 
 KINDS = {"claim": "The papers' claims", "check": "Implementation and by-construction checks",
          "beyond": "Beyond the papers: claims of no seed paper"}
+# The same tables in one paper's section, after the paper's name.
+PAPER_KINDS = {"claim": "the paper's claims", "check": "implementation and by-construction checks",
+               "beyond": "claims of no seed paper"}
 
 
 def conditions_text(claim: Claim) -> str:
@@ -395,10 +398,12 @@ def tally(claims: Sequence[Claim]) -> str:
     return f"{len(claims)}: " + ", ".join(f"{n} {o}" for o, n in counts.items() if n) if claims else "0"
 
 
-def verdict_tables(claims: Sequence[Claim], prefix: str = "", paper_column: bool = False) -> list:
-    """One table per kind present (the papers' claims, the checks, the claims of no seed), in that order."""
-    return [claims_table(f"{prefix}{title}", rows, paper_column=paper_column)
-            for kind, title in KINDS.items() if (rows := [c for c in claims if c.kind == kind])]
+def verdict_tables(claims: Sequence[Claim], paper: str = "") -> list:
+    """One table per kind present (the claims, the checks, the claims of no seed), in that order: of one paper's
+    section (titled after ``paper``), or of every paper (with a paper column) when ``paper`` is empty."""
+    titles = {kind: f"{paper}: {title}" for kind, title in PAPER_KINDS.items()} if paper else KINDS
+    return [claims_table(titles[kind], rows, paper_column=not paper)
+            for kind in KINDS if (rows := [c for c in claims if c.kind == kind])]
 
 
 INTERVALS = ("Intervals: 95%; over evaluated items (paired bootstrap, Wilson for right/wrong items) for one training "
