@@ -8,10 +8,10 @@ against the fp32 reference runs first.
 """
 from __future__ import annotations
 
+import kernel_bench as bench
 import kernel_profile as kp
 import torch
 
-import kernels as bench
 from relin.kernels import chunk_gated_delta_rule
 
 FWD = [(1, 4096, 16, 128), (1, 16384, 16, 128), (1, 65536, 16, 128), (8, 4096, 16, 128)]

@@ -5,7 +5,7 @@
 # the DAG an earlier call started still runs) must not reinstall under a running process.
 [ "${RELIN_GPU_ENV:-}" = "$PWD" ] && return 0
 set -e
-stamp=$(cat .whl/*.whl pyproject.toml setup.py $(find src kernels -name "*.py" | sort) 2>/dev/null | md5sum | cut -c1-32)
+stamp=$(cat .whl/*.whl pyproject.toml $(find src -name "*.py" | sort) 2>/dev/null | md5sum | cut -c1-32)
 if [ "$(cat /tmp/relin-site/.stamp 2>/dev/null)" != "$stamp" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/relin-site .

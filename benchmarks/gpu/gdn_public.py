@@ -283,7 +283,8 @@ def git_state():
             here = Path(__file__).parent
             commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
                                     cwd=here).stdout.strip()
-            dirty = str(bool(subprocess.run(["git", "status", "--porcelain", "--", "kernels", "benchmarks/gpu"],
+            dirty = str(bool(subprocess.run(["git", "status", "--porcelain", "--", "src/relin/kernels",
+                                             "benchmarks/gpu"],
                                             capture_output=True, text=True, cwd=here.parents[1]).stdout.strip()))
         except (OSError, subprocess.CalledProcessError):
             commit = "unknown"

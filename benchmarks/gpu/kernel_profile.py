@@ -21,12 +21,12 @@ import time
 
 import kernel_bench as bench  # benchmarks/gpu/kernel_bench.py
 import torch
+from kernel_bench import TRITON, gdn_inputs, msr_inputs, msr_log_decays, op_factory
 from torch.profiler import ProfilerActivity, profile, record_function
 from triton.runtime.autotuner import Autotuner
 from triton.runtime.jit import JITFunction
 from triton.testing import do_bench
 
-from kernels import TRITON, gdn_inputs, msr_inputs, msr_log_decays, op_factory
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
 
 GDN_FWD = [(1, 4096, 16, 128), (1, 16384, 16, 128), (1, 65536, 16, 128), (8, 4096, 16, 128)]

@@ -10,40 +10,35 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 
 @dataclass(frozen=True)
 class SourceTree:
-    """Where ``relin`` (``src/relin``) and ``relin.kernels`` (``kernels/``) live."""
+    """Where the ``relin`` package (``src/relin``, its kernels in ``src/relin/kernels``) lives."""
 
     package: Path
-    kernels: Path
 
     @classmethod
     def installed(cls) -> "SourceTree":
-        spec = importlib.util.find_spec("relin.kernels")
-        return cls(Path(__file__).resolve().parent, Path(next(iter(spec.submodule_search_locations))).resolve())
+        return cls(Path(__file__).resolve().parent)
 
     @classmethod
     def checkout(cls, root: Path) -> "SourceTree":
-        return cls(root / "src" / "relin", root / "kernels")
+        return cls(root / "src" / "relin")
 
     def module_file(self, module: str) -> Path | None:
         parts = module.split(".")
         if parts[0] != "relin":
             return None
-        base, rest = (self.kernels, parts[2:]) if parts[1:2] == ["kernels"] else (self.package, parts[1:])
-        candidates = [base.joinpath(*rest).with_suffix(".py")] if rest else []
-        candidates.append(base.joinpath(*rest) / "__init__.py")
+        rest = parts[1:]
+        candidates = [self.package.joinpath(*rest).with_suffix(".py")] if rest else []
+        candidates.append(self.package.joinpath(*rest) / "__init__.py")
         return next((c for c in candidates if c.is_file()), None)
 
     def module_name(self, path: Path) -> str:
-        base, prefix = ((self.kernels, ["relin", "kernels"]) if path.is_relative_to(self.kernels)
-                        else (self.package, ["relin"]))
-        parts = prefix + list(path.relative_to(base).with_suffix("").parts)
+        parts = ["relin", *path.relative_to(self.package).with_suffix("").parts]
         return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 

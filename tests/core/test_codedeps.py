@@ -8,7 +8,6 @@ from ..workflow.conftest import ROOT
 
 def _copy_tree(tmp_path):
     shutil.copytree(ROOT / "src", tmp_path / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    shutil.copytree(ROOT / "kernels", tmp_path / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     return SourceTree.checkout(tmp_path)
 
 
@@ -34,4 +33,4 @@ def test_digest_changes_with_the_code_a_stage_runs_and_only_with_it(tmp_path):
 
 def test_installed_tree_is_this_checkout():
     tree = SourceTree.installed()
-    assert tree.package == (ROOT / "src" / "relin").resolve() and tree.kernels == (ROOT / "kernels").resolve()
+    assert tree.package == (ROOT / "src" / "relin").resolve()

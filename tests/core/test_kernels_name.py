@@ -1,5 +1,6 @@
-"""The repository root's ``kernels/`` folder never shadows Hugging Face's ``kernels`` package: Python started in
-the root (a notebook, ``python -c``, ``python -m``) loads models through transformers, which imports it."""
+"""relin's kernels live in ``relin.kernels`` (``src/relin/kernels``), so nothing in the repository root shadows
+Hugging Face's ``kernels`` package: Python started in the root (a notebook, ``python -c``, ``python -m``) loads models
+through transformers, which imports it."""
 import subprocess
 import sys
 from pathlib import Path
@@ -31,18 +32,7 @@ assert relin.kernels.chunk_gated_delta_rule is not None
     assert "torch.Size([1, 3, 64])" in done.stdout
 
 
-def test_without_an_installed_kernels_package_the_folder_reads_as_absent_and_refuses_its_names():
-    """transformers' probe (find the spec, then import it for a version) reads the stand-in as not installed, as on a
-    machine without Hugging Face's ``kernels``; taking anything from it fails in one line."""
-    probe = """
-import importlib, sys
-sys.path.insert(0, ".")
-package = importlib.import_module("kernels")
-print("absent" if getattr(package, "__version__", "N/A") == "N/A" and getattr(package, "__file__", None) is None
-      else "present")
-from kernels import get_kernel
-"""
-    done = _python(probe, "-S")  # no site-packages: only the repository root has a 'kernels'
-    assert done.stdout.strip() == "absent"
-    assert done.returncode != 0
-    assert "relin's kernels import as relin.kernels" in done.stderr.strip().splitlines()[-1]
+def test_the_repository_root_holds_no_kernels_package_and_no_stand_in():
+    assert not (ROOT / "kernels").exists(), "a top-level kernels/ would shadow Hugging Face's package"
+    assert (ROOT / "src" / "relin" / "kernels" / "__init__.py").is_file()
+    assert not list((ROOT / "src" / "relin" / "kernels").glob("_shadow*")), "no module hands the name over"

@@ -23,8 +23,7 @@ def saved_hybrid(tmp_path_factory):
 
 
 def python(code: str) -> subprocess.CompletedProcess:
-    """``code`` in a fresh interpreter, started outside the checkout (whose kernels/ folder would shadow the
-    ``kernels`` package that transformers probes)."""
+    """``code`` in a fresh interpreter, started outside the checkout (as an installed relin is used)."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                           cwd=tempfile.gettempdir())
 

@@ -144,8 +144,6 @@ def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes_after_a_kill(toy_da
     launch = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
               "-m", "relin.cli"]
     argv = launch + _args(toy_dataset, tmp_path, backend="deepspeed", grad_accum=2, steps=8, checkpoint_every=4)
-    # cwd outside the checkout: `python -m` puts cwd on sys.path, where our kernels/ would shadow the `kernels`
-    # package that transformers imports when it is installed
     first = subprocess.Popen(argv, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and first.poll() is None and not list(tmp_path.glob("ckpt/*/step-*")):

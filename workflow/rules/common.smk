@@ -29,11 +29,9 @@ def sections(*dotted):
     return render()
 
 
-# Training jobs run on config["gpus_per_job"] processes of one node: torchrun launches the relin script itself (not
-# ``-m relin.cli``, whose working directory, the checkout, would put kernels/ before the ``kernels`` package).
+# Training jobs run on config["gpus_per_job"] processes of one node, launched by torchrun.
 GPUS_PER_JOB = config["gpus_per_job"]
-TRAIN = ("relin" if GPUS_PER_JOB == 1 else
-         f"torchrun --standalone --nproc-per-node {GPUS_PER_JOB} \"$(command -v relin)\"")
+TRAIN = "relin" if GPUS_PER_JOB == 1 else f"torchrun --standalone --nproc-per-node {GPUS_PER_JOB} -m relin.cli"
 
 
 # Replicas of the student stages, one per training seed (config "seeds"): the first seed trains the models as

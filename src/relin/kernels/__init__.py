@@ -1,4 +1,4 @@
-"""relin's Triton kernels, installed as ``relin.kernels``.
+"""relin's Triton kernels (``relin.kernels``).
 
 Three op families serve all three papers (layout ``[B, T, H, D]``, fp32 states):
 
@@ -11,16 +11,7 @@ Three op families serve all three papers (layout ``[B, T, H, D]``, fp32 states):
   forward kernels that replace a decoder block's many small elementwise launches at inference.
 
 On CUDA tensors they run Triton kernels; on CPU tensors a chunked PyTorch path (see
-``relin.kernels.common.backend``).
-
-Any Python started in the repository root (``python -c``, ``python -m``, a notebook) has this folder on its path
-as a top-level ``kernels``: that name belongs to Hugging Face's ``kernels`` distribution, which transformers
-imports. Imported under that name, this package hands the name over to the installed distribution (or, with
-none installed, refuses), so it is only ever importable as ``relin.kernels``.
+``relin.kernels.common.backend``). The package lives inside ``relin``: a top-level ``kernels`` is Hugging Face's
+distribution, which transformers imports.
 """
-if __name__ != "relin.kernels":
-    from ._shadow import hand_over
-
-    hand_over(__name__, __file__)
-else:
-    from ._ops import *  # noqa: F401,F403
+from ._ops import *  # noqa: F401,F403
