@@ -196,3 +196,16 @@ def test_a_locked_sqlite_store_is_one_line_after_the_timeout(tmp_path):
         holder.execute("ROLLBACK")
         holder.close()
     tracking.check_store(TrackingConfig(tracking_uri=f"sqlite:///{path}"))  # free again: no error
+
+
+def test_a_stage_runs_name_says_which_model_it_made():
+    """Eighteen evaluations, seven bridge NIAH probes: each child run's name carries the model its first output
+    belongs to, so the MLflow UI lists them apart."""
+    from relin.tracking.stage_runs import run_name
+
+    assert run_name("eval-lm", ["results/eval/opal-onpolicy/metrics.json"]) == "eval-lm · opal-onpolicy"
+    assert run_name("hedgemamba-finetune", ["results/hedgemamba/random-s1/model"]) == \
+        "hedgemamba-finetune · random-s1"
+    assert run_name("eval-mme", ["results/lia_mtr/mme/lia_mtr-s1/answers"]) == "eval-mme · lia_mtr-s1"
+    assert run_name("synth-text", ["results/data/synth_text"]) == "synth-text", "no label that repeats the stage"
+    assert run_name("report", []) == "report"

@@ -56,13 +56,13 @@ class Tracker(NullTracker):
     """A stage's child run. Every write is an entry of its :class:`~.outbox.Outbox`, so a busy store never
     holds up training."""
 
-    def __init__(self, cfg: TrackingConfig, stage: str, tags: dict[str, str]):
+    def __init__(self, cfg: TrackingConfig, stage: str, tags: dict[str, str], run_name: str = ""):
         super().__init__()
         self.cfg, self.stage = cfg, stage
         self._pending_metrics: list[list] = []
         self._input_digests: dict[str, str] = {}
-        self._outbox = Outbox(cfg, stage, {"op": "create_run", "experiment": cfg.experiment, "run_name": stage,
-                                           "tags": tags})
+        self._outbox = Outbox(cfg, stage, {"op": "create_run", "experiment": cfg.experiment,
+                                           "run_name": run_name or stage, "tags": tags})
 
     @property
     def run_id(self) -> str:
@@ -175,7 +175,7 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
             **_process_tags()}
     if parent := os.environ.get(PARENT_ENV, ""):
         tags["mlflow.parentRunId"] = parent
-    tracker = Tracker(cfg, stage, tags)
+    tracker = Tracker(cfg, stage, tags, run_name(stage, outputs))
     sampler = None
     if cfg.system_metrics and tracker.run_id:
         from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
@@ -199,6 +199,23 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
             sampler.finish()
         tracker.close(status)
     _write_manifests(stage, tracker.run_id, outputs, tracker.facts)
+
+
+# Output names that say what a file is, not which model it belongs to.
+GENERIC_OUTPUTS = frozenset({"model", "answers", "figures"})
+
+
+def run_name(stage: str, outputs) -> str:
+    """``"<stage> · <what it made>"``: the folder that names the stage's first output (``results/eval/opal-onpolicy/
+    metrics.json`` -> ``eval-lm · opal-onpolicy``), so that the runs of one stage read apart in the MLflow UI."""
+    if not outputs:
+        return stage
+    path = Path(outputs[0])
+    folder = path if not path.suffix else path.parent
+    while folder.name in GENERIC_OUTPUTS and folder.parent != folder:
+        folder = folder.parent
+    label = folder.name
+    return stage if not label or label.replace("_", "-") == stage else f"{stage} · {label}"
 
 
 def _write_manifests(stage: str, run_id: str, outputs, facts: dict[str, Any]) -> None:
