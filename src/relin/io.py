@@ -67,11 +67,23 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    _default_modes(tmp)
     old = _temporary(path, "old")
     if path.exists():
         path.rename(old)
     tmp.rename(path)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _default_modes(root: Path) -> None:
+    """Every file and folder under ``root`` with the modes the process's umask gives a new one (safetensors writes
+    its file 0600, so a saved model would otherwise be the one output other users cannot read)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    for folder, dirs, files in os.walk(root):
+        os.chmod(folder, 0o777 & ~mask)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o666 & ~mask)
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
