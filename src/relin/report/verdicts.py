@@ -24,7 +24,7 @@ chance do not hide the evaluation noise (:func:`over_seeds`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -89,9 +89,6 @@ class Margin:
 
     value: float
     reason: str
-
-    def text(self, unit: str = " points") -> str:
-        return f"{self.value:.3g}{unit}"
 
 
 def t_interval(values: np.ndarray, level: float = LEVEL) -> tuple[float, float]:
@@ -360,10 +357,6 @@ class Claim:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"claim kind {self.kind!r}: expected one of {', '.join(KINDS)}")
-
-    def judged(self) -> "Claim":
-        """The same claim, not testable here when one of its preconditions failed."""
-        return replace(self, verdict=judged(self.preconditions, lambda: self.verdict))
 
 
 KINDS = {"claim": "The papers' claims", "check": "Implementation and by-construction checks",
