@@ -130,7 +130,8 @@ OPAL_TRAIN_DATA = train_data("opal")
 
 
 def opal_previous(wildcards):
-    """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B (of the same replica)."""
+    """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B (each of the same replica when that
+    stage is replicated too: :func:`parent_replica`)."""
     stage = {"short": "align", "long": "offpolicy_short", "matched": "offpolicy_long",
              "teacher": "offpolicy_long"}[wildcards.phase]
     return f"results/opal/{stage}{parent_replica('opal', stage, wildcards.rep)}/model"
