@@ -52,6 +52,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 import triton
+from kernel_bench import bench  # benchmarks/gpu/kernel_bench.py
 
 from relin.kernels import chunk_gated_delta_rule
 
@@ -195,20 +196,6 @@ def runner(lib, op, x, cu_cpu, cu_dev, do, backward):
         with environ(FLA_ENV.get(lib, {})):
             return (o,) + torch.autograd.grad(o, [leaves[k] for k in GRADS], do)
     return run
-
-
-def bench(fn, warmup_ms, rep_ms):
-    """Median ms; one untimed call first so compilation and autotuning stay outside."""
-    fn()
-    if DEVICE == "cuda":
-        torch.cuda.synchronize()
-        return triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
-    times = []
-    for _ in range(3):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
 
 
 def device_ms(fn, wall_ms, reps):

@@ -61,12 +61,12 @@ def rand(*shape, dtype=DTYPE):
     return torch.randn(*shape, device=DEVICE).to(dtype)
 
 
-def bench(fn) -> float:
+def bench(fn, warmup_ms: float = 10, rep_ms: float = 40) -> float:
     """Median milliseconds; one untimed call first so compilation and autotuning stay outside."""
     fn()
     if DEVICE == "cuda":
         torch.cuda.synchronize()
-        return do_bench(fn, warmup=10, rep=40, return_mode="median")
+        return do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
     times = []
     for _ in range(3):
         start = time.perf_counter()
