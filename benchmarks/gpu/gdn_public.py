@@ -29,7 +29,7 @@ an 8192^3 bf16 matmul):
 Every library's output (and gradients) is compared with relin's on each cell (relative RMS, max abs diff).
 Writes one JSON (``--out``, default $OUT/gdn_public.json) and prints a table last.
 
-    source benchmarks/gpu/env.sh && python3 benchmarks/gpu/gdn_public.py --out $OUT
+    source tools/gpu/env.sh && python3 benchmarks/gpu/gdn_public.py --out $OUT
     python3 benchmarks/gpu/gdn_public.py --warm-only flash_qla    # compile FlashQLA's TileLang kernels only
     TRITON_INTERPRET=1 python benchmarks/gpu/gdn_public.py --quick --out /tmp/x   # CPU dry run, relin only
 """

@@ -7,7 +7,7 @@ measured while the GPU is idle so nothing waits), the sum of the op's kernel tim
 then splits one call's host time by Triton launch and torch op, on every thread (the backward runs on
 autograd's device thread).
 
-    source benchmarks/gpu/env.sh; python3 benchmarks/gpu/kernel_profile.py --only gdn,dla,msr
+    source tools/gpu/env.sh; python3 benchmarks/gpu/kernel_profile.py --only gdn,dla,msr
 
 Writes nothing; prints one block per case as it is measured and a summary table last.
 """

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Download, here, the pure-Python and cp312 wheels that a lent GPU machine (Python 3.12, torch 2.11,
-# no internet) lacks, into .whl/ (git-ignored); carry it with the call and `source benchmarks/gpu/env.sh`.
-#   WHEELS=kernels  fla 0.6.0 (kernel baselines) and compute-sanitizer (CUDA 13): benchmarks/gpu/check.sh
+# no internet) lacks, into .whl/ (git-ignored); carry it with the call and `source tools/gpu/env.sh`.
+#   WHEELS=kernels  fla 0.6.0 (kernel baselines) and compute-sanitizer (CUDA 13): tools/gpu/check.sh
 #   WHEELS=dag      snakemake, mlflow (SQLite logging) and datasets with the parts of their dependency trees
-#                   the GPU image does not have: benchmarks/gpu/dag.sh (the DAG under workflow/configs/h200.yaml)
+#                   the GPU image does not have: tools/gpu/dag.sh (the DAG under workflow/configs/h200.yaml)
 #   WHEELS=all      both, and deepspeed (built here, ops JIT)   [default]
 #   WHEELS=public   fla-core 0.6.0, flash-qla 0.1.3 and tilelang 0.1.15 with the parts of its tree the GPU image
 #                   lacks (apache-tvm-ffi, torch-c-dlpack-ext, z3-solver's libz3), the last four unpacked, pruned

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call for issue #51: relin's GDN against FlashQLA and fla (gdn_public.py), and the T=1 rounding study
-# (gdn_t1_rounding.py). Needs .whl from `WHEELS=public bash benchmarks/gpu/fetch_device_wheels.sh`, carried.
-#   bash benchmarks/gpu/gdn_public.sh [stages]   # stages: warm (FlashQLA's TileLang compiles, in the background
+# (gdn_t1_rounding.py). Needs .whl from `WHEELS=public bash tools/gpu/fetch_device_wheels.sh`, carried.
+#   bash tools/gpu/gdn_public.sh [stages]   # stages: warm (FlashQLA's TileLang compiles, in the background
 #                                                # while t1 runs), t1, bench; default "warm t1 bench"
-#   bash benchmarks/gpu/gdn_public.sh warmall bench   # fresh machine, no t1: every library's compiles at once
+#   bash tools/gpu/gdn_public.sh warmall bench   # fresh machine, no t1: every library's compiles at once
 #       (FlashQLA in three processes, one per kernel family: dense B=1, B=8, varlen; relin and fla beside them),
 #       then Triton's cached autotuning choices are dropped so the benchmark tunes on an otherwise idle GPU
 # A fresh machine spends minutes compiling (TileLang with nvcc, Triton with autotuning); a second call on the warm
@@ -17,7 +17,7 @@ if [ ! -d /tmp/site/tilelang ]; then
   mkdir -p /tmp/site && tar xJf .whl/tilelang-bundle.tar.xz -C /tmp/site || exit 1
 fi
 # shellcheck disable=SC1091
-source benchmarks/gpu/env.sh
+source tools/gpu/env.sh
 echo "setup done at ${SECONDS}s; nvcc: $(command -v nvcc)"
 python3 -c "import tilelang, flash_qla, fla; print('tilelang', tilelang.__version__, 'flash_qla', flash_qla.__version__)" \
   2>&1 | tail -4

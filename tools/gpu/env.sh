@@ -1,6 +1,6 @@
-# Source on a lent GPU machine (no internet): installs the wheels carried in .whl/ (benchmarks/gpu/fetch_device_wheels.sh)
+# Source on a lent GPU machine (no internet): installs the wheels carried in .whl/ (tools/gpu/fetch_device_wheels.sh)
 # and relin itself into /tmp, and puts them on PYTHONPATH; SANITIZER is compute-sanitizer, from the carried wheel
-# when there is one. Usage: `source benchmarks/gpu/env.sh`.
+# when there is one. Usage: `source tools/gpu/env.sh`.
 # Installs only what changed: a later source (dag.sh after a benchmark, or the next call on the warm machine while
 # the DAG an earlier call started still runs) must not reinstall under a running process.
 [ "${RELIN_GPU_ENV:-}" = "$PWD" ] && return 0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole DAG under workflow/configs/h200.yaml on a lent H200, across one or more 10-minute calls:
-#   WHEELS=dag bash benchmarks/gpu/fetch_device_wheels.sh                     # here, once (snakemake, mlflow, ...)
-#   bash benchmarks/gpu/dag.sh                                              # there, carrying .whl; again to follow
+#   WHEELS=dag bash tools/gpu/fetch_device_wheels.sh                     # here, once (snakemake, mlflow, ...)
+#   bash tools/gpu/dag.sh                                              # there, carrying .whl; again to follow
 # Snakemake runs in its own process session, which outlives the call on the warm machine: a call waits for it at
 # most DAG_LIMIT seconds, packs what exists, and returns; the next call made back to back (the machine stays warm
 # 30 s) attaches to the same run and waits again. When no run is alive (it ended, or a fresh machine), the call
@@ -15,7 +15,7 @@
 # RELIN_GIT_COMMIT names the commit (the lent machine gets the tree without .git). DAG_TARGETS (files, space-separated)
 # runs a part of the DAG instead of the report, e.g. one paper's stages when a call cannot hold all three;
 # DAG_OVERLAYS (config files, space-separated) are merged over the h200 overlay.
-source benchmarks/gpu/env.sh
+source tools/gpu/env.sh
 set -uo pipefail
 cores=$(nproc)  # before OMP_NUM_THREADS is set: nproc reports that instead of the cores
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 TOKENIZERS_PARALLELISM=false
@@ -53,7 +53,7 @@ else
 fi
 grep -E "^(Error in rule|Finished job|[0-9]+ of [0-9]+ steps)" "$OUT/snakemake.log" | tail -5
 # A partial DAG (DAG_TARGETS, or the limit) gets the report of what finished, beside the stage outputs.
-[ -d results/report ] || python3 benchmarks/gpu/partial_report.py --overlay workflow/configs/h200.yaml \
+[ -d results/report ] || python3 tools/gpu/partial_report.py --overlay workflow/configs/h200.yaml \
     --out results/report-partial > "$OUT/partial-report.log" 2>&1
 # $OUT brings back 8 files: the reports' summaries beside the tarball that holds everything
 for report in results/report*; do [ -f "$report/summary.md" ] && cp "$report/summary.md" "$OUT/${report#results/}.md"; done

@@ -1,11 +1,11 @@
 # The kernels' GPU verification, in stages; each runs under its own timeout so that a slow one still leaves the
 # others' logs. Logs and kernels.json go to $OUT (the device tool returns them), else to benchmarks/results/local/.
-#   bash benchmarks/gpu/check.sh sweep memcheck     # head-dim sweeps, CUDA graphs, then the sanitizer sweep
-#   bash benchmarks/gpu/check.sh tests              # every kernel test (a fresh machine compiles for minutes)
-#   bash benchmarks/gpu/check.sh bench              # benchmarks/gpu/kernel_bench.py (ONLY=dla,gdn,msr by default)
-#   PROFILE_ARGS="--only dla --host" bash benchmarks/gpu/check.sh profile
+#   bash tools/gpu/check.sh sweep memcheck     # head-dim sweeps, CUDA graphs, then the sanitizer sweep
+#   bash tools/gpu/check.sh tests              # every kernel test (a fresh machine compiles for minutes)
+#   bash tools/gpu/check.sh bench              # benchmarks/gpu/kernel_bench.py (ONLY=dla,gdn,msr by default)
+#   PROFILE_ARGS="--only dla --host" bash tools/gpu/check.sh profile
 # RELIN_GIT_COMMIT names the commit in kernels.json (the lent machine gets the tree without .git).
-source benchmarks/gpu/env.sh
+source tools/gpu/env.sh
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT"

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # The h200 run that decides the claims, in back-to-back 10-minute calls of one warm machine, the same command each
 # time (the machine goes back 30 s after a call returns, and with it the run):
-#   WHEELS=dag bash benchmarks/gpu/fetch_device_wheels.sh      # here, once
-#   bash benchmarks/gpu/h200_run.sh                           # there, carrying .whl; again as soon as it returns
+#   WHEELS=dag bash tools/gpu/fetch_device_wheels.sh      # here, once
+#   bash tools/gpu/h200_run.sh                           # there, carrying .whl; again as soon as it returns
 # A call on a fresh machine runs the compiled loop's GPU test beside the Qwen3 teacher screen (teacher_screen.sh:
 # four variants, two seeds each, trained eagerly through the short-row stages; the first variant to form MQAR's key
 # match on both seeds is picked as an overlay; the teachers train eagerly if the compiled loop failed its test), then
 # starts the whole DAG in its own session (dag.sh). Later calls follow the DAG and pack what exists. The call that
-# finds it ended, whatever its rc (`bash benchmarks/gpu/dag.sh` reruns failed jobs), measures the teacher's training
+# finds it ended, whatever its rc (`bash tools/gpu/dag.sh` reruns failed jobs), measures the teacher's training
 # throughput (teacher_train.py: compiled, then compile_mode max-autotune-no-cudagraphs) with the time left.
 # CALL_S (570) bounds a call's own work; RELIN_GIT_COMMIT names the commit.
-source benchmarks/gpu/env.sh
+source tools/gpu/env.sh
 set -uo pipefail
 OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT" build
@@ -18,7 +18,7 @@ call_s=${CALL_S:-570}
 if [ ! -f build/dag-overlays ]; then
   (timeout 300 python3 -m pytest -q -p no:cacheprovider -o addopts="" tests/train/test_loop.py -k compiled \
       > "$OUT/gpu-test.log" 2>&1; echo "gpu test rc $?" >> "$OUT/gpu-test.log") &
-  STEPS=${STEPS:-500} SCREEN_LIMIT=${SCREEN_LIMIT:-240} PICK=build/teacher-pick.yaml bash benchmarks/gpu/teacher_screen.sh
+  STEPS=${STEPS:-500} SCREEN_LIMIT=${SCREEN_LIMIT:-240} PICK=build/teacher-pick.yaml bash tools/gpu/teacher_screen.sh
   wait
   tail -n 4 "$OUT/gpu-test.log"
   [ -f build/teacher-pick.yaml ] || echo "{}" > build/teacher-pick.yaml
@@ -32,7 +32,7 @@ if [ ! -f build/dag-overlays ]; then
 fi
 if [ ! -f build/dag.rc ]; then
   # packing after the wait (partial report, tarball) takes up to a minute
-  DAG_OVERLAYS="$(cat build/dag-overlays)" DAG_LIMIT=$(( call_s - SECONDS - 60 )) bash benchmarks/gpu/dag.sh
+  DAG_OVERLAYS="$(cat build/dag-overlays)" DAG_LIMIT=$(( call_s - SECONDS - 60 )) bash tools/gpu/dag.sh
 fi
 if [ -f build/dag.rc ]; then
   for mode in compiled autotuned; do

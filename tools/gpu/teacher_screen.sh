@@ -2,12 +2,12 @@
 # Does the h200 Qwen3 teacher's MQAR key match form within its short-row stages, and under which settings? Several
 # variants of workflow/configs/h200.yaml train at once on the one GPU (benchmarks/cpu/teacher_recall_screen.py,
 # the first STEPS steps of teacher.train, training accuracy every 50 steps; formed = 0.8), then one table.
-#   bash benchmarks/gpu/teacher_screen.sh                        # there, carrying .whl (WHEELS=dag)
-#   PICK=build/teacher-pick.yaml bash benchmarks/gpu/teacher_screen.sh   # and the overlay of the first to form
+#   bash tools/gpu/teacher_screen.sh                        # there, carrying .whl (WHEELS=dag)
+#   PICK=build/teacher-pick.yaml bash tools/gpu/teacher_screen.sh   # and the overlay of the first to form
 # VARIANTS: name=KEY=VALUE[;KEY=VALUE...] separated by spaces; ARCH (qwen3), STEPS (1300), SEEDS ("0 1"); SCREEN_LIMIT
 # (seconds) stops the variants still training then. The variants train eagerly: five compilations at once would
 # cost more than the steps they save.
-source benchmarks/gpu/env.sh
+source tools/gpu/env.sh
 set -uo pipefail
 OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT"
@@ -57,4 +57,4 @@ for path in sorted(pathlib.Path(sys.argv[1]).glob("screen-*.json")):
               f"| {run['formed_at'] or 'no'} "
               f"| {acc} | {run['seconds']:.0f} |")
 PY
-[ -z "${PICK:-}" ] || python3 benchmarks/gpu/screen_pick.py "$OUT" "$PICK" "${names[@]}"
+[ -z "${PICK:-}" ] || python3 tools/gpu/screen_pick.py "$OUT" "$PICK" "${names[@]}"

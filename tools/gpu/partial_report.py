@@ -1,6 +1,6 @@
 """The report of whatever part of the DAG finished (``DAG_TARGETS`` or a call's time limit cut it short).
 
-    python3 benchmarks/gpu/partial_report.py --overlay workflow/configs/h200.yaml --out results/report-partial
+    python3 tools/gpu/partial_report.py --overlay workflow/configs/h200.yaml --out results/report-partial
 
 Reads the stage outputs present under ``results/`` (evaluations, histories, budgets, OPAL's layers, HedgeMamba's
 init check and decays, LIA-MTR's results) and runs ``relin report`` on them with the config's report sections.

@@ -1,8 +1,8 @@
 """The teacher screen's pick as a config overlay for the DAG that follows it in the same call.
 
-    python3 benchmarks/gpu/screen_pick.py $OUT build/teacher-pick.yaml as_configured init_0.005 ...
+    python3 tools/gpu/screen_pick.py $OUT build/teacher-pick.yaml as_configured init_0.005 ...
 
-Reads ``screen-<name>.json`` (``benchmarks/gpu/teacher_screen.sh``) for each variant name, in the order given, and
+Reads ``screen-<name>.json`` (``tools/gpu/teacher_screen.sh``) for each variant name, in the order given, and
 writes the overrides of the variant whose MQAR key match formed first (a tie goes to the earlier name; a variant
 that did not form, or failed, is never picked) as a YAML overlay of ``params.yaml``. When none formed, the overlay
 is empty: the config stays as it is. Prints one line saying what was picked and why.
