@@ -4,18 +4,19 @@
     python benchmarks/cpu/kd_memory.py --device cuda  # the same on a GPU (max_memory_allocated)
 
 Each variant runs in a fresh process (CPU: the growth of peak RSS over the inputs' footprint; GPU:
-``torch.cuda.max_memory_allocated`` over it), prints a table and writes ``kd-memory.json`` into the
-``benchmarks/results/kd_memory.json`` (the current figures; earlier ones are in git history).
+``torch.cuda.max_memory_allocated`` over it), prints a table and writes ``benchmarks/results/kd_memory.json``
+(the current figures; earlier ones are in git history).
 """
 from __future__ import annotations
 
 import argparse
 import json
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from relin.envelope import Envelope
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,11 +62,13 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=256)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--one", nargs=2, metavar=("DIVERGENCE", "VARIANT"), help=argparse.SUPPRESS)
+    Envelope.add_argument(parser)
     args = parser.parse_args()
     shape = (args.tokens, args.vocab, args.hidden, args.chunk, args.device)
     if args.one:
         print(json.dumps(measure(*args.one, *shape)))
         return 0
+    envelope = Envelope.start("kd_memory", allow_dirty=args.allow_dirty, root=ROOT)
     rows = []
     for kind in ("forward_kl", "reverse_kl", "reverse_kl_sampled"):
         for variant in ("whole", "chunked"):
@@ -79,14 +82,9 @@ def main() -> int:
     print(f"{'divergence':<20}{'variant':<10}{'peak MiB':>10}{'seconds':>10}")
     for r in rows:
         print(f"{r['divergence']:<20}{r['variant']:<10}{r['peak_mib']:>10.1f}{r['seconds']:>10.3f}")
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    import torch
-
-    record = {"benchmark": "kd_memory", "device": args.device, "machine": platform.processor() or platform.machine(),
-              "torch": torch.__version__, "commit": commit, "date": time.strftime("%Y-%m-%d"),
-              "shape": dict(zip(("tokens", "vocab", "hidden", "chunk"), shape[:4])), "rows": rows}
-    out = ROOT / "benchmarks" / "results" / "kd_memory.json"
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    record = {"device": args.device, "shape": dict(zip(("tokens", "vocab", "hidden", "chunk"), shape[:4])),
+              "rows": rows}
+    out = envelope.write(ROOT / "benchmarks" / "results" / "kd_memory.json", record)
     print(f"-> {out.relative_to(ROOT)}")
     return 0
 

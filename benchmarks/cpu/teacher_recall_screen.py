@@ -22,7 +22,6 @@ import copy
 import csv
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import yaml
 
 from relin.config.loader import as_dict
 from relin.config.params import load_layers, read_yaml
+from relin.envelope import Envelope
 from relin.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,7 +91,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="seeds trained at once (one core each)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "teacher_recall_screen.json",
                         help="JSON to write (one per screen when several run at once)")
+    Envelope.add_argument(parser)
     args = parser.parse_args()
+    envelope = Envelope.start("teacher_recall_screen", allow_dirty=args.allow_dirty, root=ROOT)
     if not (args.data / "tokenizer").is_dir():
         sys.exit(f"--data {args.data}: not a synth-text dataset (expected a directory with tokenizer/); "
                  "build it with snakemake results/data/synth_text")
@@ -107,16 +109,9 @@ def main() -> None:
         runs = list(pool.map(lambda seed: screen_one(stage_sections(params, args.arch, args.steps, seed),
                                                      args.arch, args.data, Path(tmp), args.formed), args.seeds))
 
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip() or "unknown"
-    import torch
-
-    record = {"commit": commit, "torch": torch.__version__, "machine": f"{platform.machine()} x{os.cpu_count()}",
-              "arch": args.arch, "steps": args.steps, "overlays": [str(p) for p in args.overlay], "overrides": args.set,
+    record = {"arch": args.arch, "steps": args.steps, "overlays": [str(p) for p in args.overlay], "overrides": args.set,
               "formed_threshold": args.formed, "runs": runs}
-    path = args.out
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path = envelope.write(args.out, record)
 
     print(f"\n{args.arch}, {args.steps} steps, overrides: {' '.join(args.set) or 'none'}")
     print("| seed | formed at | training accuracy every 100 steps | s |\n|---|---|---|---|")

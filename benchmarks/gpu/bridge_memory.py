@@ -27,22 +27,21 @@ Issue 16's goals, stated beside the measurements (``goals`` in the JSON):
   8 heads x N² bf16 scores (plus the softmax and an N x N mask) to N = 32,768, so out of memory from 65,536;
 - SDPA MHA at N = 262,144: 2.79 GiB and 621 ms (the paper's figures).
 
-Writes ``bridge_memory.json`` (GPU name, torch, triton, git commit from ``RELIN_GIT_COMMIT``, options, goals,
-rows) to ``--out`` and prints a table last::
+Writes ``bridge_memory.json`` (the envelope of :mod:`relin.envelope`, options, goals, rows) to ``--out`` and
+prints a table last::
 
-    python benchmarks/bridge_memory.py --out $OUT                      # H200, bf16, N 1,024 .. 1,048,576
-    python benchmarks/bridge_memory.py --device cpu --max-n 4096       # a dry run here
+    python benchmarks/gpu/bridge_memory.py --out $OUT                      # H200, bf16, N 1,024 .. 1,048,576
+    python benchmarks/gpu/bridge_memory.py --device cpu --max-n 4096       # a dry run here
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
+from relin.envelope import Envelope
 from relin.eval.bridge_memory import measure_cpu, measure_cuda, variants
 
 GIB = 2 ** 30
@@ -85,23 +84,12 @@ def run(args) -> tuple[dict, list[dict]]:
             print(json.dumps(row), flush=True)
             if point["status"] != "ok":
                 break  # a larger N needs at least as much memory
-    meta = {"device": args.device, "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
-            "torch": torch.__version__, "triton": _triton_version(), "dtype": str(dtype).replace("torch.", ""),
+    meta = {"device": args.device, "dtype": str(dtype).replace("torch.", ""),
             "lia_mtr_triton_path": on_triton(args.device),
-            "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
-            "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "options": {"bridges": args.bridges, "d_in": args.d_in, "d_out": args.d_out, "num_scales": args.num_scales,
                         "repeats": args.repeats, "batch": 1},
             "goals": GOALS}
     return meta, rows
-
-
-def _triton_version() -> str | None:
-    try:
-        import triton
-    except ImportError:
-        return None
-    return triton.__version__
 
 
 def table(rows: list[dict]) -> str:
@@ -132,15 +120,15 @@ def main() -> None:
     parser.add_argument("--cpu-max-bytes", type=int, default=2_000_000_000,
                         help="CPU: naive MHA points whose scores alone pass this are skipped")
     parser.add_argument("--out", default="benchmarks/results")
+    Envelope.add_argument(parser)
     args = parser.parse_args()
     if args.device == "cuda" and not on_triton("cuda"):
         raise SystemExit("RELIN_KERNEL_BACKEND forces the PyTorch path: unset it (or set auto/triton) on CUDA")
+    envelope = Envelope.start("bridge_memory", allow_dirty=args.allow_dirty)
     meta, rows = run(args)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "bridge_memory.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
-    print(f"{meta['gpu'] or 'cpu'}, {meta['dtype']}, d {args.d_in} -> {args.d_out}, S {args.num_scales}, "
-          f"LIA-MTR on Triton: {meta['lia_mtr_triton_path']}, commit {meta['git_commit']}")
+    envelope.write(Path(args.out) / "bridge_memory.json", {**meta, "rows": rows})
+    print(f"{args.device}, {meta['dtype']}, d {args.d_in} -> {args.d_out}, S {args.num_scales}, "
+          f"LIA-MTR on Triton: {meta['lia_mtr_triton_path']}, commit {envelope.commit}")
     print(table(rows))
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,8 @@ import textwrap
 from pathlib import Path
 
 import torch
+
+from relin.envelope import Envelope
 
 STOCK = textwrap.dedent("""
     import json, sys
@@ -67,7 +68,9 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--out", default="benchmarks/results")
+    Envelope.add_argument(parser)
     args = parser.parse_args()
+    envelope = Envelope.start("export_decode", allow_dirty=args.allow_dirty)
 
     from relin.models.export import to_qwen3_5
 
@@ -87,16 +90,12 @@ def main() -> None:
                                 pad_token_id=0)
     difference = (torch.tensor(stock["last_logits"], device="cuda") - last).abs().max().item()
     agree = (torch.tensor(stock["tokens"], device="cuda") == tokens)[:, args.prompt:]
-    import transformers
-
-    result = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "transformers": transformers.__version__,
-              "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"), "stock_class": stock["class"],
+    result = {"stock_class": stock["class"],
               "layers": args.layers, "width": args.width, "batch": args.batch, "prompt": args.prompt,
               "new_tokens": args.new_tokens, "last_logits_max_abs": difference,
               "tokens_equal_share": agree.float().mean().item(), "all_tokens_equal": bool(agree.all()),
               "distinct_generated": len(set(tokens[:, args.prompt:].flatten().tolist()))}
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    (Path(args.out) / "export_decode.json").write_text(json.dumps(result, indent=1))
+    envelope.write(Path(args.out) / "export_decode.json", result)
     print(json.dumps(result))
 
 

@@ -37,9 +37,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import importlib
-import importlib.metadata
 import json
 import logging
 import os
@@ -51,9 +49,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import triton
 from kernel_bench import bench  # benchmarks/gpu/kernel_bench.py
 
+from relin.envelope import Envelope
 from relin.kernels import chunk_gated_delta_rule
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -66,6 +64,8 @@ CELLS = [(1, 4096, None), (1, 16384, None), (1, 32768, None), (1, 65536, None), 
          (1, sum(VARLEN_LENGTHS), VARLEN_LENGTHS)]
 QUICK_CELLS = [(1, 128, None), (2, 64, None), (1, 200, [100, 37, 63])]
 LIBS = ["relin", "flash_qla", "fla_triton", "fla_triton+tl_dqkwg", "fla_default"]
+# Distributions whose versions the envelope records beside torch and triton: the libraries and TileLang's tree.
+LIBRARIES = ("fla-core", "flash-qla", "tilelang", "apache-tvm-ffi", "z3-solver")
 FLA_ENV = {  # FLA_FLASH_QLA / FLA_TILELANG around each call of that library
     "fla_triton": {"FLA_FLASH_QLA": "0", "FLA_TILELANG": "0"},
     "fla_triton+tl_dqkwg": {"FLA_FLASH_QLA": "0", "FLA_TILELANG": "1"},
@@ -243,13 +243,9 @@ def measure_ceilings(quick):
 
 
 # ---------------------------------------------------------------------------------------------- environment
-def versions():
-    out = {"torch": torch.__version__, "triton": triton.__version__}
-    for dist in ("fla-core", "flash-qla", "tilelang", "apache-tvm-ffi", "z3-solver"):
-        try:
-            out[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            out[dist] = None
+def toolchain():
+    """What the envelope does not record: the CUDA compiler TileLang builds with and the driver."""
+    out = {}
     try:
         out["nvcc"] = subprocess.run(["nvcc", "--version"], capture_output=True, text=True,
                                      timeout=30).stdout.strip().splitlines()[-1]
@@ -261,21 +257,6 @@ def versions():
     except Exception as error:  # noqa: BLE001
         out["driver"] = error_text(error)
     return out
-
-
-def git_state():
-    commit, dirty = os.environ.get("RELIN_GIT_COMMIT"), os.environ.get("RELIN_GIT_DIRTY")
-    if commit is None:
-        try:
-            here = Path(__file__).parent
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                                    cwd=here).stdout.strip()
-            dirty = str(bool(subprocess.run(["git", "status", "--porcelain", "--", "src/relin/kernels",
-                                             "benchmarks/gpu"],
-                                            capture_output=True, text=True, cwd=here.parents[1]).stdout.strip()))
-        except (OSError, subprocess.CalledProcessError):
-            commit = "unknown"
-    return {"git_commit": commit, "git_dirty": None if dirty is None else dirty.lower() in ("1", "true", "yes")}
 
 
 # ---------------------------------------------------------------------------------------------- run
@@ -420,6 +401,7 @@ def main(argv=None):
     parser.add_argument("--warm-only", choices=["flash_qla", "relin", "fla_triton", "fla_triton+tl_dqkwg"],
                         help="run every cell once with this library to compile its kernels; no timing, no JSON")
     parser.add_argument("--seed", type=int)
+    Envelope.add_argument(parser)
     args = parser.parse_args(argv)
     if DEVICE == "cpu" and not (args.quick and os.environ.get("TRITON_INTERPRET") == "1"):
         parser.error("without a GPU only `TRITON_INTERPRET=1 ... --quick` can run")
@@ -437,10 +419,8 @@ def main(argv=None):
             return 1
         warm_only(args.warm_only, ops, cells, H, K, V, generator)
         return 0
-    env = {**git_state(), **versions(), "device": DEVICE, "seed": seed,
-           "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu",
-           "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
-           "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    envelope = Envelope.start("gdn_public", allow_dirty=args.allow_dirty, packages=LIBRARIES)
+    env = {**toolchain(), "device": DEVICE, "seed": seed, "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
            "import_errors": import_errors,
            "fla_env": {k: os.environ.get(k) for k in ("FLA_DISABLE_BACKEND_DISPATCH", "FLA_FLASH_QLA", "FLA_TILELANG")}}
     print(json.dumps(env), flush=True)
@@ -451,20 +431,19 @@ def main(argv=None):
                                                Path(__file__).parents[1] / "results" / "local")
     if out.suffix != ".json":
         out = out / "gdn_public.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for B, T, lengths in cells:
         rows += run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generator)
-        write(out, args, env, H, K, V, ceilings, rows, start, complete=len(rows) == 2 * len(cells))
+        write(envelope, out, args, env, H, K, V, ceilings, rows, start, complete=len(rows) == 2 * len(cells))
     print_table(rows)
     print(f"\nwrote {out} ({time.monotonic() - start:.0f} s)")
     return 0
 
 
-def write(out, args, env, H, K, V, ceilings, rows, start, complete):
+def write(envelope, out, args, env, H, K, V, ceilings, rows, start, complete):
     """The JSON, rewritten after every cell so that a run stopped by its time limit keeps what it measured."""
     result = {
-        "benchmark": "gdn_public", "issue": 51, "env": env, "quick": args.quick, "dtype": "bf16 q/k/v/beta, fp32 g",
+        "issue": 51, "env": env, "quick": args.quick, "dtype": "bf16 q/k/v/beta, fp32 g",
         "heads": {"H": H, "K": K, "V": V}, "peaks": {"hbm_bytes_per_s": PEAK_HBM_BYTES_PER_S,
                                                     "bf16_flop_per_s": PEAK_BF16_FLOP_PER_S},
         "ceilings_measured": ceilings, "timing": {"do_bench_warmup_ms": args.warmup_ms, "rep_ms": args.rep_ms,
@@ -475,7 +454,7 @@ def write(out, args, env, H, K, V, ceilings, rows, start, complete):
         "floor_definition": floors.__doc__ + " FLOPs per token-head: (6KV + 6CK + 4CV)(1 or 3), C = 64; bytes: "
                             "inputs read once + outputs written once",
         "complete": complete, "cells": rows, "wall_s": time.monotonic() - start}
-    out.write_text(json.dumps(result, indent=1))
+    envelope.write(out, result)
 
 
 if __name__ == "__main__":

@@ -23,8 +23,6 @@ and T = 200 for context. Writes ``gdn_t1_rounding.json`` to ``--out`` and prints
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import os
 import sys
@@ -33,6 +31,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from relin.envelope import Envelope
 from relin.kernels.gated_delta_rule import chunk_gated_delta_rule
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -145,9 +144,11 @@ def main(argv=None):
     parser.add_argument("--long-cases", type=int, default=256, help="cases at T = 64 and T = 200")
     parser.add_argument("--seed", type=int, help="default: fresh from os.urandom, recorded")
     parser.add_argument("--out", help="folder for gdn_t1_rounding.json (default $OUT, else the current folder)")
+    Envelope.add_argument(parser)
     args = parser.parse_args(argv)
     if DEVICE == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         parser.error("without a GPU run under TRITON_INTERPRET=1")
+    envelope = Envelope.start("gdn_t1_rounding", allow_dirty=args.allow_dirty, packages=("fla-core",))
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     generator = torch.Generator(device=DEVICE).manual_seed(seed)
     fla_gdn, fla_error = fla_forward()
@@ -159,15 +160,10 @@ def main(argv=None):
             print(f"T={T:4d} init={init!s:5s} floor {r['floor']['median']:.2e} relin {r['relin']['median']:.2e} "
                   f"(max {r['relin']['max']:.2e}, >{THRESHOLD:g}: {r['relin']['frac_above_threshold']:.4f})",
                   flush=True)
-    env = {"torch": torch.__version__, "device": DEVICE, "seed": seed,
-           "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu",
-           "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"), "fla_import_error": fla_error,
-           "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
-           "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    env = {"device": DEVICE, "seed": seed, "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
+           "fla_import_error": fla_error}
     result = {"env": env, "shape": {"B": B, "H": H, "K": K, "V": V}, "threshold": THRESHOLD, "rows": rows}
-    out = Path(args.out or os.environ.get("OUT") or ".")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "gdn_t1_rounding.json").write_text(json.dumps(result, indent=1))
+    envelope.write(Path(args.out or os.environ.get("OUT") or ".") / "gdn_t1_rounding.json", result)
     cols = ["floor", "relin", "emulated", "fla", "relin_vs_unrounded_inputs"]
     print(f"\n{'T':>4s} {'h0':5s} " + " ".join(f"{c[:20]:>20s}" for c in cols) + "   (median / max rel. RMS)")
     for r in rows:

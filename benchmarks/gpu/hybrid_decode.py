@@ -10,7 +10,7 @@ context length. Per (model, context) it records:
 - ms per decode step and tokens/s (eager, no CUDA graphs: both models pay the same Python overhead).
 
 The prefill runs in chunks (``--prefill-chunk``) through the cache, so that a dense attention mask never
-holds ``context²`` entries. Writes ``hybrid_decode.json`` (rows, GPU, versions, commit) to ``--out``.
+holds ``context²`` entries. Writes ``hybrid_decode.json`` (the envelope of :mod:`relin.envelope`, rows) to ``--out``.
 
     python benchmarks/gpu/hybrid_decode.py --size 1.7b --contexts 4096 16384 65536 --out $OUT
 """
@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
+from relin.envelope import Envelope
 from relin.eval.decode_speed import cache_bytes
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
@@ -120,10 +119,9 @@ def main() -> None:
     parser.add_argument("--decode-steps", type=int, default=32)
     parser.add_argument("--prefill-chunk", type=int, default=4096)
     parser.add_argument("--out", default="benchmarks/results")
+    Envelope.add_argument(parser)
     args = parser.parse_args()
-
-    import transformers
-    import triton
+    envelope = Envelope.start("hybrid_decode", allow_dirty=args.allow_dirty)
 
     teacher = qwen3(args.size, max(args.contexts) + args.decode_steps + 8)
     hybrid = hybrid_of(teacher)
@@ -137,17 +135,11 @@ def main() -> None:
                 row = {"context": context, "batch": args.batch, "error": "out of memory"}
             rows.append({"model": name, **row})
             print(json.dumps(rows[-1]), flush=True)
-    meta = {"gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu", "torch": torch.__version__,
-            "triton": triton.__version__,
-            "transformers": transformers.__version__, "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
-            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "size": args.size,
-            "mixer_types": hybrid.config.mixer_types, "decode_steps": args.decode_steps,
+    meta = {"size": args.size, "mixer_types": hybrid.config.mixer_types, "decode_steps": args.decode_steps,
             "prefill_chunk": args.prefill_chunk}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "hybrid_decode.json").write_text(json.dumps({**meta, "rows": rows}, indent=1))
+    envelope.write(Path(args.out) / "hybrid_decode.json", {**meta, "rows": rows})
 
-    print(f"\nQwen3-{args.size} shape, batch {args.batch}, {meta['gpu']}")
+    print(f"\nQwen3-{args.size} shape, batch {args.batch}, {DEVICE}")
     print(f"{'model':8} {'context':>8} {'cache GiB':>10} {'peak GiB':>9} {'prefill s':>10} {'ms/step':>8} {'tok/s':>8}")
     for r in rows:
         if "error" in r:

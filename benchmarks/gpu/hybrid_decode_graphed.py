@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hybrid_decode import DEVICE, SIZES, hybrid_of, qwen3, sync  # noqa: E402
+
+from relin.envelope import Envelope  # noqa: E402
 
 GRAPHS = DEVICE == "cuda"
 # Targets at the longest context: hybrid cache ≤ 30% of the teacher's, its step ≥ 2.5× faster than the teacher at
@@ -325,32 +325,26 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="print each relin decoder's CUDA kernels per step "
                                                                   "at the first context, then time")
     parser.add_argument("--out", default="benchmarks/results")
+    Envelope.add_argument(parser)
     args = parser.parse_args()
-
-    import transformers
-    import triton
+    envelope = Envelope.start("hybrid_decode_graphed", allow_dirty=args.allow_dirty)
 
     teacher = qwen3(args.size, max(args.contexts) + args.decode_steps + args.eager_steps + 64)
     hybrid = hybrid_of(teacher)
     relin_teacher = hybrid_of(teacher, keep_every=1)
     vocab = teacher.config.vocab_size
     bandwidth = copy_bandwidth()
-    meta = {"gpu": torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu", "torch": torch.__version__,
-            "triton": triton.__version__, "transformers": transformers.__version__,
-            "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
-            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "size": args.size,
+    meta = {"size": args.size,
             "dtype": str(next(teacher.parameters()).dtype), "mixer_types": hybrid.config.mixer_types,
             "decode_steps": args.decode_steps, "eager_steps": args.eager_steps, "prefill_chunk": args.prefill_chunk,
             "copy_bandwidth_gb_s": round(bandwidth / 1e9, 1),
             "targets": {"max_cache_ratio": MAX_CACHE_RATIO, "min_speedup": MIN_SPEEDUP,
                         "max_floor_ratio": MAX_FLOOR_RATIO}}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     checks, rows = [], []
 
     def save() -> None:  # after every row, so that a run stopped early keeps what it measured
-        (out / "hybrid_decode_graphed.json").write_text(
-            json.dumps({**meta, "checks": checks, "rows": rows, "ratios": ratios(rows)}, indent=1))
+        envelope.write(Path(args.out) / "hybrid_decode_graphed.json",
+                       {**meta, "checks": checks, "rows": rows, "ratios": ratios(rows)})
 
     for name, model in (("hybrid", hybrid), ("teacher", relin_teacher), ("teacher_hf_static", teacher)):
         checks.append({"model": name, **consistency(model, args.batch, args.check_context, vocab)})
@@ -373,7 +367,7 @@ def main() -> None:
             save()
     compared = ratios(rows)
 
-    print(f"\nQwen3-{args.size} shape, batch {args.batch}, {meta['gpu']}, copy bandwidth "
+    print(f"\nQwen3-{args.size} shape, batch {args.batch}, {DEVICE}, copy bandwidth "
           f"{meta['copy_bandwidth_gb_s']} GB/s")
     for c in checks:
         print(f"check {c['model']:18} T={c['context']}: static vs dynamic {c['static_vs_dynamic_max_abs']:.3g}, "

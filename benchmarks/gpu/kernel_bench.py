@@ -18,27 +18,24 @@ and any error it raises (e.g. its guard against gated backward on Triton 3.6) is
     TRITON_INTERPRET=1 python benchmarks/gpu/kernel_bench.py --quick      # tiny shapes, also on a CPU
 
 Writes one JSON per run, ``kernels.json`` in ``--out`` (default $OUT, else benchmarks/results/, the current figures):
-GPU, torch, triton, fla, git commit (RELIN_GIT_COMMIT or ``git rev-parse``), every timing with its shape, and
+the envelope (:mod:`relin.envelope`: commit, GPU, versions), fla's version, every timing with its shape, and
 every comparison with its baseline, ratio and goal; prints a table last.
 """
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import triton
 from triton.testing import do_bench
 
+from relin.envelope import Envelope
 from relin.kernels import chunk_decayed_linear_attn, chunk_gated_delta_rule, multiscale_diag_retention
 from relin.kernels.decayed_linear_attn import naive_recurrent_decayed_linear_attn
 from relin.kernels.gated_delta_rule import naive_recurrent_gated_delta_rule
@@ -312,22 +309,9 @@ def print_table(comparisons):
               f"{c['goal']:>8s}  {met}")
 
 
-def git_commit() -> str:
-    """RELIN_GIT_COMMIT (a lent GPU machine gets the working tree without .git), else ``git rev-parse HEAD``."""
-    if os.environ.get("RELIN_GIT_COMMIT"):
-        return os.environ["RELIN_GIT_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def environment():
-    env = {"git_commit": git_commit(), "torch": torch.__version__, "triton": triton.__version__, "device": DEVICE,
-           "gpu": torch.cuda.get_device_name(0) if DEVICE == "cuda" else "cpu",
-           "triton_interpret": os.environ.get("TRITON_INTERPRET", "0"),
-           "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    """What the envelope does not record: where the ops ran and the fla they are compared with."""
+    env = {"device": DEVICE, "triton_interpret": os.environ.get("TRITON_INTERPRET", "0")}
     try:
         import fla
 
@@ -345,6 +329,7 @@ def main(argv=None):
     parser.add_argument("--only", default="msr,gdn,dla",
                         help="comma-separated subset of msr (multiscale retention), gdn (gated delta rule), "
                              "dla (decayed linear attention); each under ~2 minutes on a fresh H200")
+    Envelope.add_argument(parser)
     args = parser.parse_args(argv)
     ops = set(args.only.split(","))
     if not ops <= {"msr", "gdn", "dla"}:
@@ -360,6 +345,7 @@ def main(argv=None):
         gdn_fwd_bwd, gdn_check = (1, 65536, 16, 128), (1, 256, 4, 128)
         dla, dla_check = (1, 16384, 16, 256, 128), (1, 256, 4, 256, 128)
         msr, msr_check, copy_numel = (1, 262144, 1024, 8), (1, 1000, 256, 8), 2**30
+    envelope = Envelope.start("kernel_bench", allow_dirty=args.allow_dirty)
     env = environment()
     print(env, flush=True)
     torch.manual_seed(int.from_bytes(os.urandom(4), "little"))
@@ -375,9 +361,7 @@ def main(argv=None):
               "copy": {"bytes_read_plus_written": 2 * copy_numel * 2, "ms": copy_ms, "bytes_per_s": bandwidth},
               "checks": run.checks, "measurements": run.measurements, "comparisons": run.comparisons}
     out_dir = Path(args.out or os.environ.get("OUT") or Path(__file__).parents[1] / "results")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / "kernels.json"
-    path.write_text(json.dumps(result, indent=1))
+    path = envelope.write(out_dir / "kernels.json", result)
     print_table(run.comparisons)
     print(f"\nwrote {path}")
     return 0 if all(c["passed"] for c in run.checks.values()) else 1

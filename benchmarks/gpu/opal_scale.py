@@ -17,7 +17,6 @@ decode step replayed from a CUDA graph); the teacher's through ``sample``, for r
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,6 +24,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 import torch  # noqa: E402
+
+from relin.envelope import Envelope  # noqa: E402
 
 
 def _sibling(name: str):
@@ -58,7 +59,7 @@ def stage2(teacher, size: str, seq: int, batch: int, checkpointing: bool, steps:
     from relin.train.teacher import FrozenTeacher
     from relin.train.trainable import enable_gradient_checkpointing
 
-    student = hybrid_of(teacher).train()
+    student = hybrid_of(teacher).train().requires_grad_(True)  # hybrid_of freezes it for decoding
     if checkpointing:
         enable_gradient_checkpointing(student)
     objective = Distillation(FrozenTeacher(teacher), "forward_kl")
@@ -120,7 +121,9 @@ def main() -> None:
     parser.add_argument("--rollout-prompts", type=int, default=16)
     parser.add_argument("--rollout-tokens", type=int, default=1024)
     parser.add_argument("--out", type=Path, default=Path("build/benchmarks"))
+    Envelope.add_argument(parser)
     args = parser.parse_args()
+    envelope = Envelope.start("opal_scale", allow_dirty=args.allow_dirty)
 
     teacher = qwen3(args.size, args.seq + args.rollout_tokens + 256)
     params = sum(p.numel() for p in teacher.parameters())
@@ -130,11 +133,8 @@ def main() -> None:
     roll = [rollouts(hybrid, "hybrid", args.rollout_prompts, 128, args.rollout_tokens),
             rollouts(hybrid, "hybrid", args.rollout_prompts, 128, args.rollout_tokens, static=True),
             rollouts(teacher, "teacher", args.rollout_prompts, 128, args.rollout_tokens)]
-    result = {"benchmark": "opal_scale", "size": args.size, "teacher_parameters": params, "device":
-              torch.cuda.get_device_name() if DEVICE == "cuda" else "cpu", "torch": torch.__version__,
-              "stage2": train, "rollouts": roll}
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "opal_scale.json").write_text(json.dumps(result, indent=1))
+    result = {"size": args.size, "teacher_parameters": params, "stage2": train, "rollouts": roll}
+    envelope.write(args.out / "opal_scale.json", result)
     print(f"Qwen3 {args.size} ({params / 1e6:.0f}M parameters) teacher -> OPAL hybrid")
     print("stage 2 (forward KL, AdamW)   batch x seq   checkpointing   tokens/s   step s   peak GiB")
     for r in train:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
+
+from relin.envelope import Envelope
 
 # (family, hidden, layers, heads, kv heads, head dim, intermediate)
 SHAPES = {
@@ -150,22 +150,19 @@ def main() -> None:
     parser.add_argument("--peak-tflops", type=float, default=989.0, help="dense bf16 peak of the GPU")
     parser.add_argument("--out", default="benchmarks/results")
     parser.add_argument("--json", default="teacher_train.json", help="file name under --out")
+    Envelope.add_argument(parser)
     args = parser.parse_args()
+    envelope = Envelope.start("teacher_train", allow_dirty=args.allow_dirty)
 
-    import transformers
-
-    meta = {"gpu": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "torch": torch.__version__,
-            "transformers": transformers.__version__, "git_commit": os.environ.get("RELIN_GIT_COMMIT", "unknown"),
-            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "peak_tflops": args.peak_tflops}
+    meta = {"peak_tflops": args.peak_tflops}
     rows = []
     for name, mode in ((name, mode) for name in args.only for mode in args.modes):
         rows.append(measure(name, mode, args))
         print(json.dumps(rows[-1]), flush=True)
         if args.profile and torch.cuda.is_available():
             profile(name, mode, 1000 / rows[-1]["steps_per_s"], args)
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / args.json).write_text(json.dumps({**meta, "rows": rows}, indent=1))
-    print(f"\n{meta['gpu']}, rows of {args.seq} tokens, {args.batch} per step")
+        envelope.write(Path(args.out) / args.json, {**meta, "rows": rows})
+    print(f"\nrows of {args.seq} tokens, {args.batch} per step")
     print("| case | loop | parameters | tokens/s | steps/s | MFU |")
     for r in rows:
         print(f"| {r['case']} | {r['mode']} | {r['parameters'] / 1e6:.1f}M | "

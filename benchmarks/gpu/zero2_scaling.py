@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import datetime
 import json
 import os
 import shutil
@@ -32,7 +31,8 @@ import time
 from pathlib import Path
 
 import psutil
-import torch
+
+from relin.envelope import Envelope
 
 GPU_MODEL = {"family": "qwen3", "hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8,
              "num_key_value_heads": 4, "head_dim": 64, "intermediate_size": 1536,
@@ -118,7 +118,9 @@ def main() -> int:
     parser.add_argument("--tiny", action="store_true", help="tiny model and data: a CPU dry run")
     parser.add_argument("--work", default="/tmp/relin-zero2")
     parser.add_argument("--results-dir", default=str(Path(__file__).parents[1] / "results"))
+    Envelope.add_argument(parser)
     args = parser.parse_args()
+    envelope = Envelope.start("zero2_scaling", allow_dirty=args.allow_dirty, packages=("deepspeed",))
 
     work = Path(args.work)
     shutil.rmtree(work, ignore_errors=True)
@@ -163,9 +165,7 @@ def main() -> int:
     tok_1 = statistics.median(r["tokens_per_s"] for r in ref[1:]) if "tokens_per_s" in ref[0] else float("nan")
     tok_n = statistics.median(r["tokens_per_s"] for r in z2[1:]) if "tokens_per_s" in z2[0] else float("nan")
     report = {
-        "env": {"torch": torch.__version__, "device": torch.cuda.get_device_name(0) if torch.cuda.is_available()
-                else "cpu", "gpus": torch.cuda.device_count(), "nproc": n, "date_utc":
-                datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")},
+        "nproc": n,
         "model": TINY_MODEL if args.tiny else GPU_MODEL, "steps": args.steps, "global_batch": g,
         "wall_s": logs,
         "tokens_per_s_total": {"1": tok_1, str(n): tok_n},
@@ -189,10 +189,7 @@ def main() -> int:
         "resumed curve continues (<5%)": report["loss_curve_gap_rel"]["resume_vs_zero2"] < 0.05,
     }
     report["checks"] = checks
-    out = Path(args.results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "zero2_scaling.json"
-    path.write_text(json.dumps(report, indent=1) + "\n")
+    path = envelope.write(Path(args.results_dir) / "zero2_scaling.json", report)
     if os.environ.get("OUT"):
         shutil.copy(path, os.environ["OUT"])
         for log in work.glob("*.log"):

@@ -4,7 +4,8 @@
 #   bash tools/gpu/check.sh tests              # every kernel test (a fresh machine compiles for minutes)
 #   bash tools/gpu/check.sh bench              # benchmarks/gpu/kernel_bench.py (ONLY=dla,gdn,msr by default)
 #   PROFILE_ARGS="--only dla --host" bash tools/gpu/check.sh profile
-# RELIN_GIT_COMMIT names the commit in kernels.json (the lent machine gets the tree without .git).
+# The lent machine gets the tree without .git: prefix the call with what `python -m relin.envelope` prints here
+# (RELIN_GIT_COMMIT, RELIN_GIT_DIRTY), or kernel_bench.py refuses to write kernels.json.
 source tools/gpu/env.sh
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 OUT=${OUT:-build/benchmarks}

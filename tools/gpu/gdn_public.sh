@@ -2,12 +2,14 @@
 # One device call for issue #51: relin's GDN against FlashQLA and fla (gdn_public.py), and the T=1 rounding study
 # (gdn_t1_rounding.py). Needs .whl from `WHEELS=public bash tools/gpu/fetch_device_wheels.sh`, carried.
 #   bash tools/gpu/gdn_public.sh [stages]   # stages: warm (FlashQLA's TileLang compiles, in the background
-#                                                # while t1 runs), t1, bench; default "warm t1 bench"
+#                                           # while t1 runs), t1, bench; default "warm t1 bench"
 #   bash tools/gpu/gdn_public.sh warmall bench   # fresh machine, no t1: every library's compiles at once
 #       (FlashQLA in three processes, one per kernel family: dense B=1, B=8, varlen; relin and fla beside them),
 #       then Triton's cached autotuning choices are dropped so the benchmark tunes on an otherwise idle GPU
 # A fresh machine spends minutes compiling (TileLang with nvcc, Triton with autotuning); a second call on the warm
 # machine reuses both caches. Files go to $OUT (else benchmarks/results/local). LIMIT: seconds for the whole call.
+# Prefix the call with what `python -m relin.envelope` prints here (the tree comes without .git; the benchmarks
+# refuse an unknown one).
 set -o pipefail
 OUT=${OUT:-benchmarks/results/local}
 mkdir -p "$OUT"

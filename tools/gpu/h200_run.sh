@@ -9,7 +9,8 @@
 # starts the whole DAG in its own session (dag.sh). Later calls follow the DAG and pack what exists. The call that
 # finds it ended, whatever its rc (`bash tools/gpu/dag.sh` reruns failed jobs), measures the teacher's training
 # throughput (teacher_train.py: compiled, then compile_mode max-autotune-no-cudagraphs) with the time left.
-# CALL_S (570) bounds a call's own work; RELIN_GIT_COMMIT names the commit.
+# CALL_S (570) bounds a call's own work. Prefix the call with what `python -m relin.envelope` prints here
+# (RELIN_GIT_COMMIT, RELIN_GIT_DIRTY): the tree comes without .git, and teacher_train.py refuses an unknown one.
 source tools/gpu/env.sh
 set -uo pipefail
 OUT=${OUT:-build/benchmarks}
