@@ -1,5 +1,5 @@
 """Where the time of relin's kernel ops goes on one GPU: per-kernel device time, host time per call, and the
-autotuner's choice, at the shapes of ``benchmarks/kernels.py`` (bf16 inputs).
+autotuner's choice, at the shapes of ``benchmarks/gpu/kernel_bench.py`` (bf16 inputs).
 
 For each case it prints the median wall time per call (``do_bench``), the host time per call (launches only,
 measured while the GPU is idle so nothing waits), the sum of the op's kernel times and each kernel's share

@@ -2,7 +2,7 @@
 this machine without a GPU (zero device time): every autotuning config of the gated delta rule and decayed
 linear attention kernels at the given head dims, so a kernel that does not compile for Hopper shows up here first.
 
-Usage: ``python benchmarks/sm90_resources.py [bf16|fp32] [K V]`` (default bf16, K = V = 128). The local Triton may
+Usage: ``python benchmarks/gpu/sm90_resources.py [bf16|fp32] [K V]`` (default bf16, K = V = 128). The local Triton may
 differ from the device's (3.6 on the H200 machines), so take the numbers as indicative.
 """
 from __future__ import annotations

@@ -12,10 +12,10 @@ set -uo pipefail
 OUT=${OUT:-build/benchmarks}
 mkdir -p "$OUT"
 arch=${ARCH:-qwen3}
-# On the CPU (width 128, lr 1e-3, these short stages; docs/measurements/teacher-niah-cpu.md) the match formed later
-# with depth; at 12 layers with 128 rows a step, whether it formed by step 450 turned on the seed (init 0.01 and 0.02
-# each for one of two seeds), with 256 rows (the overlay's now) it formed at step 150 for both: a variant is judged
-# on every seed of SEEDS.
+# On the CPU (width 128, lr 1e-3, these short stages; docs/measurements/teacher-niah-cpu.md at de9179e) the match
+# formed later with depth; at 12 layers with 128 rows a step, whether it formed by step 450 turned on the seed (init
+# 0.01 and 0.02 each for one of two seeds), with 256 rows (the overlay's now) it formed at step 150 for both: a
+# variant is judged on every seed of SEEDS.
 variants=${VARIANTS:-"as_configured=
 rows_512=teacher.train.curriculum=[{\"until_step\":200,\"max_len\":16,\"batch_size\":512},{\"until_step\":500,\"max_len\":32,\"batch_size\":512},{\"until_step\":1300,\"max_len\":64},{\"until_step\":2200,\"max_len\":256}]
 init_0.02=teacher.models.qwen3.initializer_range=0.02

@@ -47,7 +47,7 @@ def _substitute_row(b_A, b_X, i: tl.constexpr):
     return tl.where((o == i)[:, None], b_row[None, :], b_X)
 
 
-# Configs kept from the H200 sweeps of docs/measurements/gdn-h200.md.
+# Configs kept from the H200 sweeps of docs/measurements/gdn-h200.md at de9179e.
 _KKT_CONFIGS = [triton.Config({"BK": 64}, num_warps=w) for w in (2, 1, 4)]
 _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in ((4, 3), (8, 2))]
 # Narrow V blocks multiply the programs of the serial pass when sequences x heads is small, which is all the
