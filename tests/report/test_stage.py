@@ -1,5 +1,6 @@
-"""``relin report`` end to end on fixture stage outputs, and its one-line input errors."""
+"""``relin report`` end to end on fixture stage outputs listed by report manifests, and its one-line input errors."""
 import json
+from pathlib import Path
 
 from relin.cli import main
 
@@ -8,9 +9,32 @@ SECTIONS = {"report": {"title": "Fixture report"}, "opal.teacher": "qwen3", "opa
 CONFIG = json.dumps(SECTIONS)
 
 
-def _report(paths, out, extra=()):
-    return ["report", "--config", CONFIG, "--eval", *paths["eval"], "--history", *paths["history"],
-            "--by-length", *paths["by_length"], "--out", str(out), *extra]
+def _named(paths):
+    """``{"name", "path"}`` entries, each named as eval-lm and teacher-lm name their outputs (or ``NAME=PATH``)."""
+    def entry(path):
+        name, sep, rest = str(path).partition("=")
+        if sep:
+            return {"name": name, "path": rest}
+        parts = Path(path).parts
+        return {"name": parts[-2] if parts[-3] == "eval" else f"{parts[-3]}-{parts[-2]}", "path": str(path)}
+
+    return [entry(p) for p in paths]
+
+
+def manifest(tmp_path, lm_eval=(), **kinds):
+    """A report manifest listing ``kinds`` (eval, history, by_length: lists of paths) as relin report-manifest
+    writes one."""
+    path = tmp_path / f"manifest-{len(list(tmp_path.glob('manifest-*')))}.json"
+    files = {kind: _named(paths) for kind, paths in kinds.items()}
+    files["lm_eval"] = [{"name": Path(p).stem, "path": str(p)} for p in lm_eval]
+    path.write_text(json.dumps({"paper": "opal", "files": files}))
+    return str(path)
+
+
+def _report(paths, out, extra=(), lm_eval=()):
+    listed = manifest(Path(out).parent, lm_eval=lm_eval, eval=paths["eval"], history=paths["history"],
+                      by_length=paths["by_length"])
+    return ["report", "--config", CONFIG, "--manifest", listed, "--out", str(out), *extra]
 
 
 def test_report_builds_pages_with_figures_and_numbers(tmp_path, results):
@@ -36,7 +60,8 @@ def test_report_builds_pages_with_figures_and_numbers(tmp_path, results):
 def test_histories_take_explicit_names(tmp_path, results):
     out = tmp_path / "report"
     qwen3 = results["paths"]["history"][0]
-    assert main(["report", "--config", CONFIG, "--history", f"my-run={qwen3}", "--out", str(out)]) == 0
+    assert main(["report", "--config", CONFIG, "--manifest", manifest(tmp_path, history=[f"my-run={qwen3}"]),
+                 "--out", str(out)]) == 0
     summary = (out / "summary.md").read_text()
     assert "| my-run | 50 |" in summary and "by_length" not in summary
 
@@ -64,15 +89,16 @@ def test_missing_input_file_is_one_line_naming_it(tmp_path, results, capsys):
 
 def test_two_evaluations_under_one_name_are_an_error(tmp_path, results, capsys):
     first = results["paths"]["eval"][0]
-    assert main(["report", "--config", CONFIG, "--eval", first, f"teacher-qwen3={results['paths']['eval'][1]}",
-                 "--out", str(tmp_path / "report")]) == 2
+    listed = manifest(tmp_path, eval=[first, f"teacher-qwen3={results['paths']['eval'][1]}"])
+    assert main(["report", "--config", CONFIG, "--manifest", listed, "--out", str(tmp_path / "report")]) == 2
     assert "teacher-qwen3" in capsys.readouterr().err
 
 
 def test_metrics_file_without_required_keys_is_rejected(tmp_path, capsys):
     bad = tmp_path / "metrics.json"
     bad.write_text(json.dumps({"name": "x"}))
-    assert main(["report", "--config", CONFIG, "--eval", str(bad), "--out", str(tmp_path / "report")]) == 2
+    listed = manifest(tmp_path, eval=[f"x={bad}"])
+    assert main(["report", "--config", CONFIG, "--manifest", listed, "--out", str(tmp_path / "report")]) == 2
     err = capsys.readouterr().err
     assert str(bad) in err and "perplexity" in err
 
@@ -83,8 +109,8 @@ def test_history_without_steps_shows_dashes(tmp_path, results):
     empty.parent.mkdir(parents=True)
     empty.write_text("step,loss,lr,grad_norm,tokens_per_s\n")
     out = tmp_path / "report"
-    assert main(["report", "--config", CONFIG, "--history", str(empty), *results["paths"]["history"],
-                 "--out", str(out)]) == 0
+    listed = manifest(tmp_path, history=[str(empty), *results["paths"]["history"]])
+    assert main(["report", "--config", CONFIG, "--manifest", listed, "--out", str(out)]) == 0
     assert "| teacher-loaded | – | – |" in (out / "summary.md").read_text()
     assert (out / "figures" / "training_teacher.png").is_file()
 
@@ -105,7 +131,15 @@ def test_lm_eval_results_become_a_table_with_recovery(tmp_path, results):
         files.append(tmp_path / f"{name}.json")
         files[-1].write_text(json.dumps({"name": name, "results": table, "n_samples": {}, "num_fewshot": {}}))
     out = tmp_path / "report"
-    assert main(_report(results["paths"], out, ["--lm-eval", *map(str, files)])) == 0
+    assert main(_report(results["paths"], out, lm_eval=files)) == 0
     summary = (out / "summary.md").read_text()
     assert "| gsm8k | exact_match | 0.500 | 0.250 | 50% |" in summary
     assert "| piqa | acc | 0.800 | 0.600 | 75% |" in summary and "acc_stderr" not in summary
+
+
+def test_a_file_that_is_not_a_manifest_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "manifest.json"
+    bad.write_text(json.dumps({"eval": []}))
+    assert main(["report", "--config", CONFIG, "--manifest", str(bad), "--out", str(tmp_path / "report")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(bad) in err and "not a report manifest" in err

@@ -2,15 +2,13 @@
 import json
 import re
 
-from relin.config.hedgemamba import FINETUNES as HEDGEMAMBA_FINETUNES
-from relin.config.hedgemamba import MATCH_VARIANTS as HEDGEMAMBA_MATCH_VARIANTS
-from relin.config.hedgemamba import MODELS as HEDGEMAMBA_MODELS
+from relin.config import chain as chains
 from relin.config.lia_mtr import BRIDGE_NAMES
-from relin.config.opal import ALIGNMENTS as OPAL_ALIGNMENTS
-from relin.config.opal import CONVERSIONS as OPAL_CONVERSIONS
 from relin.config.opal import LM_EVAL_MODELS
-from relin.config.opal import MODELS as OPAL_MODELS
 from relin.config.params import lookup
+from relin.report.manifest import PAPERS, chains as paper_chains, evaluated_models, paper_files
+from relin.report.manifest import SECTIONS as MANIFEST_SECTIONS
+from relin.report.manifest import paths as manifest_paths
 
 
 def sections(*dotted):
@@ -47,28 +45,13 @@ def replicas_of(paper, model):
     return REPLICAS if model in lookup(config, paper)["replicated"] else [""]
 
 
-def parent_replica(paper, parent, rep):
-    """The replica of ``parent`` that replica ``rep`` of its child starts from: the same one when the parent is
-    replicated too, else the parent as named (the child's seeds then branch from one parent)."""
-    return rep if parent in config[paper]["replicated"] else ""
-
-
-def replica_seed(replica):
-    return int(replica[2:]) if replica else SEEDS[0]
-
-
 def seeded(render):
     """The sections JSON ``render`` gives (a string, or a function of the wildcards), with every training
     config's seed set to the replica's."""
     def with_seed(wildcards):
         rendered = json.loads(render(wildcards) if callable(render) else render)
-        seed = replica_seed(getattr(wildcards, "rep", ""))
-        for path, value in rendered.items():
-            if path.endswith(".train") and isinstance(value, dict):
-                value["seed"] = seed
-            elif isinstance(value, dict) and isinstance(value.get("train"), dict):
-                value["train"]["seed"] = seed
-        return json.dumps(rendered, sort_keys=True)
+        seed = chains.replica_seed(getattr(wildcards, "rep", ""), SEEDS)
+        return json.dumps(chains.with_seed(rendered, seed), sort_keys=True)
 
     return with_seed
 
@@ -90,16 +73,78 @@ def train_data(paper):
     return f"results/data/corpus-{arch}" if config[paper]["train_data"] == "corpus" else text_data(arch)
 
 
-# OPAL's trained models (the conversions are not trained, and not replicated).
-OPAL_TRAINED = [name for name in OPAL_MODELS if name not in ("swa", *OPAL_CONVERSIONS)]
+# A paper's chain (relin.config.chain): every model of OPAL and HedgeMamba is a row of its table, and the helpers
+# below derive a row's inputs, options and config from it; a rule serves the rows whose ``rule`` is its name.
+CHAINS = paper_chains()
+TEACHER_MODEL = {paper: f"results/teacher/{config[paper]['teacher']}/model" for paper in CHAINS}
+TEACHER_EVAL = {paper: f"teacher-{config[paper]['teacher']}" for paper in CHAINS}
+EVAL_DATA = {paper: text_data(config[paper]["teacher"]) for paper in CHAINS}
+TRAIN_DATA = {paper: train_data(paper) for paper in CHAINS}
+
+
+def rows_of(paper, rule):
+    """The wildcard constraint of a chain rule: the names of the rows it builds."""
+    return "|".join(name for name, step in CHAINS[paper].items() if step.rule == rule) or "(?!)"
+
+
+def chain_models(paper):
+    """Every model directory of a chain, replicas included."""
+    return [f"results/{paper}/{name}{rep}" for name in CHAINS[paper]
+            for rep in chains.replicas(CHAINS[paper], config[paper]["replicated"], SEEDS, name)]
+
+
+def _row_file(paper, row, rep, file):
+    """``results/<paper>/<row><rep>/<file>``, the replica the one of ``rep`` starts from."""
+    if row == chains.TEACHER:
+        return TEACHER_MODEL[paper]
+    parent = chains.parent_replica(CHAINS[paper], config[paper]["replicated"], row, rep)
+    return f"results/{paper}/{row}{parent}/{file}"
+
+
+def chain_inputs(paper):
+    """A row's inputs (for ``unpack``): ``start`` (the model it starts from), ``data`` (the paper's training data),
+    ``budget`` (the train_metrics.json it matches) and the other rows' files it ``reads``, by option name."""
+    def inputs(wildcards):
+        step, rep = CHAINS[paper][wildcards.model], getattr(wildcards, "rep", "")
+        files = {"start": _row_file(paper, step.start, rep, "model")} if step.start else {}
+        files.update({"data": TRAIN_DATA[paper]} if step.data else {})
+        files.update({"budget": _row_file(paper, step.budget, rep, "train_metrics.json")} if step.budget else {})
+        for option, path in step.reads.items():
+            row, file = path.split("/", 1)
+            files[option] = _row_file(paper, row, rep, file)
+        return files
+
+    return inputs
+
+
+def chain_options(paper):
+    """A row's command options: its own (``options``) and its inputs other than ``start`` and the teacher, each as
+    ``--<name> <path>``."""
+    def options(wildcards, input):
+        step = CHAINS[paper][wildcards.model]
+        words = [f"--{option} {value}" for option, value in step.options.items()]
+        words += [f"--{key} {input[key]}" for key in ("data", "budget", *step.reads) if key in input.keys()]
+        return " ".join(words)
+
+    return options
+
+
+def chain_config(paper):
+    """A row's config sections JSON, with its variant's values and, for a trained row, the replica's seed."""
+    def render(wildcards):
+        step = CHAINS[paper][wildcards.model]
+        rendered = chains.with_variant({path: lookup(config, path) for path in step.sections}, step.variant)
+        if step.trained:
+            rendered = chains.with_seed(rendered, chains.replica_seed(getattr(wildcards, "rep", ""), SEEDS))
+        return json.dumps(rendered, sort_keys=True)
+
+    return render
+
+
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
 LM_MODELS = {
     **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
-    **{f"opal-{name}": f"results/opal/{name}/model" for name in OPAL_MODELS if name not in OPAL_TRAINED},
-    **{f"opal-{name}{rep}": f"results/opal/{name}{rep}/model" for name in OPAL_TRAINED
-       for rep in replicas_of("opal", name)},
-    **{f"hedgemamba-{name}{rep}": f"results/hedgemamba/{name}{rep}/model" for name in HEDGEMAMBA_MODELS
-       for rep in replicas_of("hedgemamba", name)},
+    **{name: path for paper in CHAINS for name, path in evaluated_models(paper, lambda p: lookup(config, p)).items()},
 }
 
 
@@ -112,29 +157,13 @@ def lm_data(wildcards):
     name = wildcards.name
     if name.startswith("teacher-"):
         return text_data(name.removeprefix("teacher-"))
-    return OPAL_DATA if name.startswith("opal-") else HEDGEMAMBA_DATA
+    return EVAL_DATA[name.split("-", 1)[0]]
 
 
-# HedgeMamba's GPT-NeoX teacher, and its evaluation's name.
-HEDGEMAMBA_TEACHER = f"results/teacher/{config['hedgemamba']['teacher']}/model"
-HEDGEMAMBA_TEACHER_EVAL = f"teacher-{config['hedgemamba']['teacher']}"
-HEDGEMAMBA_DATA = text_data(config["hedgemamba"]["teacher"])
-HEDGEMAMBA_TRAIN_DATA = train_data("hedgemamba")
-
-
-# OPAL: the teacher it converts (and its evaluation's name), and what each off-policy phase starts from.
-OPAL_TEACHER = f"results/teacher/{config['opal']['teacher']}/model"
-OPAL_TEACHER_EVAL = f"teacher-{config['opal']['teacher']}"
-OPAL_DATA = text_data(config["opal"]["teacher"])
-OPAL_TRAIN_DATA = train_data("opal")
-
-
-def opal_previous(wildcards):
-    """Stage 2A starts from stage 1, 2B from 2A, the two Table 3 controls from 2B (each of the same replica when that
-    stage is replicated too: :func:`parent_replica`)."""
-    stage = {"short": "align", "long": "offpolicy_short", "matched": "offpolicy_long",
-             "teacher": "offpolicy_long"}[wildcards.phase]
-    return f"results/opal/{stage}{parent_replica('opal', stage, wildcards.rep)}/model"
+def paper_evaluations(paper):
+    """The evaluations of a chain paper's teacher and of every evaluated model (replicas included)."""
+    return [f"results/eval/{name}/metrics.json" for name in
+            [TEACHER_EVAL[paper], *evaluated_models(paper, lambda p: lookup(config, p))]]
 
 
 # lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.
@@ -144,107 +173,14 @@ OPAL_LM_EVAL = (expand("results/opal/lm_eval/{name}.json", name=config["opal"]["
 
 def opal_model(wildcards):
     """An OPAL model's directory by name (LM_EVAL_MODELS)."""
-    return OPAL_TEACHER if wildcards.name == "teacher" else f"results/opal/{wildcards.name}/model"
+    return TEACHER_MODEL["opal"] if wildcards.name == "teacher" else f"results/opal/{wildcards.name}/model"
 
 
-def opal_budget(wildcards):
-    """The Table 3 controls take stage 3's budget (steps, teacher-scored tokens, horizons) of their replica."""
-    if wildcards.phase in ("matched", "teacher"):
-        return [f"results/opal/onpolicy{parent_replica('opal', 'onpolicy', wildcards.rep)}/train_metrics.json"]
-    return []
+# The report reads one manifest per paper (relin report-manifest), listed from the paper's table.
+def manifest_inputs(wildcards):
+    """Every file the manifest of ``wildcards.paper`` lists (relin.report.manifest.paper_files)."""
+    return manifest_paths(paper_files(wildcards.paper, lambda path: lookup(config, path)))
 
 
-def opal_offpolicy_sections(wildcards):
-    extra = ["opal.onpolicy"] if wildcards.phase == "teacher" else []
-    return seeded(sections(f"opal.offpolicy_{wildcards.phase}", "opal.niah_protocol", *extra))(wildcards)
-
-
-def hedgemamba_start(wildcards):
-    """What stage 2 and each control fine-tunes: HedgeMamba's init, the teacher (random, mil) or stage 1."""
-    rep = parent_replica("hedgemamba", "hedgehog", wildcards.rep)
-    return {"hedgemamba": f"results/hedgemamba/init{rep}/model", "random": HEDGEMAMBA_TEACHER,
-            "mil": HEDGEMAMBA_TEACHER, "hedgehog": f"results/hedgemamba/hedgehog{rep}/model"
-            }[HEDGEMAMBA_FINETUNES[wildcards.model]]
-
-
-def hedgemamba_finetune_sections(wildcards):
-    """The controls built from the teacher also read stage 1's budget and the layers' options they build."""
-    if HEDGEMAMBA_FINETUNES[wildcards.model] in ("random", "mil"):
-        render = sections("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog",
-                          "hedgemamba.mamba", "hedgemamba.kernel_backend")
-    else:
-        render = sections("hedgemamba.finetune")
-    return seeded(render)(wildcards)
-
-
-def hedgehog_match_sections(wildcards):
-    """Stage 1's sections; a loss variant is the same config with its loss (a named config, not a flag)."""
-    rendered = json.loads(seeded(sections("hedgemamba.hedgehog", "hedgemamba.match",
-                                          "hedgemamba.kernel_backend"))(wildcards))
-    loss = HEDGEMAMBA_MATCH_VARIANTS[wildcards.model]
-    if loss is not None:
-        rendered["hedgemamba.match"] = {**rendered["hedgemamba.match"], "loss": loss}
-    return json.dumps(rendered, sort_keys=True)
-
-
-def opal_convert_inputs(wildcards):
-    """The gdn conversion scores the teacher's layers on training rows; the SWA one keeps its layers, a selection
-    variant chooses from its scores."""
-    if wildcards.conversion == "gdn":
-        return {"teacher": OPAL_TEACHER, "data": OPAL_TRAIN_DATA}
-    return {"teacher": OPAL_TEACHER, "layers": "results/opal/gdn/layers.json"}
-
-
-def opal_convert_sections(wildcards):
-    """A selection variant is the same config with its layer_selection (a named config, not a flag)."""
-    if wildcards.conversion == "swa":
-        return sections("opal.swa", "opal.kernel_backend")
-    rendered = json.loads(sections("opal.layer_selection", "opal.keep_every", "opal.attention_layers",
-                                   "opal.kernel_backend", "opal.gdn"))
-    if (selection := OPAL_CONVERSIONS[wildcards.conversion]) is not None:
-        rendered["opal.layer_selection"], rendered["opal.attention_layers"] = selection, []
-    return json.dumps(rendered, sort_keys=True)
-
-
-# The report: of the three papers (rule report), or of one (rule paper_report, built by the paper's target).
-PAPERS = ("opal", "hedgemamba", "lia_mtr")
-
-
-def report_files(papers):
-    """The stage outputs a report over ``papers`` reads, by the ``relin report`` option that takes them (``_`` for
-    ``-``; ``item_scores`` for ``--items``, a name Snakemake keeps); a paper's section needs its teacher's evaluation
-    and history beside its own models'."""
-    teachers = [config[paper]["teacher"] for paper in papers if paper != "lia_mtr"]
-    models = [name for name in LM_MODELS
-              if name.split("-", 1)[0] in papers or name in (f"teacher-{arch}" for arch in teachers)]
-    files = {"eval": [f"results/eval/{name}/metrics.json" for name in models],
-             "item_scores": [f"results/eval/{name}/items.csv" for name in models],
-             "by_length": [f"results/eval/{name}/accuracy_by_length.csv" for name in models],
-             "history": [f"results/teacher/{arch}/history.csv" for arch in dict.fromkeys(teachers)],
-             "train_metrics": [], "hedgemamba_decays": [], "lia_mtr": [], "lm_eval": []}
-    if "opal" in papers:
-        files["history"] += expand("results/opal/{stage}/history.csv", stage=OPAL_TRAINED)
-        files["train_metrics"] += expand("results/opal/{stage}/train_metrics.json", stage=OPAL_TRAINED)
-        files.update(speed="results/opal/speed.csv", opal_layers="results/opal/gdn/layers.json")
-        files["lm_eval"] += OPAL_LM_EVAL
-    if "hedgemamba" in papers:
-        files["history"] += expand("results/hedgemamba/{stage}/history.csv", stage=HEDGEMAMBA_MODELS)
-        files["train_metrics"] += expand("results/hedgemamba/{model}/train_metrics.json", model=HEDGEMAMBA_FINETUNES)
-        files["hedgemamba_init"] = "results/hedgemamba/init/check.json"
-        files["hedgemamba_decays"] += expand("results/hedgemamba/{model}/decays.json", model=HEDGEMAMBA_FINETUNES)
-    if "lia_mtr" in papers:
-        files["lia_mtr"] += LIA_MTR_REPORT
-        files["history"] += list(LIA_MTR_HISTORIES.values())
-    return files
-
-
-def report_options(wildcards, input):
-    """The ``relin report`` options for the inputs; LIA-MTR's histories are labelled with their report names."""
-    names = {path: name for name, path in LIA_MTR_HISTORIES.items()}
-    words = []
-    for key, files in input.items():
-        paths = [files] if isinstance(files, str) else list(files)
-        if paths:
-            option = "items" if key == "item_scores" else key.replace("_", "-")
-            words += [f"--{option}", *(f"{names[p]}={p}" if p in names else p for p in paths)]
-    return " ".join(words)
+def manifest_sections(wildcards):
+    return sections(*MANIFEST_SECTIONS[wildcards.paper])

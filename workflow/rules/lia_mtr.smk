@@ -338,33 +338,9 @@ rule bridge_probe:
         " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 
 
-# LIA-MTR's training histories, named for the report (lia_mtr-<stage>[-<bridge>]).
-LIA_MTR_HISTORIES = {
-    "lia_mtr-tower": "results/lia_mtr/tower/history.csv",
-    "lia_mtr-llm": "results/lia_mtr/llm/history.csv",
-    **{f"lia_mtr-{phase}-{bridge}": f"results/lia_mtr/{phase}/{bridge}/history.csv"
-       for phase in ("align", "instruct") for bridge in LIA_BRIDGES},
-}
-
-
-# Everything the report reads from LIA-MTR.
-LIA_MTR_REPORT = [
-    *(f"results/lia_mtr/mme/{bridge}{rep}/{name}" for bridge in LIA_BRIDGES for rep in replicas_of("lia_mtr", bridge)
-      for name in ("metrics.json", "answers")),
-    # the text-only reference reads the drawn scenes' captions; MME's images have none
-    *(["results/lia_mtr/mme/text_reference/metrics.json", "results/lia_mtr/mme/text_reference/answers"]
-      if config["lia_mtr"]["source"] == "synthetic" else []),
-    *(f"results/lia_mtr/niah/{bridge}{rep}/{name}" for bridge in config["lia_mtr"]["niah"]["bridges"]
-      for rep in replicas_of("lia_mtr.niah", bridge) for name in ("items.csv", "history.csv", "metrics.json",
-                                                                   "niah.csv")),
-    "results/lia_mtr/memory/memory.csv",
-    "results/lia_mtr/probe/probe.json",
-]
-
-
 rule lia_mtr:
     """LIA-MTR alone (`snakemake --cores 2 lia_mtr`): every bridge through both phases and MME, the text-only
-    reference, the bridge NIAH, memory against N and the gate probe."""
+    reference, the bridge NIAH, memory against N, the gate probe, and LIA-MTR's report."""
     input:
-        LIA_MTR_REPORT,
+        manifest_paths(paper_files("lia_mtr", lambda path: lookup(config, path))),
         "results/report-lia_mtr",

@@ -2,21 +2,19 @@ rule opal_convert:
     """OPAL: the teacher converted to a Gated DeltaNet hybrid (gdn: it scores the layers and keeps the configured
     choice; gdn_kl_guided: the kl_guided choice from gdn's scores) or the SWA baseline (swa: gdn's kept layers)."""
     input:
-        unpack(opal_convert_inputs),
+        unpack(chain_inputs("opal")),
     output:
-        model=directory("results/opal/{conversion}/model"),
-        record="results/opal/{conversion}/layers.json",
+        model=directory("results/opal/{model}/model"),
+        record="results/opal/{model}/layers.json",
     params:
-        cfg=opal_convert_sections,
-        mixer=lambda wildcards: "swa" if wildcards.conversion == "swa" else "gdn",
-        inputs=lambda wildcards, input: (f"--data {input.data}" if wildcards.conversion == "gdn"
-                                         else f"--layers {input.layers}"),
+        cfg=chain_config("opal"),
+        options=chain_options("opal"),
     log:
-        "logs/opal/convert/{conversion}.log",
+        "logs/opal/convert/{model}.log",
     benchmark:
-        "results/benchmarks/opal/convert/{conversion}.tsv"
+        "results/benchmarks/opal/convert/{model}.tsv"
     wildcard_constraints:
-        conversion="|".join(["swa", *OPAL_CONVERSIONS]),
+        model=rows_of("opal", "opal_convert"),
     # OPAL's chain after the teacher is the default DAG's critical path: its rules start first when a core is free
     priority: 10
     threads: 1
@@ -26,30 +24,30 @@ rule opal_convert:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin opal-convert --config {params.cfg:q} --teacher {input.teacher} --mixer {params.mixer}"
-        " {params.inputs} --out {output.model} --record {output.record} > {log} 2>&1"
+        "relin opal-convert --config {params.cfg:q} --teacher {input.start} {params.options}"
+        " --out {output.model} --record {output.record} > {log} 2>&1"
 
 
 rule opal_align:
     """OPAL stage 1: only GDN layers train, each aligned to the teacher's attention output (align; align_kl_guided
     aligns the kl_guided conversion at the same budget)."""
     input:
-        teacher=OPAL_TEACHER,
-        student=lambda wildcards: f"results/opal/{OPAL_ALIGNMENTS[wildcards.model]}/model",
-        data=OPAL_TRAIN_DATA,
+        unpack(chain_inputs("opal")),
+        teacher=TEACHER_MODEL["opal"],
     output:
         model=directory("results/opal/{model}{rep}/model"),
         history="results/opal/{model}{rep}/history.csv",
         metrics="results/opal/{model}{rep}/train_metrics.json",
     params:
         launch=TRAIN,
-        cfg=seeded(sections("opal.align", "opal.niah_protocol")),
+        cfg=chain_config("opal"),
+        options=chain_options("opal"),
     log:
         "logs/opal/align/{model}{rep}.log",
     benchmark:
         "results/benchmarks/opal/align/{model}{rep}.tsv"
     wildcard_constraints:
-        model="|".join(OPAL_ALIGNMENTS),
+        model=rows_of("opal", "opal_align"),
         rep=REPLICA,
     priority: 10
     threads: 1
@@ -59,8 +57,8 @@ rule opal_align:
         mem_mb=4000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
-        " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
+        "{params.launch} opal-align --config {params.cfg:q} --teacher {input.teacher} --student {input.start}"
+        " {params.options} --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
@@ -68,24 +66,22 @@ rule opal_offpolicy:
     """OPAL stage 2A (short context), 2B (long context) and Table 3's two controls at stage 3's budget: logit KD
     on dataset text (matched) or on the teacher's continuations of stage 3's prompts (teacher)."""
     input:
-        teacher=OPAL_TEACHER,
-        student=opal_previous,
-        data=OPAL_TRAIN_DATA,
-        budget=opal_budget,
+        unpack(chain_inputs("opal")),
+        teacher=TEACHER_MODEL["opal"],
     output:
-        model=directory("results/opal/offpolicy_{phase}{rep}/model"),
-        history="results/opal/offpolicy_{phase}{rep}/history.csv",
-        metrics="results/opal/offpolicy_{phase}{rep}/train_metrics.json",
+        model=directory("results/opal/{model}{rep}/model"),
+        history="results/opal/{model}{rep}/history.csv",
+        metrics="results/opal/{model}{rep}/train_metrics.json",
     params:
         launch=TRAIN,
-        cfg=opal_offpolicy_sections,
-        budget=lambda wildcards, input: f"--budget {input.budget}" if input.budget else "",
+        cfg=chain_config("opal"),
+        options=chain_options("opal"),
     log:
-        "logs/opal/offpolicy/{phase}{rep}.log",
+        "logs/opal/offpolicy/{model}{rep}.log",
     benchmark:
-        "results/benchmarks/opal/offpolicy/{phase}{rep}.tsv"
+        "results/benchmarks/opal/offpolicy/{model}{rep}.tsv"
     wildcard_constraints:
-        phase="short|long|matched|teacher",
+        model=rows_of("opal", "opal_offpolicy"),
         rep=REPLICA,
     priority: 10
     threads: 1
@@ -95,30 +91,30 @@ rule opal_offpolicy:
         mem_mb=4000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} opal-offpolicy --config {params.cfg:q} --phase {wildcards.phase} --teacher {input.teacher}"
-        " --student {input.student} --data {input.data} {params.budget} --out {output.model}"
-        " --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/opal/offpolicy_{wildcards.phase}{wildcards.rep} > {log} 2>&1"
+        "{params.launch} opal-offpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.start}"
+        " {params.options} --out {output.model} --history {output.history} --metrics {output.metrics}"
+        " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
 rule opal_onpolicy:
     """OPAL stage 3: the student's own rollouts scored by the teacher (reverse KL, horizon curriculum)."""
     input:
-        teacher=OPAL_TEACHER,
-        student=lambda wildcards: f"results/opal/offpolicy_long{parent_replica('opal', 'offpolicy_long', wildcards.rep)}/model",
-        data=OPAL_TRAIN_DATA,
+        unpack(chain_inputs("opal")),
+        teacher=TEACHER_MODEL["opal"],
     output:
-        model=directory("results/opal/onpolicy{rep}/model"),
-        history="results/opal/onpolicy{rep}/history.csv",
-        metrics="results/opal/onpolicy{rep}/train_metrics.json",
+        model=directory("results/opal/{model}{rep}/model"),
+        history="results/opal/{model}{rep}/history.csv",
+        metrics="results/opal/{model}{rep}/train_metrics.json",
     params:
         launch=TRAIN,
-        cfg=seeded(sections("opal.onpolicy", "opal.niah_protocol")),
+        cfg=chain_config("opal"),
+        options=chain_options("opal"),
     log:
-        "logs/opal/onpolicy{rep}.log",
+        "logs/opal/onpolicy/{model}{rep}.log",
     benchmark:
-        "results/benchmarks/opal/onpolicy{rep}.tsv"
+        "results/benchmarks/opal/onpolicy/{model}{rep}.tsv"
     wildcard_constraints:
+        model=rows_of("opal", "opal_onpolicy"),
         rep=REPLICA,
     priority: 10
     threads: 1
@@ -128,9 +124,9 @@ rule opal_onpolicy:
         mem_mb=4000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.student}"
-        " --data {input.data} --out {output.model} --history {output.history} --metrics {output.metrics}"
-        " --checkpoints checkpoints/opal/onpolicy{wildcards.rep} > {log} 2>&1"
+        "{params.launch} opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.start}"
+        " {params.options} --out {output.model} --history {output.history} --metrics {output.metrics}"
+        " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
 rule opal_export:
@@ -160,7 +156,7 @@ rule opal_export:
 rule hybrid_speed:
     """Decode memory (KV + states) and throughput of the OPAL hybrid against its teacher by context."""
     input:
-        teacher=OPAL_TEACHER,
+        teacher=TEACHER_MODEL["opal"],
         hybrid="results/opal/onpolicy/model",
     output:
         json="results/opal/speed.json",
@@ -210,9 +206,9 @@ rule opal_lm_eval:
 
 rule opal:
     """OPAL alone (`snakemake --cores 2 opal`): the teacher, every converted, trained and control model evaluated,
-    and the decode benchmark."""
+    the decode benchmark, the export and OPAL's report."""
     input:
-        expand("results/eval/{name}/metrics.json", name=[OPAL_TEACHER_EVAL, *(f"opal-{m}" for m in OPAL_MODELS)]),
+        paper_evaluations("opal"),
         "results/opal/speed.csv",
         "results/opal/export/export.json",
         "results/report-opal",

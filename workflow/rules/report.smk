@@ -2,17 +2,40 @@
 REPORT_CONFIGS = " ".join(name for name, _ in layers)
 
 
+rule report_manifest:
+    """The stage outputs one paper's report section reads, listed from its table with their digests."""
+    input:
+        manifest_inputs,
+    output:
+        "results/report-inputs/{paper}.json",
+    params:
+        cfg=manifest_sections,
+    log:
+        "logs/report-inputs/{paper}.log",
+    benchmark:
+        "results/benchmarks/report-inputs/{paper}.tsv"
+    wildcard_constraints:
+        paper="|".join(PAPERS),
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=1000,
+        gpu=0,
+    shell:
+        "relin report-manifest --config {params.cfg:q} --paper {wildcards.paper} --out {output} > {log} 2>&1"
+
+
 rule report:
     """HTML/Markdown report (verdicts, tables and figures) of the three papers, built only from stage outputs."""
     input:
-        unpack(lambda wildcards: report_files(PAPERS)),
+        expand("results/report-inputs/{paper}.json", paper=PAPERS),
     output:
         directory("results/report"),
     params:
         cfg=sections("report", "opal.teacher", "opal.swa", "opal.niah_protocol", "opal.onpolicy",
                      "hedgemamba.teacher"),
         configs=REPORT_CONFIGS,
-        options=report_options,
     log:
         "logs/report.log",
     benchmark:
@@ -24,12 +47,13 @@ rule report:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin report --config {params.cfg:q} {params.options} --configs {params.configs} --out {output} > {log} 2>&1"
+        "relin report --config {params.cfg:q} --manifest {input} --configs {params.configs} --out {output}"
+        " > {log} 2>&1"
 
 
 use rule report as paper_report with:
     input:
-        unpack(lambda wildcards: report_files((wildcards.paper,))),
+        "results/report-inputs/{paper}.json",
     output:
         directory("results/report-{paper}"),
     log:

@@ -7,25 +7,39 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .chain import TEACHER, Chain, Step, check_chain
 from .loader import check_replicated, option
 from .train import TrainConfig
 
-# HedgeMamba's models in report order, each a directory results/hedgemamba/<name>/model and an evaluation
-# hedgemamba-<name>: the rules, the report rule and the report's section read this one table.
-MODELS = {
-    "hedgehog": "Hedgehog (stage 1, hedgemamba.match.loss)",
-    "hedgehog_attention_ce": "Hedgehog (stage 1, Hedgehog's attention-row CE)",
-    "hedgehog_output_mse": "Hedgehog (stage 1, LoLCATs' output MSE)",
-    "hedgehog_only": "Hedgehog + stage 2, no conversion (control)",
-    "random": "Mamba from random init, same budget (control)",
-    "mil": "Mamba from the teacher's copied projections, no stage 1 (Mamba-in-the-Llama, control)",
-    "finetune": "HedgeMamba (stage 2)",
+# HedgeMamba's models in report order, one row each: the rules, the report manifest and the report's section all
+# read this table (relin.config.chain). Stage 1's loss variants are the same config with another loss; the controls
+# built from the teacher also read stage 1's budget and the layers' options they build.
+_MATCH = ("hedgemamba.hedgehog", "hedgemamba.match", "hedgemamba.kernel_backend")
+_FROM_TEACHER = ("hedgemamba.finetune", "hedgemamba.match.train", "hedgemamba.hedgehog", "hedgemamba.mamba",
+                 "hedgemamba.kernel_backend")
+CHAIN: Chain = {
+    "hedgehog": Step("hedgehog_match", "Hedgehog (stage 1, hedgemamba.match.loss)", start=TEACHER, sections=_MATCH),
+    "hedgehog_attention_ce": Step("hedgehog_match", "Hedgehog (stage 1, Hedgehog's attention-row CE)", start=TEACHER,
+                                  sections=_MATCH, variant={"hedgemamba.match.loss": "attention_ce"}),
+    "hedgehog_output_mse": Step("hedgehog_match", "Hedgehog (stage 1, LoLCATs' output MSE)", start=TEACHER,
+                                sections=_MATCH, variant={"hedgemamba.match.loss": "output_mse"}),
+    "init": Step("hedgemamba_init", "HedgeMamba as initialised from Hedgehog (eq. 7)", start="hedgehog",
+                 sections=("hedgemamba.mamba",), trained=False, evaluated=False),
+    "hedgehog_only": Step("hedgemamba_finetune", "Hedgehog + stage 2, no conversion (control)", start="hedgehog",
+                          sections=("hedgemamba.finetune",), options={"variant": "hedgehog"}),
+    "random": Step("hedgemamba_finetune", "Mamba from random init, same budget (control)", start=TEACHER,
+                   sections=_FROM_TEACHER, options={"variant": "random"}),
+    "mil": Step("hedgemamba_finetune", "Mamba from the teacher's copied projections, no stage 1 "
+                                       "(Mamba-in-the-Llama, control)", start=TEACHER, sections=_FROM_TEACHER,
+                options={"variant": "mil"}),
+    "finetune": Step("hedgemamba_finetune", "HedgeMamba (stage 2)", start="init", sections=("hedgemamba.finetune",),
+                     options={"variant": "hedgemamba"}),
 }
-# Stage 1 and its loss variants, one rule with a wildcard: model name -> the stage-1 loss it trains with (None: the
-# configured hedgemamba.match.loss, which stage 2 starts from).
-MATCH_VARIANTS = {"hedgehog": None, "hedgehog_attention_ce": "attention_ce", "hedgehog_output_mse": "output_mse"}
-# Stage 2 and its controls, one rule with a wildcard: model name -> the ``relin hedgemamba-finetune`` variant.
-FINETUNES = {"finetune": "hedgemamba", "random": "random", "mil": "mil", "hedgehog_only": "hedgehog"}
+check_chain("hedgemamba", CHAIN)
+# The evaluated models (report order) and their labels.
+MODELS = {name: step.label for name, step in CHAIN.items() if step.evaluated}
+# Stage 2 and its controls: the models ``relin hedgemamba-finetune`` trains.
+FINETUNES = tuple(name for name, step in CHAIN.items() if step.rule == "hedgemamba_finetune")
 
 
 @dataclass(kw_only=True)
@@ -92,4 +106,4 @@ class HedgeMambaConfig:
                                        "too (HedgeMamba's init follows hedgehog), else from the parent")
 
     def validate(self, prefix: str) -> None:
-        check_replicated(f"{prefix}.replicated", self.replicated, MODELS)
+        check_replicated(f"{prefix}.replicated", self.replicated, [n for n, s in CHAIN.items() if s.trained])

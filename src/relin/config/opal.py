@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .chain import TEACHER, Chain, Step, check_chain
 from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
@@ -112,30 +113,45 @@ class SpeedConfig:
             raise ConfigError(f"{prefix}.contexts: expected a non-empty list of positive lengths")
 
 
-# OPAL's models in report order, each a directory results/opal/<name>/model and an evaluation opal-<name>:
-# the rules, the report rule and the report's OPAL section all read this one table.
-MODELS = {
-    "swa": "SWA(window, sinks) baseline",
-    "gdn": "GDN hybrid as converted",
-    "align": "stage 1: hidden-state alignment",
-    "align_kl_guided": "selection control: stage 1 from the kl_guided layers, stage 1's budget",
-    "offpolicy_short": "stage 2A: off-policy, short context",
-    "offpolicy_long": "stage 2B: off-policy, long context",
-    "onpolicy": "stage 3: on-policy (OPAL)",
-    "offpolicy_matched": "control: off-policy on dataset text, stage 3's budget",
-    "offpolicy_teacher": "control: off-policy on the teacher's continuations, stage 3's budget",
+# OPAL's models in report order, one row each: the rules, the report manifest and the report's OPAL section all read
+# this table (relin.config.chain). A model of the chain starts from the row it names; the Table 3 controls continue
+# stage 2B at stage 3's budget.
+_CONVERT = ("opal.layer_selection", "opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.gdn")
+_ALIGN = ("opal.align", "opal.niah_protocol")
+CHAIN: Chain = {
+    "swa": Step("opal_convert", "SWA(window, sinks) baseline", start=TEACHER, sections=("opal.swa", "opal.kernel_backend"),
+                options={"mixer": "swa"}, reads={"layers": "gdn/layers.json"}, data=False, trained=False),
+    "gdn": Step("opal_convert", "GDN hybrid as converted", start=TEACHER, sections=_CONVERT, options={"mixer": "gdn"},
+                trained=False),
+    "gdn_kl_guided": Step("opal_convert", "GDN hybrid, kl_guided layers (from gdn's scores)", start=TEACHER,
+                          sections=_CONVERT, variant={"opal.layer_selection": "kl_guided", "opal.attention_layers": []},
+                          options={"mixer": "gdn"}, reads={"layers": "gdn/layers.json"}, data=False, trained=False,
+                          evaluated=False),
+    "align": Step("opal_align", "stage 1: hidden-state alignment", start="gdn", sections=_ALIGN),
+    "align_kl_guided": Step("opal_align", "selection control: stage 1 from the kl_guided layers, stage 1's budget",
+                            start="gdn_kl_guided", sections=_ALIGN),
+    "offpolicy_short": Step("opal_offpolicy", "stage 2A: off-policy, short context", start="align",
+                            sections=("opal.offpolicy_short", "opal.niah_protocol"), options={"phase": "short"}),
+    "offpolicy_long": Step("opal_offpolicy", "stage 2B: off-policy, long context", start="offpolicy_short",
+                           sections=("opal.offpolicy_long", "opal.niah_protocol"), options={"phase": "long"}),
+    "onpolicy": Step("opal_onpolicy", "stage 3: on-policy (OPAL)", start="offpolicy_long",
+                     sections=("opal.onpolicy", "opal.niah_protocol")),
+    "offpolicy_matched": Step("opal_offpolicy", "control: off-policy on dataset text, stage 3's budget",
+                              start="offpolicy_long", budget="onpolicy",
+                              sections=("opal.offpolicy_matched", "opal.niah_protocol"), options={"phase": "matched"}),
+    "offpolicy_teacher": Step("opal_offpolicy", "control: off-policy on the teacher's continuations, stage 3's budget",
+                              start="offpolicy_long", budget="onpolicy",
+                              sections=("opal.offpolicy_teacher", "opal.niah_protocol", "opal.onpolicy"),
+                              options={"phase": "teacher"}),
 }
-# The trained models (the conversions and SWA are not trained).
-TRAINED = tuple(name for name in MODELS if name not in ("swa", "gdn"))
-# The GDN conversions, one rule with a wildcard: name -> the layer selection it converts with (None: the
-# configured opal.layer_selection, which the chain continues from; the SWA baseline keeps the same layers).
-CONVERSIONS = {"gdn": None, "gdn_kl_guided": "kl_guided"}
-# Stage 1 of each conversion at the same budget: model name -> the conversion it aligns.
-ALIGNMENTS = {"align": "gdn", "align_kl_guided": "gdn_kl_guided"}
-# The Table 3 controls, each continuing stage 2B with stage 3's budget.
-CONTROLS = ("offpolicy_matched", "offpolicy_teacher")
+check_chain("opal", CHAIN)
+# The evaluated models (report order) and their labels; the trained ones.
+MODELS = {name: step.label for name, step in CHAIN.items() if step.evaluated}
+TRAINED = tuple(name for name, step in CHAIN.items() if step.trained)
+# The Table 3 controls: trained at stage 3's budget.
+CONTROLS = tuple(name for name, step in CHAIN.items() if step.budget == "onpolicy")
 # OPAL models lm-evaluation-harness can score: the teacher and every trained or baseline student.
-LM_EVAL_MODELS = ("teacher", *(name for name in MODELS if name != "gdn"))
+LM_EVAL_MODELS = (TEACHER, *(name for name in MODELS if name != "gdn"))
 
 
 @dataclass(kw_only=True)

@@ -16,6 +16,7 @@ from .hedgemamba import HedgeMambaSettings, hedgemamba_section
 from .inputs import EvalResult, NamedJson, NamedRows, read_json
 from .lia_mtr import LiaSettings, lia_mtr_section
 from .lm_scores import ItemScores, ModelItems, attach_chance
+from .manifest import paths as manifest_paths
 from .opal import OpalSettings, lm_eval_section, opal_section
 from .page import FigureRef, Notice, Section, render_html, render_markdown
 from .verdicts import KINDS, Claim, tally, verdict_tables
@@ -38,14 +39,14 @@ class ReportInputs:
     hedgemamba_init: NamedJson | None = None
     hedgemamba_decays: list[NamedJson] = field(default_factory=list)
     opal_layers: NamedJson | None = None
-    lia_mtr: list[str] = field(default_factory=list)
+    lia_mtr: dict = field(default_factory=dict)
     lm_eval: list[str] = field(default_factory=list)
 
     def paths(self) -> list[Path]:
         single = (x for x in (self.speed, self.hedgemamba_init, self.opal_layers) if x)
         out = [x.path for x in (*self.evals, *self.items, *self.by_length, *self.histories, *self.train_metrics,
                                 *self.hedgemamba_decays, *single)]
-        return out + [Path(p) for p in (*self.lia_mtr, *self.lm_eval)]
+        return out + [Path(p) for p in (*manifest_paths(self.lia_mtr), *self.lm_eval)]
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,9 @@ Intervals: MME over images (stratified by subtask; a pair's two answers stay tog
 bridge NIAH over test sequences (stratified by cell), the gate over evaluation images, the memory exponent
 from its least-squares fit (t distribution, n - 2 degrees of freedom).
 
-Inputs are the stages' files, recognised by their paths under ``results/lia_mtr/``: ``mme/<bridge>/`` (its
-``metrics.json`` and ``answers/<phase>/<subtask>.txt``; ``text_reference`` is the LLM from captions),
-``niah/<bridge>/`` (``metrics.json``, ``items.csv``, ``history.csv``), ``memory/memory.csv``, ``probe/probe.json``.
+Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge its MME ``metrics.json`` and
+``answers/<phase>/<subtask>.txt`` (``text_reference`` is the LLM from captions), per NIAH bridge its
+``metrics.json``, ``items.csv`` and ``history.csv``, the memory table and the probe.
 """
 from __future__ import annotations
 
@@ -55,32 +55,31 @@ class LiaSettings:
     pre: PreconditionsConfig = field(default_factory=PreconditionsConfig)
 
 
-def read_inputs(paths: list[str | Path]) -> dict:
-    """The LIA-MTR stage outputs by kind: ``mme`` ({bridge: metrics}), ``answers`` ({bridge: {phase: {task:
-    [MMEAnswer]}}}), ``niah_metrics``, ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``probe``."""
+def read_inputs(files: dict) -> dict:
+    """The LIA-MTR stage outputs a report manifest lists (:func:`relin.report.manifest.lia_mtr_files`), read by
+    kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [MMEAnswer]}}}), ``niah_metrics``,
+    ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``probe``."""
     out: dict = {"mme": {}, "answers": {}, "niah_metrics": {}, "niah_items": {}, "niah_history": {}, "memory": [],
                  "probe": None}
-    for path in map(Path, paths):
-        kind = path.parent.parent.name
-        if kind == "mme" and path.name == "metrics.json":
-            out["mme"][path.parent.name] = json.loads(path.read_text())
-        elif kind == "mme" and path.name == "answers":
-            out["answers"][path.parent.name] = {
-                phase.name: {t.stem: read_results_file(t) for t in sorted(phase.glob("*.txt"))}
-                for phase in sorted(path.iterdir()) if phase.is_dir()}
-        elif kind == "niah" and path.name == "metrics.json":
-            out["niah_metrics"][path.parent.name] = json.loads(path.read_text())
-        elif kind == "niah" and path.name == "items.csv":
-            out["niah_items"][path.parent.name] = [{"length": int(r["length"]), "depth": float(r["depth"]),
-                                                    "correct": int(r["correct"])} for r in csv.DictReader(path.open())]
-        elif kind == "niah" and path.name == "history.csv":
-            out["niah_history"][path.parent.name] = [{k: float(v) for k, v in r.items()}
-                                                     for r in csv.DictReader(path.open())]
-        elif path.name == "memory.csv":
+    for entry in files.get("mme", []):
+        out["mme"][entry["name"]] = json.loads(Path(entry["metrics"]).read_text())
+        out["answers"][entry["name"]] = {
+            phase.name: {t.stem: read_results_file(t) for t in sorted(phase.glob("*.txt"))}
+            for phase in sorted(Path(entry["answers"]).iterdir()) if phase.is_dir()}
+    for entry in files.get("niah", []):
+        name = entry["name"]
+        out["niah_metrics"][name] = json.loads(Path(entry["metrics"]).read_text())
+        with open(entry["items"]) as fh:
+            out["niah_items"][name] = [{"length": int(r["length"]), "depth": float(r["depth"]),
+                                        "correct": int(r["correct"])} for r in csv.DictReader(fh)]
+        with open(entry["history"]) as fh:
+            out["niah_history"][name] = [{k: float(v) for k, v in r.items()} for r in csv.DictReader(fh)]
+    if files.get("memory"):
+        with open(files["memory"]) as fh:
             out["memory"] = [{**r, "n": int(r["n"]), "peak_bytes": float(r["peak_bytes"]) if r["peak_bytes"] else None}
-                             for r in csv.DictReader(path.open())]
-        elif path.name == "probe.json":
-            out["probe"] = json.loads(path.read_text())
+                             for r in csv.DictReader(fh)]
+    if files.get("probe"):
+        out["probe"] = json.loads(Path(files["probe"]).read_text())
     return out
 
 
@@ -434,11 +433,12 @@ def probe_table(probe: dict) -> Table:
                       "0.5053 ± 0.0444.")
 
 
-def lia_mtr_section(paths: list[str | Path], s: LiaSettings, figure_dir: Path,
+def lia_mtr_section(files: dict, s: LiaSettings, figure_dir: Path,
                     prefix: str) -> tuple[Section, list[vd.Claim]] | None:
-    if not paths:
+    """``files``: LIA-MTR's entry of its report manifest (none: no section)."""
+    if not files:
         return None
-    data = read_inputs(paths)
+    data = read_inputs(files)
     mme = MMEScores(data["answers"], s.resamples) if data["answers"] else None
     found = [*(mme_claims(mme, s) if mme else []), *niah_claims(data, s), *memory_claims(data["memory"], s),
              *probe_claims(data["probe"])]

@@ -1,7 +1,6 @@
 """``relin report``: the HTML/Markdown report (verdicts, tables, figures) from stage outputs, grouped by model name.
 
-Inputs are lists of files; each may be labelled ``NAME=PATH`` (see :mod:`relin.report.inputs` for the
-default names). Nothing is trained or evaluated again: every number shown is read from a stage output, and
+Its inputs are the papers' report manifests (:mod:`relin.report.manifest`), which name every file's model. Nothing is trained or evaluated again: every number shown is read from a stage output, and
 every interval is a bootstrap over the evaluated items those outputs list.
 """
 from __future__ import annotations
@@ -18,25 +17,8 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--eval", nargs="+", default=[], action="extend", metavar="[NAME=]METRICS_JSON",
-                        help="metrics.json files of relin eval-lm")
-    parser.add_argument("--items", nargs="+", default=[], action="extend", metavar="[NAME=]ITEMS_CSV",
-                        help="items.csv files of relin eval-lm (default name: their directory), for the intervals")
-    parser.add_argument("--history", nargs="+", default=[], action="extend", metavar="[NAME=]HISTORY_CSV",
-                        help="training history.csv files (default name: <role>-<arch> from results/<role>/<arch>/)")
-    parser.add_argument("--train-metrics", nargs="+", default=[], action="extend", metavar="[NAME=]JSON",
-                        help="train_metrics.json files of training stages (their budgets; named as histories)")
-    parser.add_argument("--by-length", nargs="+", default=[], action="extend", metavar="[NAME=]CSV",
-                        help="accuracy_by_length.csv files of relin eval-lm (default name: their directory)")
-    parser.add_argument("--speed", help="speed.csv of relin hybrid-speed (OPAL's decode memory and throughput)")
-    parser.add_argument("--hedgemamba-init", help="check.json of relin hedgemamba-init (the init's logit gap)")
-    parser.add_argument("--opal-layers", help="layers.json of relin opal-convert --mixer gdn (the kept layers)")
-    parser.add_argument("--hedgemamba-decays", nargs="+", default=[], metavar="[NAME=]JSON",
-                        help="decays.json files of relin hedgemamba-finetune (Λ before and after stage 2)")
-    parser.add_argument("--lia-mtr", nargs="+", default=[], metavar="PATH", help="LIA-MTR stage outputs (mme, niah, "
-                        "memory and probe files and answer folders under results/lia_mtr/)")
-    parser.add_argument("--lm-eval", nargs="*", default=[], metavar="JSON",
-                        help="results JSONs of relin lm-eval (OPAL's lm-evaluation-harness benchmarks)")
+    parser.add_argument("--manifest", nargs="+", required=True, metavar="JSON",
+                        help="report manifests of relin report-manifest, one per paper shown")
     parser.add_argument("--configs", nargs="+", default=["params.yaml"], metavar="NAME",
                         help="the config layers the run used (params.yaml, overlays, --config), named at the "
                              "report's head")
@@ -63,41 +45,15 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from .. import tracking
     from ..config.loader import as_dict
-    from ..errors import InputError
-    from ..report.build import Provenance, ReportInputs, ReportSettings, build_report
+    from ..report.build import Provenance, ReportSettings, build_report
     from ..report.hedgemamba import HedgeMambaSettings
-    from ..report.inputs import (
-        read_by_length,
-        read_eval,
-        read_history,
-        read_speed,
-        read_train_metrics,
-        unique_names,
-    )
     from ..report.lia_mtr import LiaSettings
-    from ..report.lm_scores import read_items
     from ..report.margins import margins_from
     from ..report.opal import OpalSettings
+    from ..report.read import read_manifests
 
     cfg = sections.get("report")
-    if not (args.eval or args.history or args.by_length):
-        raise InputError("nothing to report (expected --eval, --history or --by-length files)")
-    inputs = ReportInputs(
-        evals=[read_eval(spec) for spec in args.eval], items=[read_items(spec) for spec in args.items],
-        histories=[read_history(spec) for spec in args.history],
-        by_length=[read_by_length(spec) for spec in args.by_length],
-        train_metrics=[read_train_metrics(spec) for spec in args.train_metrics],
-        speed=read_speed(args.speed) if args.speed else None,
-        hedgemamba_init=(read_train_metrics(args.hedgemamba_init, "a check.json of relin hedgemamba-init")
-                         if args.hedgemamba_init else None),
-        hedgemamba_decays=[read_train_metrics(spec, "a decays.json of relin hedgemamba-finetune")
-                           for spec in args.hedgemamba_decays],
-        opal_layers=(read_train_metrics(args.opal_layers, "a layers.json of relin opal-convert")
-                     if args.opal_layers else None),
-        lia_mtr=list(args.lia_mtr), lm_eval=list(args.lm_eval))
-    for items, what in ((inputs.evals, "evaluation"), (inputs.items, "items"), (inputs.histories, "history"),
-                        (inputs.by_length, "accuracy-by-length"), (inputs.train_metrics, "train-metrics")):
-        unique_names(items, what)
+    inputs = read_manifests(args.manifest)
     rules = {"margins": margins_from(cfg.margins), "pre": cfg.preconditions}
     prompts = sections.get("opal.onpolicy").prompt_tasks
     settings = ReportSettings(

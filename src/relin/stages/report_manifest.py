@@ -1,0 +1,30 @@
+"""``relin report-manifest``: the list of stage outputs one paper's report section reads, with their digests.
+
+Listed from the paper's table (:mod:`relin.report.manifest`); the report rule reads these manifests only.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ..report.manifest import PAPERS, SECTIONS as MANIFEST_SECTIONS
+
+
+def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+    return MANIFEST_SECTIONS[args.paper]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--paper", required=True, choices=PAPERS, help="the paper whose section the manifest lists")
+    parser.add_argument("--out", required=True, help="the manifest JSON to write")
+
+
+def run(args: argparse.Namespace, sections) -> None:
+    import json
+    import sys
+
+    from ..io import atomic_write_text
+    from ..report.manifest import manifest, paths
+
+    listed = manifest(args.paper, sections.get)
+    atomic_write_text(args.out, json.dumps(listed, indent=1, sort_keys=True) + "\n")
+    print(f"report manifest of {args.paper}: {len(paths(listed['files']))} files -> {args.out}", file=sys.stderr)
