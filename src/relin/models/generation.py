@@ -6,6 +6,9 @@ returning ``.logits`` and its cache (a key/value cache for attention, a recurren
 layers), under the name the installed transformers gives it (:mod:`relin.models.cache_api`); it grows
 the cache each step. :func:`token_loop` is the token loop it shares with
 :class:`~relin.models.static_sampler.StaticSampler` (a relin hybrid's static cache and CUDA-graphed decode step).
+With ``return_logprobs`` both also return each drawn token's log-probability under the model's own distribution
+(the logits before temperature and top-p) on the decode path, which :mod:`relin.models.logprob_gap` compares with
+the training forward's.
 """
 from __future__ import annotations
 
@@ -27,7 +30,8 @@ def generate(model, input_ids: torch.Tensor, max_new_tokens: int, *,
 @torch.no_grad()
 def sample(model, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mask: torch.Tensor | None = None,
            eos_token_id: int | None = None, pad_token_id: int | None = None, temperature: float = 1.0,
-           top_p: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+           top_p: float = 1.0, generator: torch.Generator | None = None, return_logprobs: bool = False
+           ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """Continuation of left-padded prompts through the model's cache, one token per step.
 
     Args:
@@ -39,9 +43,11 @@ def sample(model, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mas
         temperature (float): 0 = greedy (argmax); otherwise logits / temperature are sampled. Default: 1.
         top_p (float): nucleus sampling: the smallest set of tokens with probability ≥ top_p. Default: 1.
         generator (torch.Generator, Optional): the sampling RNG (reproducible rollouts).
+        return_logprobs (bool): also return each generated token's log-probability (see :func:`token_loop`).
 
     Returns:
-        torch.LongTensor: the generated tokens only, ``[B, max_new_tokens]``.
+        torch.LongTensor: the generated tokens only, ``[B, max_new_tokens]``; with ``return_logprobs``, a pair
+        of them and their log-probabilities ``[B, max_new_tokens]`` (fp32).
     """
     if input_ids.dim() != 2:
         raise ValueError(f"input_ids: expected [B, T], got shape {list(input_ids.shape)}")
@@ -62,20 +68,27 @@ def sample(model, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mas
         return out.logits[:, -1]
 
     return token_loop(out.logits[:, -1], step, max_new_tokens, eos_token_id, pad_token_id, temperature, top_p,
-                      generator, sync_every=1)
+                      generator, sync_every=1, return_logprobs=return_logprobs)
 
 
 def token_loop(logits: torch.Tensor, step, max_new_tokens: int, eos_token_id: int | None, pad_token_id: int | None,
-               temperature: float, top_p: float, generator: torch.Generator | None, sync_every: int) -> torch.Tensor:
+               temperature: float, top_p: float, generator: torch.Generator | None, sync_every: int,
+               return_logprobs: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """The token loop both decoders share: draw from ``logits [B, V]``, then ``step(token [B])`` gives the
-    next logits; rows past their eos get the pad. Returns ``[B, max_new_tokens]``."""
+    next logits; rows past their eos get the pad. Returns ``[B, max_new_tokens]``; with ``return_logprobs``
+    also each drawn token's log-probability under ``log_softmax(logits)`` (the model's distribution, before
+    temperature and top-p), ``[B, max_new_tokens]`` fp32, 0 at the pad after a row's eos. It is read from the
+    logits the draw used, before ``step`` replaces them: one log-softmax per step, no extra forward."""
     pad = eos_token_id if pad_token_id is None else pad_token_id
     finished = torch.zeros(logits.shape[0], dtype=torch.bool, device=logits.device)
-    generated = []
+    generated, logprobs = [], []
     for _ in range(max_new_tokens):
         token = next_token(logits, temperature, top_p, generator)
         if eos_token_id is not None:
             token = torch.where(finished, torch.full_like(token, pad), token)
+        if return_logprobs:
+            logprobs.append(token_logprobs(logits, token).masked_fill(finished, 0.0))
+        if eos_token_id is not None:
             finished |= token == eos_token_id
         generated.append(token)
         if len(generated) == max_new_tokens:
@@ -84,9 +97,20 @@ def token_loop(logits: torch.Tensor, step, max_new_tokens: int, eos_token_id: in
             break
         logits = step(token)
     tokens = torch.stack(generated, dim=1)
-    if tokens.shape[1] < max_new_tokens:
-        tokens = torch.cat([tokens, tokens.new_full((tokens.shape[0], max_new_tokens - tokens.shape[1]), pad)], 1)
-    return tokens
+    missing = max_new_tokens - tokens.shape[1]
+    if missing:
+        tokens = torch.cat([tokens, tokens.new_full((tokens.shape[0], missing), pad)], 1)
+    if not return_logprobs:
+        return tokens
+    logprobs = torch.stack(logprobs, dim=1)
+    return tokens, torch.cat([logprobs, logprobs.new_zeros(logprobs.shape[0], missing)], 1)
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """``log_softmax(logits)`` at ``tokens``: ``logits [..., V]``, ``tokens [...]`` -> ``[...]``, in fp32 or the
+    logits' dtype where wider (fp64)."""
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    return torch.log_softmax(logits, -1).gather(-1, tokens[..., None]).squeeze(-1)
 
 
 def next_token(logits: torch.Tensor, temperature: float, top_p: float = 1.0,

@@ -60,9 +60,10 @@ class StaticSampler:
     @torch.no_grad()
     def sample(self, input_ids: torch.Tensor, max_new_tokens: int, *, attention_mask: torch.Tensor | None = None,
                eos_token_id: int | None = None, pad_token_id: int | None = None, temperature: float = 1.0,
-               top_p: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
+               top_p: float = 1.0, generator: torch.Generator | None = None, return_logprobs: bool = False
+               ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """As :func:`~.generation.sample`: left-padded prompts ``[batch, T]`` -> the generated tokens
-        ``[batch, max_new_tokens]``."""
+        ``[batch, max_new_tokens]`` (and, with ``return_logprobs``, their log-probabilities)."""
         rows, width = input_ids.shape
         if rows != self.batch or width + max_new_tokens > self.max_length:
             raise ValueError(f"StaticSampler: expected {self.batch} rows of prompt + continuation <= "
@@ -73,4 +74,4 @@ class StaticSampler:
         self.cache.pad_left(torch.ones_like(input_ids) if attention_mask is None else attention_mask)
         logits = self.model(input_ids=input_ids, cache=self.cache, use_cache=True, logits_to_keep=1).logits[:, -1]
         return token_loop(logits, self._step, max_new_tokens, eos_token_id, pad_token_id, temperature, top_p,
-                         generator, self.sync_every)
+                         generator, self.sync_every, return_logprobs=return_logprobs)

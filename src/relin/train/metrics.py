@@ -59,7 +59,8 @@ class NonFiniteSteps:
 
 
 class IntervalMeter:
-    """The settled steps' metric means and the tokens read per second since the last logged step."""
+    """The settled steps' metric means (their maxima for names ending ``_max``, the objectives' maxima) and the
+    tokens read per second since the last logged step."""
 
     def __init__(self) -> None:
         self.restart(time.perf_counter())
@@ -71,6 +72,10 @@ class IntervalMeter:
 
     def add(self, metrics: dict[str, float]) -> None:
         for name, value in metrics.items():
+            if name.endswith("_max"):
+                self.sums[name] = max(self.sums.get(name, value), value)
+                self.counts[name] = 1
+                continue
             self.sums[name] = self.sums.get(name, 0.0) + value
             self.counts[name] = self.counts.get(name, 0) + 1
 

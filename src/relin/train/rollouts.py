@@ -5,7 +5,10 @@ Each step draws ``batch_size`` prompts (the prompt part of dataset rows, by task
 gives a prefix to continue), samples up to ``horizon`` tokens per prompt from the current student
 (temperature and top-p as configured, stopping at eos) and returns the rows right-padded with
 ``labels`` on the sampled tokens only. Prompts and sampling are seeded by ``(seed, step, rank)``, so a
-resumed run rolls out what an uninterrupted one would. The horizon follows a
+resumed run rolls out what an uninterrupted one would. With ``logprobs`` (stage 3, where the sampler is the
+model being trained) the rows also carry ``sampled_logprobs``: the log-prob the sampler drew each token with
+(on the decode path), at the token's position, 0 elsewhere; the ``onpolicy`` objective logs its gap to the
+training forward's (:mod:`relin.models.logprob_gap`). The horizon follows a
 :class:`~relin.train.curriculum.HorizonCurriculum` fed by each step's KL (:meth:`observe`).
 
 On a CUDA device a relin hybrid whose mixers all have a static decode path samples through a
@@ -36,11 +39,12 @@ class OnPolicyRollouts:
         eos_id, pad_id (int): end of sequence; padding.
         temperature, top_p (float): sampling.
         seed, rank, world_size (int): RNG stream and this process's share.
+        logprobs (bool): the batches also carry ``sampled_logprobs`` (see the module docstring). Default: False.
     """
 
     def __init__(self, model, prompts: dict[str, list[list[int]]], task_weights: dict[str, float], batch_size: int,
                  curriculum: HorizonCurriculum, eos_id: int, pad_id: int, temperature: float = 1.0,
-                 top_p: float = 1.0, seed: int = 0, rank: int = 0, world_size: int = 1):
+                 top_p: float = 1.0, seed: int = 0, rank: int = 0, world_size: int = 1, logprobs: bool = False):
         tasks = [t for t, w in task_weights.items() if w > 0]
         missing = [t for t in tasks if not prompts.get(t)]
         if missing:
@@ -50,7 +54,7 @@ class OnPolicyRollouts:
         self.task_probs = weights / weights.sum()
         self.batch_size, self.curriculum = batch_size, curriculum
         self.eos_id, self.pad_id, self.temperature, self.top_p = eos_id, pad_id, temperature, top_p
-        self.seed, self.rank, self.world_size = seed, rank, world_size
+        self.seed, self.rank, self.world_size, self.logprobs = seed, rank, world_size, logprobs
         self.generated_tokens = 0
         self.horizons: list[int] = []
         self.longest_prompt = max(len(p) for rows in self.prompts.values() for p in rows)
@@ -98,15 +102,18 @@ class OnPolicyRollouts:
                 ids[row, width - len(prompt):] = torch.tensor(prompt)
                 mask[row, width - len(prompt):] = 1
             generator = torch.Generator(device=device).manual_seed(int(np.random.default_rng(stream).integers(2**62)))
-            new = sample(ids.to(device), self.curriculum.horizon, attention_mask=mask.to(device),
+            out = sample(ids.to(device), self.curriculum.horizon, attention_mask=mask.to(device),
                          eos_token_id=self.eos_id, pad_token_id=self.pad_id, temperature=self.temperature,
-                         top_p=self.top_p, generator=generator).cpu()
-            batches.append(self._batch(prompts, new))
+                         top_p=self.top_p, generator=generator, return_logprobs=self.logprobs)
+            new, logprobs = out if self.logprobs else (out, None)
+            batches.append(self._batch(prompts, new.cpu(), None if logprobs is None else logprobs.cpu()))
         self.model.train(was_training)
         return batches
 
-    def _batch(self, prompts: list[list[int]], new: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Right-padded ``prompt + continuation`` rows; labels on the continuation up to its eos."""
+    def _batch(self, prompts: list[list[int]], new: torch.Tensor,
+               logprobs: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Right-padded ``prompt + continuation`` rows; labels on the continuation up to its eos; with
+        ``logprobs [B, N]`` (the sampler's, per generated token) ``sampled_logprobs`` at the same positions."""
         rows, labels = [], []
         for prompt, tokens in zip(prompts, new.tolist()):
             ends = [i for i, t in enumerate(tokens) if t == self.eos_id]
@@ -118,10 +125,14 @@ class OnPolicyRollouts:
         batch = {"input_ids": torch.full((len(rows), width), self.pad_id, dtype=torch.long),
                  "labels": torch.full((len(rows), width), IGNORE_INDEX, dtype=torch.long),
                  "attention_mask": torch.zeros((len(rows), width), dtype=torch.long)}
-        for row, (ids, lab) in enumerate(zip(rows, labels)):
+        if logprobs is not None:
+            batch["sampled_logprobs"] = torch.zeros((len(rows), width), dtype=torch.float32)
+        for row, (prompt, ids, lab) in enumerate(zip(prompts, rows, labels)):
             batch["input_ids"][row, :len(ids)] = torch.tensor(ids)
             batch["labels"][row, :len(lab)] = torch.tensor(lab)
             batch["attention_mask"][row, :len(ids)] = 1
+            if logprobs is not None:
+                batch["sampled_logprobs"][row, len(prompt):len(ids)] = logprobs[row, :len(ids) - len(prompt)]
         return batch
 
     def observe(self, step: int, metrics: dict[str, float]) -> dict[str, float]:
@@ -145,13 +156,14 @@ class OnPolicyRollouts:
 
 
 def stage3_rollouts(sampler, prompts: dict[str, list[list[int]]], tokenizer, cfg, curriculum, env,
-                    without: tuple[str, ...] = ()) -> OnPolicyRollouts:
+                    without: tuple[str, ...] = (), logprobs: bool = False) -> OnPolicyRollouts:
     """Rollouts of ``sampler`` on the prompts OPAL stage 3 draws (``cfg``: an ``OnPolicyConfig``: its prompt
-    tasks, batch size, sampling and seed), the tasks in ``without`` left out. Stage 3 passes the student and
-    its horizon curriculum; the teacher-continuation control passes the teacher and stage 3's horizons, so
-    both see the same prompts."""
+    tasks, batch size, sampling and seed), the tasks in ``without`` left out. Stage 3 passes the student, its
+    horizon curriculum and ``logprobs`` (its rollouts carry the sampler's log-probs, whose gap to the training
+    forward it logs); the teacher-continuation control passes the teacher and stage 3's horizons, so both see
+    the same prompts."""
     tasks = {task: 0.0 if task in without else weight for task, weight in cfg.prompt_tasks.items()}
     return OnPolicyRollouts(sampler, prompts, tasks, cfg.train.batch_size, curriculum,
                             eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id,
                             temperature=cfg.temperature, top_p=cfg.top_p, seed=cfg.train.seed,
-                            rank=env.rank, world_size=env.world_size)
+                            rank=env.rank, world_size=env.world_size, logprobs=logprobs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ..config.train import TrainConfig
-from .distributed import DistEnv, all_reduce_sum
+from .distributed import DistEnv, all_reduce_max, all_reduce_sum
 from .engine import Engine
 from .objectives import Objective
 
@@ -48,11 +48,13 @@ def optimizer_step(engine: Engine, objective: Objective, micro: list[dict[str, t
                    env: DistEnv, device: torch.device, symbolic: bool) -> tuple[list[str], torch.Tensor, float]:
     """Train on ``micro``, each micro-batch's summed loss scaled by the step's ``targets`` over all ranks.
 
-    Returns the metric names (sorted), their step means over all ranks followed by the pre-clip gradient norm
-    (one tensor, left on the device), and the lr the update used.
+    Returns the metric names (the sums' sorted, then the maxima's sorted), their step values over all ranks (sums
+    as means per target, maxima as maxima) followed by the pre-clip gradient norm (one tensor, left on the
+    device), and the lr the update used.
     """
     scale = env.world_size / targets.clamp(min=1.0)
     totals: dict[str, torch.Tensor] = {}
+    peaks: dict[str, torch.Tensor] = {}
     for i, batch in enumerate(micro):
         batch = {k: to_device(v, device, symbolic) for k, v in batch.items()}
         last = i == len(micro) - 1
@@ -61,8 +63,12 @@ def optimizer_step(engine: Engine, objective: Objective, micro: list[dict[str, t
             engine.backward(out.loss_sum * scale, last)
         for name, value in {"loss": out.loss_sum.detach(), **out.sums}.items():
             totals[name] = totals.get(name, 0.0) + value.float()
-    names = sorted(totals)
+        for name, value in out.maxima.items():
+            peaks[name] = torch.maximum(peaks[name], value.float()) if name in peaks else value.float()
+    names, peak_names = sorted(totals), sorted(peaks)
     reduced = all_reduce_sum(torch.stack([totals[n] for n in names])) / targets.clamp(min=1.0)
+    if peak_names:
+        reduced = torch.cat([reduced, all_reduce_max(torch.stack([peaks[n] for n in peak_names]))])
     lr = engine.lr()
     norm = torch.as_tensor(engine.step(), dtype=torch.float32).to(reduced.device).reshape(1)
-    return names, torch.cat([reduced, norm]), lr
+    return names + peak_names, torch.cat([reduced, norm]), lr

@@ -1,8 +1,9 @@
 """``relin opal-onpolicy``: OPAL stage 3. The student continues dataset prompts with its own samples
 (temperature and top-p as configured) through its recurrent cache, the frozen teacher scores every
 sampled position, and the loss is the position-wise reverse KL (``onpolicy``); the rollout horizon
-doubles when the KL plateaus (:class:`~relin.train.curriculum.HorizonCurriculum`). The horizon and the
-KL by position are logged per step."""
+doubles when the KL plateaus (:class:`~relin.train.curriculum.HorizonCurriculum`). The horizon, the
+KL by position and the log-prob gap between the sampling (recurrent) and training (chunk) paths on the
+step's rollouts (``logprob_gap_*``, :mod:`relin.train.objectives.onpolicy`) are logged per step."""
 from __future__ import annotations
 
 import argparse
@@ -33,7 +34,8 @@ def run(args: argparse.Namespace, sections) -> None:
         data = TextData.load(args.data)
         student = data.model(args.student, load_saved)
         curriculum = HorizonCurriculum(cfg.initial_horizon, cfg.max_horizon, cfg.plateau_window, cfg.plateau_gain)
-        rollouts = stage3_rollouts(student, data.prompts(), data.tokenizer, cfg, curriculum, env, without)
+        rollouts = stage3_rollouts(student, data.prompts(), data.tokenizer, cfg, curriculum, env, without,
+                                   logprobs=True)
         objective = OnPolicyDistillation(FrozenTeacher(data.model(args.teacher, load_saved)), cfg.divergence)
         return Setup(student, data.tokenizer, objective, rollouts)
 

@@ -24,11 +24,13 @@ from ...errors import ConfigError, InputError
 
 @dataclass
 class ObjectiveOutput:
-    """One micro-batch: ``loss_sum`` (differentiable, summed over the micro-batch's targets) and
-    extra sums (e.g. correct tokens) that the loop divides by the step's targets for logging."""
+    """One micro-batch: ``loss_sum`` (differentiable, summed over the micro-batch's targets),
+    extra sums (e.g. correct tokens) that the loop divides by the step's targets for logging, and
+    maxima (names ending ``_max``) that it logs as the largest over the step's micro-batches and ranks."""
 
     loss_sum: torch.Tensor
     sums: dict[str, torch.Tensor] = field(default_factory=dict)
+    maxima: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 class Objective(abc.ABC):
