@@ -272,6 +272,20 @@ def onpolicy_curves(history: NamedRows, path: Path) -> Path:
     return path
 
 
+def logprob_gap_note(history: NamedRows) -> str:
+    """One sentence on the log-prob gap between stage 3's sampling path (recurrent decode) and its training forward
+    (chunk kernel) over the run's rollouts, from the history's ``logprob_gap_*`` columns; empty without them."""
+    def finite(key):
+        return [r[key] for r in history.rows if isinstance(r.get(key), (int, float)) and r[key] == r[key]]
+
+    means, peaks, seqs = finite("logprob_gap_mean"), finite("logprob_gap_max"), finite("logprob_gap_seq_max")
+    if not means or not peaks:
+        return ""
+    seq = f", per rollout |Σ Δ log p| ≤ {max(seqs):.2g}" if seqs else ""
+    return (f" Sampling (recurrent) vs training (chunk) path on the rollouts: |Δ log p| per token mean "
+            f"{sum(means) / len(means):.2g}, max {max(peaks):.2g}{seq}.")
+
+
 def speed_figure(speed: NamedRows, path: Path) -> Path:
     fig = Figure(figsize=(5.5, 3.6), layout="constrained")
     ax = fig.subplots()
@@ -327,7 +341,8 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     if name("onpolicy") in histories and histories[name("onpolicy")].rows:
         curves = onpolicy_curves(histories[name("onpolicy")], figure_dir / "opal_onpolicy.png")
         blocks.append(FigureRef(f"{prefix}/{curves.name}", "OPAL stage 3: per-token reverse KL, the rollout horizon, "
-                                "and the KL by position after the prompt (first and last logged step)."))
+                                "and the KL by position after the prompt (first and last logged step)."
+                                + logprob_gap_note(histories[name("onpolicy")])))
     if speed is not None:
         blocks.append(speed_table(speed))
         fig = speed_figure(speed, figure_dir / "opal_speed.png")
