@@ -1,11 +1,14 @@
 """Tracking never stops a stage: a busy store queues writes (logged later, in order), an unreachable
 server is refused in one line, and the runs of dead processes are closed by the next pipeline."""
 import json
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +121,112 @@ def test_a_written_model_is_a_logged_model_of_its_run_with_metrics_linked_to_its
     assert metric.dataset_digest == inputs[0].dataset.digest
 
 
+def _stage_writing_a_model(stage, out, inputs=()):
+    """A stage that reads ``inputs`` and writes (and logs) a model folder ``out``."""
+    with tracking.stage_run(stage, {}, inputs=list(inputs), outputs=[out]) as tracker:
+        Path(out).mkdir(parents=True)
+        (Path(out) / "model.safetensors").write_text(f"weights of {out}")
+        tracker.log_model(out, stage, "relin_hybrid")
+    return tracker
+
+
+@pytest.mark.parametrize("found_by", ["manifest", "digest"])
+def test_a_model_is_an_output_of_the_run_that_wrote_it_and_an_input_of_the_run_that_reads_it(store, tmp_path,
+                                                                                            found_by):
+    """The lineage the UI draws: model -> run -> model. A reader finds the model by the id in its manifest, or,
+    when the producer's writes reached the store later (its manifest names no id), by its content digest."""
+    from relin.io import manifest_path
+
+    (tmp_path / "data.txt").write_text("rows")
+    writer = _stage_writing_a_model("convert", "results/a/model")
+    record = json.loads(manifest_path("results/a/model").read_text())
+    if found_by == "digest":
+        record.pop("model_id")
+        manifest_path("results/a/model").write_text(json.dumps(record))
+    reader = _stage_writing_a_model("align", "results/b/model", inputs=["results/a/model", "data.txt"])
+    client = tracking._client(store)
+    experiment = client.get_experiment_by_name(store.experiment).experiment_id
+    models = {m.tags["relin.path"]: m for m in client.search_logged_models([experiment])}
+    written, read = client.get_run(writer.run_id), client.get_run(reader.run_id)
+    assert [m.model_id for m in written.outputs.model_outputs] == [models["results/a/model"].model_id]
+    assert [m.model_id for m in read.inputs.model_inputs] == [models["results/a/model"].model_id]
+    assert [m.model_id for m in read.outputs.model_outputs] == [models["results/b/model"].model_id]
+    assert [(d.dataset.name, json.loads(d.dataset.source)["uri"]) for d in read.inputs.dataset_inputs] == \
+        [("data.txt", "data.txt")], "a model is no dataset; a dataset's source is relative to the project"
+    assert json.loads(manifest_path("results/b/model").read_text())["model_id"] == models["results/b/model"].model_id
+
+
+RELATIVE_STORE = {"tracking_uri": "sqlite:///mlflow.db", "system_metrics": False}
+
+
+def _in_folder(folder, script):
+    """``script``'s stdout, run in ``folder`` by a process of its own as a stage is (MLflow keeps one engine per
+    store URI in a process, so a relative URI must not be opened twice in one)."""
+    env = workflow_env(**{tracking.CONFIG_ENV: json.dumps(RELATIVE_STORE)})
+    env.pop(tracking.PARENT_ENV, None)
+    return subprocess.run([sys.executable, "-c", script], cwd=folder, env=env, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _opened_from(folder, monkeypatch):
+    """A client of the store in ``folder``, working there as ``mlflow ui`` started in the project does."""
+    monkeypatch.chdir(folder)
+    return tracking._client(TrackingConfig(tracking_uri=f"sqlite:///{folder / 'mlflow.db'}"))
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_moved_project_reads_its_artifacts_back(tmp_path, monkeypatch):
+    """The store is found relative to the project, and so are its artifacts: move the folder, read them back."""
+    project = tmp_path / "project"
+    project.mkdir()
+    run_id = _in_folder(project, (
+        "import os; from relin import tracking\n"
+        "tracking.init_pipeline(tracking.tracking_config())\n"
+        "open('table.csv', 'w').write('a,b\\n1,2\\n'); os.chmod('table.csv', 0o600)\n"
+        "with tracking.stage_run('probe', {}) as t:\n"
+        "    t.log_artifact('table.csv', 'tables')\n"
+        "print(t.run_id)\n"))
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    client = _opened_from(moved, monkeypatch)
+    run = client.get_run(run_id)
+    assert client.get_experiment(run.info.experiment_id).artifact_location == "mlruns/1"
+    assert run.info.artifact_uri == f"mlruns/1/{run_id}/artifacts"
+    copy = Path(client.download_artifacts(run_id, "tables/table.csv", str(tmp_path)))
+    assert copy.read_text() == "a,b\n1,2\n"
+    logged = moved / run.info.artifact_uri / "tables" / "table.csv"
+    assert stat.S_IMODE(logged.stat().st_mode) == 0o666 & ~_umask(), "a logged file has the modes of every output"
+
+
+def test_a_store_with_absolute_locations_is_relocated_when_the_project_moved(tmp_path, monkeypatch):
+    """A store MLflow wrote absolute locations into (before relin kept them relative) follows the project: the next
+    pipeline start rewrites them; a location outside any ``mlruns`` folder stays as chosen."""
+    project, elsewhere = tmp_path / "project", tmp_path / "bucket"
+    project.mkdir()
+    run_id = _in_folder(project, (
+        "from mlflow.tracking import MlflowClient\n"
+        "client = MlflowClient('sqlite:///mlflow.db')\n"
+        "run = client.create_run(client.create_experiment('relin'))\n"
+        "open('notes.txt', 'w').write('kept')\n"
+        "client.log_artifact(run.info.run_id, 'notes.txt')\n"
+        f"client.create_experiment('chosen', artifact_location={str(elsewhere)!r})\n"
+        "print(run.info.run_id)\n"))
+    moved = tmp_path / "moved"
+    project.rename(moved)
+    before = _opened_from(moved, monkeypatch).get_run(run_id).info.artifact_uri
+    assert before == f"{project}/mlruns/1/{run_id}/artifacts", "MLflow's own absolute location, now gone"
+    _in_folder(moved, "from relin import tracking; tracking.init_pipeline(tracking.tracking_config())")
+    client = _opened_from(moved, monkeypatch)
+    assert client.get_run(run_id).info.artifact_uri == f"mlruns/1/{run_id}/artifacts"
+    assert Path(client.download_artifacts(run_id, "notes.txt", str(tmp_path))).read_text() == "kept"
+    assert client.get_experiment_by_name("chosen").artifact_location == str(elsewhere)
+
+
 def test_runs_of_dead_processes_are_closed_and_live_ones_kept(store):
     client = tracking._client(store)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -208,4 +317,8 @@ def test_a_stage_runs_name_says_which_model_it_made():
         "hedgemamba-finetune · random-s1"
     assert run_name("eval-mme", ["results/lia_mtr/mme/lia_mtr-s1/answers"]) == "eval-mme · lia_mtr-s1"
     assert run_name("synth-text", ["results/data/synth_text"]) == "synth-text", "no label that repeats the stage"
+    assert run_name("opal-onpolicy", ["results/opal/onpolicy/model"]) == "opal-onpolicy", "nor a word of it"
+    assert run_name("opal-onpolicy", ["results/opal/onpolicy-s1/model"]) == "opal-onpolicy · onpolicy-s1"
+    assert run_name("bridge-niah", ["results/lia_mtr/niah/lia_mtr_no_gate/model"]) == \
+        "bridge-niah · lia_mtr_no_gate"
     assert run_name("report", []) == "report"

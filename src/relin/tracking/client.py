@@ -7,11 +7,15 @@ tracking options never change a stage's command line and never trigger a rerun.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import posixpath
 import socket
+import sqlite3
 import subprocess
 import time
+from pathlib import Path
 
 from ..config.loader import build
 from ..config.tracking import TrackingConfig
@@ -83,8 +87,79 @@ def _client(cfg: TrackingConfig):
 
 
 def _experiment_id(client, name: str) -> str:
+    """The experiment's id (created when missing), its artifact locations under :func:`artifact_root`."""
     exp = client.get_experiment_by_name(name)
-    return exp.experiment_id if exp else client.create_experiment(name)
+    exp_id = exp.experiment_id if exp else client.create_experiment(name)
+    root = artifact_root(client.tracking_uri)
+    if root is not None and (exp is None or exp.artifact_location != f"{root}/{exp_id}"):
+        relocate_artifacts(client.tracking_uri)
+    return exp_id
+
+
+def artifact_root(tracking_uri: str) -> str | None:
+    """Where a SQLite store's runs keep their artifacts: ``mlruns`` beside the database file, written the way the
+    URI writes the file (``sqlite:///mlflow.db`` -> ``mlruns``), so that a relative store, found from the project's
+    folder, finds its artifacts there too after the project moves. ``None`` for a server or another database."""
+    if not tracking_uri.startswith("sqlite:///"):
+        return None
+    return posixpath.join(posixpath.dirname(_sqlite_file(tracking_uri)), "mlruns")
+
+
+def _sqlite_file(tracking_uri: str) -> str:
+    return tracking_uri.removeprefix("sqlite:///").partition("?")[0]
+
+
+# What holds an artifact location in MLflow's schema, per experiment.
+_LOCATION_COLUMNS = (("experiments", "artifact_location"), ("runs", "artifact_uri"),
+                     ("logged_models", "artifact_location"))
+
+
+def relocate_artifacts(tracking_uri: str) -> int:
+    """Rewrite a SQLite store's artifact locations to :func:`artifact_root` where they name the ``mlruns`` folder
+    of the place the store was moved or copied from (MLflow writes absolute paths): a folder that is gone, or one
+    with a store of the same name beside it. Locations elsewhere (another disk, a bucket) stay. Returns how many
+    experiments moved."""
+    root = artifact_root(tracking_uri)
+    db_file = Path(_sqlite_file(tracking_uri)) if root is not None else None
+    if db_file is None or not db_file.is_file():
+        return 0
+    moved = 0
+    with contextlib.closing(sqlite3.connect(db_file, timeout=60)) as db, db:
+        for exp_id, location in db.execute("SELECT experiment_id, artifact_location FROM experiments").fetchall():
+            old = _moved_root(location or "", str(exp_id), root, db_file.name)
+            if old is None:
+                continue
+            for table, column in _LOCATION_COLUMNS:
+                rows = db.execute(f"SELECT rowid, {column} FROM {table} WHERE experiment_id = ?", (exp_id,))
+                for rowid, uri in rows.fetchall():
+                    path = (uri or "").removeprefix("file://")
+                    if path == old or path.startswith(old + "/"):
+                        db.execute(f"UPDATE {table} SET {column} = ? WHERE rowid = ?", (root + path[len(old):], rowid))
+            moved += 1
+    return moved
+
+
+def _moved_root(location: str, exp_id: str, root: str, db_name: str) -> str | None:
+    """The ``.../mlruns`` prefix of an experiment's ``location`` when it is to be rewritten to ``root``."""
+    path = location.removeprefix("file://")
+    if path == f"{root}/{exp_id}" or not path.endswith(f"/{exp_id}"):
+        return None
+    old = path[:-len(exp_id) - 1]
+    if posixpath.basename(old) != "mlruns":
+        return None  # a location someone chose
+    same = os.path.abspath(old) == os.path.abspath(root)
+    left = not os.path.exists(old) or os.path.isfile(os.path.join(os.path.dirname(old), db_name))
+    return old if same or left else None
+
+
+def project_path(path: str | Path) -> str:
+    """``path`` relative to the working directory (the project, where stages run) when inside it: what MLflow
+    records of an input still names it after the project moves."""
+    absolute = Path(os.path.abspath(path))
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)
 
 
 def _retry(fn, patience_s: float):

@@ -4,7 +4,9 @@ An :class:`Outbox` holds a run's writes in order and a background thread writes 
 locked SQLite file, a server that does not answer) is retried in the background of the step loop. What is still
 unwritten when the stage ends is saved under ``logs/tracking-outbox/``; :func:`replay_outboxes` logs it when the
 next pipeline invocation starts. An entry is a JSON-able dict (``create_run``, ``log_batch``, ``log_input``,
-``log_artifact``, ``log_model``, ``terminate``), carried out by :func:`_apply` whether live or replayed.
+``log_artifact``, ``log_model``, ``terminate``), carried out by :func:`_apply` whether live or replayed. A logged
+model is an output of its run, and a model a stage reads an input of the reader's run (found by the id the
+producer's manifest holds, or by its content digest), so MLflow draws the lineage model -> run -> model.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.tracking import TrackingConfig
-from ..io import atomic_write_json
+from ..io import _default_modes, atomic_write_json
 from .client import (
     CLOSE_PATIENCE_S,
     OPEN_PATIENCE_S,
@@ -51,20 +53,16 @@ def _apply(client, op: dict[str, Any], run_id: str | None) -> str | None:
                          params=[Param(k, v) for k, v in op.get("params", [])],
                          tags=[RunTag(k, v) for k, v in op.get("tags", [])])
     elif kind == "log_input":
-        try:
-            client.log_inputs(run_id, datasets=[_dataset_input(op)])
-        except Exception as err:  # noqa: BLE001 - only the race below is retried
-            # Stages that read one artifact at once insert the same dataset row; the loser breaks its
-            # unique key, and a second attempt links the row the winner wrote.
-            if "UNIQUE constraint failed: datasets" not in str(err):
-                raise
-            client.log_inputs(run_id, datasets=[_dataset_input(op)])
+        _log_input(client, op, run_id)
     elif kind == "log_artifact":
         path = Path(op["path"])
         if path.is_dir():
             client.log_artifacts(run_id, str(path), op.get("artifact_path"))
         elif path.is_file():
             client.log_artifact(run_id, str(path), op.get("artifact_path"))
+        else:
+            return run_id
+        _umask_modes(client, run_id, op.get("artifact_path"))
     elif kind == "log_model":
         _log_model(client, op, run_id)
     elif kind == "terminate":
@@ -74,20 +72,76 @@ def _apply(client, op: dict[str, Any], run_id: str | None) -> str | None:
     return run_id
 
 
-def _log_model(client, op: dict[str, Any], run_id: str) -> None:
-    """A ``LoggedModel`` of run ``run_id`` (created, its metrics linked, finalised READY)."""
-    from mlflow.entities import Metric
+def _written_once(write) -> None:
+    """``write()``; a row it finds already there (a retried write whose first attempt landed, or another stage's
+    insert of the same dataset row at the same moment: a second attempt links that row) is no error."""
+    try:
+        write()
+    except Exception as err:  # noqa: BLE001 - only a unique-key conflict is tolerated
+        if "UNIQUE constraint failed: datasets" in str(err):
+            write()
+        elif "UNIQUE constraint failed: inputs" not in str(err):
+            raise
 
+
+def _log_input(client, op: dict[str, Any], run_id: str) -> None:
+    """A model another stage logged is a model input of the run (the UI's lineage model -> run -> model); any
+    other input is a dataset with its digest and producing run."""
+    from mlflow.entities import LoggedModelInput
+
+    if op.get("model") and (model_id := _producer_model(client, op, run_id)):
+        _written_once(lambda: client.log_inputs(run_id, models=[LoggedModelInput(model_id)]))
+    else:
+        _written_once(lambda: client.log_inputs(run_id, datasets=[_dataset_input(op)]))
+
+
+def _producer_model(client, op: dict[str, Any], run_id: str) -> str | None:
+    """The id of the logged model a stage read: the one its manifest names, else (a producer whose writes reached
+    the store later, from its outbox) the newest with the input's content digest, the producing run's first."""
+    from mlflow.exceptions import MlflowException
+
+    if op.get("model_id"):
+        try:
+            return client.get_logged_model(op["model_id"]).model_id
+        except MlflowException:
+            pass  # an id of another store (one moved aside and started anew)
     experiment_id = client.get_run(run_id).info.experiment_id
-    model = client.create_logged_model(experiment_id, name=op["name"], source_run_id=run_id, tags=op["tags"],
-                                       params=op["params"], model_type=op["model_type"])
+    found = client.search_logged_models([experiment_id], filter_string=f"tags.`relin.digest` = '{op['digest']}'",
+                                        order_by=[{"field_name": "creation_time", "ascending": False}])
+    producers = [m for m in found if m.source_run_id == op.get("producer_run_id")]
+    return (producers or found)[0].model_id if found else None
+
+
+def _umask_modes(client, run_id: str, artifact_path: str | None) -> None:
+    """The folder an artifact was logged into takes the umask's modes like every output: MLflow's copy keeps the
+    source's, and a file some library wrote 0600 would be the one artifact other users cannot read."""
+    from mlflow.utils.file_utils import local_file_uri_to_path
+
+    uri = client.get_run(run_id).info.artifact_uri
+    if "://" in uri and not uri.startswith("file:"):
+        return  # a remote store keeps its own modes
+    _default_modes(Path(local_file_uri_to_path(uri), artifact_path or ""))
+
+
+def _log_model(client, op: dict[str, Any], run_id: str) -> None:
+    """A ``LoggedModel`` of run ``run_id``: created once (its id kept in ``op``, so a retried or replayed entry
+    makes no second one), an output of the run, its metrics linked, finalised READY."""
+    from mlflow.entities import LoggedModelOutput, Metric
+
+    if not op.get("model_id"):
+        experiment_id = client.get_run(run_id).info.experiment_id
+        op["model_id"] = client.create_logged_model(experiment_id, name=op["name"], source_run_id=run_id,
+                                                    tags=op["tags"], params=op["params"],
+                                                    model_type=op["model_type"]).model_id
+    model_id = op["model_id"]
+    _written_once(lambda: client.log_outputs(run_id, [LoggedModelOutput(model_id, op.get("step", 0))]))
     dataset = op.get("dataset") or {}
-    metrics = [Metric(k, v, op["timestamp"], op.get("step", 0), model_id=model.model_id, run_id=run_id,
+    metrics = [Metric(k, v, op["timestamp"], op.get("step", 0), model_id=model_id, run_id=run_id,
                       dataset_name=dataset.get("name"), dataset_digest=dataset.get("digest"))
                for k, v in op["metrics"].items()]
     if metrics:
         client.log_batch(run_id, metrics=metrics)
-    client.finalize_logged_model(model.model_id, "READY")
+    client.finalize_logged_model(model_id, "READY")
 
 
 def _dataset_input(op: dict[str, Any]):
@@ -117,6 +171,7 @@ class Outbox:
     def __init__(self, cfg: TrackingConfig, name: str, create_run: dict[str, Any]):
         self.cfg, self.name = cfg, name
         self.run_id = ""
+        self.model_ids: dict[str, str] = {}  # logged models by their ``relin.path`` tag, for the manifests
         self._client = None
         self._ops: deque[dict[str, Any]] = deque([create_run])
         self._wake = threading.Condition()
@@ -144,6 +199,8 @@ class Outbox:
         else:
             if op["op"] == "create_run":
                 self.run_id = run_id
+            elif op["op"] == "log_model":
+                self.model_ids[op["tags"]["relin.path"]] = op["model_id"]
             if self._warned:
                 print("relin: tracking store answers again; queued writes are being logged", file=sys.stderr)
                 self._warned = False
@@ -197,7 +254,8 @@ def replay_outboxes(cfg: TrackingConfig) -> int:
     if not cfg.enabled or not OUTBOX_DIR.is_dir():
         return 0
     client, done = _client(cfg), 0
-    for path in sorted(OUTBOX_DIR.glob("*.json")):
+    # Oldest first: a producer's logged model is in the store before the stages that read it look it up.
+    for path in sorted(OUTBOX_DIR.glob("*.json"), key=lambda p: p.stat().st_mtime):
         try:
             box = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):

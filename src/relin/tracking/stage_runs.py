@@ -3,9 +3,10 @@
 :func:`stage_run` opens a stage's child run and returns a :class:`Tracker`: params, per-step metrics
 (buffered, written with one batched call), artifacts, system metrics, the git commit, and as inputs
 the artifacts the stage read, with their digests and the run ids that produced them. Every model a
-stage writes is a logged model of its run (:meth:`Tracker.log_model`, MLflow 3's ``LoggedModel``): its
-type, size and path, the run's final metrics linked to it and to the dataset it trained on; the weights
-stay in ``results/`` (DVC holds them), not copied. With tracking disabled (``tracking.enabled: false``
+stage writes is a logged model and output of its run (:meth:`Tracker.log_model`, MLflow 3's
+``LoggedModel``): its type, size and path, the run's final metrics linked to it and to the dataset it
+trained on; the weights stay in ``results/`` (DVC holds them), not copied. A stage reading that model
+has it as a model input, so the UI draws model -> run -> model. With tracking disabled (``tracking.enabled: false``
 or ``RELIN_TRACKING=0``), or on a non-zero rank, the same calls go to :class:`NullTracker` and nothing
 touches MLflow.
 """
@@ -21,7 +22,7 @@ from typing import Any, Iterator
 from ..config.tracking import TrackingConfig
 from ..io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
 from ..ranks import dist_env
-from .client import _process_tags, git_commit, tracking_config
+from .client import _process_tags, git_commit, project_path, tracking_config
 from .outbox import Outbox
 
 # The pipeline's run id (set by :mod:`relin.pipeline` for every job): a stage's run is its child.
@@ -32,6 +33,7 @@ class NullTracker:
     """Tracking switched off: every call is accepted and does nothing (facts still reach manifests)."""
 
     run_id = ""
+    model_ids: dict[str, str] = {}
 
     def __init__(self) -> None:
         self.facts: dict[str, Any] = {}
@@ -69,6 +71,11 @@ class Tracker(NullTracker):
         """The run's id; empty when the store refused to create it."""
         return self._outbox.run_id
 
+    @property
+    def model_ids(self) -> dict[str, str]:
+        """The ids of the logged models the store has taken, by the project path of their folder."""
+        return self._outbox.model_ids
+
     def log_params(self, params: dict[str, Any]) -> None:
         items = [[k, str(v)[:6000]] for k, v in _flatten(params).items()]
         for i in range(0, len(items), 100):
@@ -89,24 +96,27 @@ class Tracker(NullTracker):
         self._outbox.push({"op": "log_artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path})
 
     def log_input(self, path: str | Path, name: str | None = None) -> None:
-        """Record an artifact this stage read: its digest and the run that produced it."""
+        """Record an artifact this stage read: a model another stage logged as a model input, anything else as a
+        dataset with its digest and the run that produced it."""
         path = Path(path)
         producer = read_manifest(path)
         self._input_digests[str(path)] = digest(path)[:36]
-        self._outbox.push({"op": "log_input", "source": str(path.resolve()), "name": name or str(path),
+        self._outbox.push({"op": "log_input", "source": project_path(path), "name": name or str(path),
                            "digest": self._input_digests[str(path)], "producer_run_id": producer.get("run_id", ""),
-                           "producer_stage": producer.get("stage", "")})
+                           "producer_stage": producer.get("stage", ""), "model": path.is_dir(),
+                           "model_id": producer.get("model_id", "")})
 
     def set_tags(self, tags: dict[str, str]) -> None:
         self._outbox.push({"op": "log_batch", "tags": [[k, str(v)] for k, v in tags.items()]})
 
     def log_model(self, path: str | Path, name: str, model_type: str, params: dict[str, Any] | None = None,
                   metrics: dict[str, float] | None = None, dataset: str | Path | None = None) -> None:
-        """Register the model saved at ``path`` (a directory this stage wrote) as a logged model of this run:
-        ``name`` and ``model_type`` for the UI's model list, ``params``, ``metrics`` (scalars), and ``dataset``,
-        the input it was trained on (its digest, as the run's input records it)."""
+        """Register the model saved at ``path`` (a directory this stage wrote) as a logged model and output of this
+        run: ``name`` and ``model_type`` for the UI's model list, ``params``, ``metrics`` (scalars), and
+        ``dataset``, the input it was trained on (its digest, as the run's input records it). Its path and content
+        digest are tags: a stage reading it finds it by them when no manifest names its id."""
         op = {"op": "log_model", "name": name, "model_type": model_type, "timestamp": int(time.time() * 1000),
-              "tags": {"relin.path": str(path), "relin.stage": self.stage},
+              "tags": {"relin.path": project_path(path), "relin.digest": digest(path), "relin.stage": self.stage},
               "params": {k: str(v)[:6000] for k, v in _flatten(params or {}).items()},
               "metrics": {k: float(v) for k, v in (metrics or {}).items()
                           if isinstance(v, (int, float)) and not isinstance(v, bool)}}
@@ -157,8 +167,8 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
     """Open the child run of one stage (or a top-level run when no pipeline parent is set).
 
     Manifests of the outputs that no longer describe them (left by a failed run) are removed first.
-    On success each output receives a manifest beside it (stage, run id, digest and the run's
-    recorded facts) so that the stages reading it can record where their inputs came from.
+    On success each output receives a manifest beside it (stage, run id, digest, the id of the logged model
+    it is, and the run's recorded facts) so that the stages reading it can record where their inputs came from.
     """
     cfg = tracking_config()
     if not dist_env().is_main:
@@ -169,7 +179,7 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
     if not cfg.enabled:
         tracker = NullTracker()
         yield tracker
-        _write_manifests(stage, "", outputs, tracker.facts)
+        _write_manifests(stage, tracker, outputs)
         return
     tags = {"relin.kind": "stage", "relin.stage": stage, "mlflow.source.git.commit": git_commit(),
             **_process_tags()}
@@ -198,7 +208,7 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
         if sampler is not None:
             sampler.finish()
         tracker.close(status)
-    _write_manifests(stage, tracker.run_id, outputs, tracker.facts)
+    _write_manifests(stage, tracker, outputs)
 
 
 # Output names that say what a file is, not which model it belongs to.
@@ -207,7 +217,8 @@ GENERIC_OUTPUTS = frozenset({"model", "answers", "figures"})
 
 def run_name(stage: str, outputs) -> str:
     """``"<stage> · <what it made>"``: the folder that names the stage's first output (``results/eval/opal-onpolicy/
-    metrics.json`` -> ``eval-lm · opal-onpolicy``), so that the runs of one stage read apart in the MLflow UI."""
+    metrics.json`` -> ``eval-lm · opal-onpolicy``), so that the runs of one stage read apart in the MLflow UI; none
+    where it repeats the stage's name or a word of it (``results/opal/onpolicy/model`` -> ``opal-onpolicy``)."""
     if not outputs:
         return stage
     path = Path(outputs[0])
@@ -215,11 +226,14 @@ def run_name(stage: str, outputs) -> str:
     while folder.name in GENERIC_OUTPUTS and folder.parent != folder:
         folder = folder.parent
     label = folder.name
-    return stage if not label or label.replace("_", "-") == stage else f"{stage} · {label}"
+    repeats = label.replace("_", "-") in (stage, *stage.split("-"))
+    return stage if not label or repeats else f"{stage} · {label}"
 
 
-def _write_manifests(stage: str, run_id: str, outputs, facts: dict[str, Any]) -> None:
+def _write_manifests(stage: str, tracker: NullTracker, outputs) -> None:
     for out in outputs:
         out = Path(out)
         if out.exists():
-            atomic_write_json(manifest_path(out), {"stage": stage, "run_id": run_id, "digest": digest(out), **facts})
+            model = tracker.model_ids.get(project_path(out))
+            atomic_write_json(manifest_path(out), {"stage": stage, "run_id": tracker.run_id, "digest": digest(out),
+                                                   **({"model_id": model} if model else {}), **tracker.facts})
