@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from relin.cli import main
 from relin.config.data import DataConfig
 from relin.config.loader import build
 
@@ -35,3 +36,14 @@ def small(seed):
     cfg = _small_config(seed=seed)
     data, tokenizer = build_synth_text(cfg)
     return cfg, data, tokenizer
+
+
+@pytest.fixture
+def relin(monkeypatch, capsys):
+    """Run the ``relin`` CLI in-process with tracking off; returns (exit code, stderr)."""
+    monkeypatch.setenv("RELIN_TRACKING", "0")
+
+    def run(*args: str) -> tuple[int, str]:
+        code = main(list(args))
+        return code, capsys.readouterr().err
+    return run

@@ -73,17 +73,6 @@ def test_char_tokenizer_builds_the_same_tasks(small_config):
             assert tokenizer.decode(row["input_ids"][start:], skip_special_tokens=True) == row["answer"]
 
 
-@pytest.fixture
-def relin(monkeypatch, capsys):
-    """Run the ``relin`` CLI in-process with tracking off; returns (exit code, stderr)."""
-    monkeypatch.setenv("RELIN_TRACKING", "0")
-
-    def run(*args: str) -> tuple[int, str]:
-        code = main(list(args))
-        return code, capsys.readouterr().err
-    return run
-
-
 def test_stage_writes_dataset_tokenizer_and_stats(tmp_path, small_config, relin):
     from datasets import load_from_disk
     from transformers import PreTrainedTokenizerFast

@@ -40,25 +40,25 @@ def read_documents(cfg: CorpusConfig):
     return docs
 
 
-def build_corpus(cfg: CorpusConfig, tokenizer) -> "DatasetDict":
-    """Rows ``{"task": "corpus", "input_ids": [seq_len]}`` in splits train and test."""
-    from datasets import DatasetDict
-
-    docs = read_documents(cfg)
+def pack_documents(docs, tokenizer, text_field: str, seq_len: int, max_tokens: int = 0):
+    """Rows ``{"task": "corpus", "input_ids": [seq_len]}`` of the documents in ``docs`` (a ``Dataset`` with a
+    ``text_field`` column), in order: each tokenized without special tokens and followed by the tokenizer's eos,
+    the stream cut into rows of ``seq_len`` (a trailing remainder shorter than a row dropped), stopping once
+    ``max_tokens`` (0: no limit) are packed."""
     if tokenizer.eos_token_id is None:
         raise InputError("corpus: the tokenizer has no eos token to separate documents")
-    eos, size = tokenizer.eos_token_id, cfg.seq_len
+    eos, size = tokenizer.eos_token_id, seq_len
 
     def tokenize(batch):
-        ids = tokenizer([t or "" for t in batch[cfg.text_field]], add_special_tokens=False)["input_ids"]
+        ids = tokenizer([t or "" for t in batch[text_field]], add_special_tokens=False)["input_ids"]
         return {"ids": [row + [eos] for row in ids]}
 
     tokens = docs.map(tokenize, batched=True, remove_columns=docs.column_names, desc="tokenize")
-    if cfg.max_tokens:  # the documents that reach max_tokens, so that no more than needed is packed
+    if max_tokens:  # the documents that reach max_tokens, so that no more than needed is packed
         import numpy as np
 
         lengths = tokens.map(lambda b: {"n": [len(r) for r in b["ids"]]}, batched=True, desc="count")["n"]
-        reach = int(np.searchsorted(np.cumsum(np.asarray(lengths)), cfg.max_tokens)) + 1
+        reach = int(np.searchsorted(np.cumsum(np.asarray(lengths)), max_tokens)) + 1
         tokens = tokens.select(range(min(reach, len(tokens))))
 
     carry: list[int] = []
@@ -72,10 +72,18 @@ def build_corpus(cfg: CorpusConfig, tokenizer) -> "DatasetDict":
 
     # One process and in order: the carry joins a batch's tail to the next batch's head.
     rows = tokens.map(pack, batched=True, batch_size=1000, remove_columns=["ids"], desc="pack")
-    if cfg.max_tokens:
-        rows = rows.select(range(min(len(rows), max(1, cfg.max_tokens // size))))
+    if max_tokens:
+        rows = rows.select(range(min(len(rows), max(1, max_tokens // size))))
+    return rows
+
+
+def build_corpus(cfg: CorpusConfig, tokenizer) -> "DatasetDict":
+    """Rows ``{"task": "corpus", "input_ids": [seq_len]}`` in splits train and test."""
+    from datasets import DatasetDict
+
+    rows = pack_documents(read_documents(cfg), tokenizer, cfg.text_field, cfg.seq_len, cfg.max_tokens)
     if len(rows) <= cfg.test_rows:
-        raise InputError(f"corpus: {len(rows)} rows of {size} tokens, not more than corpus.test_rows="
+        raise InputError(f"corpus: {len(rows)} rows of {cfg.seq_len} tokens, not more than corpus.test_rows="
                          f"{cfg.test_rows} (expected more text, a smaller corpus.seq_len or fewer test rows)")
     split = len(rows) - cfg.test_rows
     return DatasetDict({"train": rows.select(range(split)).flatten_indices(),

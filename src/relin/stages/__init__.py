@@ -14,6 +14,8 @@ from types import ModuleType
 STAGES: dict[str, tuple[str, str]] = {
     "synth-text": ("relin.stages.synth_text", "generate the synthetic text tasks and tokenizer"),
     "text-corpus": ("relin.stages.text_corpus", "tokenize and pack a local text corpus (JSON lines or parquet)"),
+    "real-text": ("relin.stages.real_text", "the real-text corpus: a pinned release's Python files, digest-checked"),
+    "bpe-tokenizer": ("relin.stages.bpe_tokenizer", "a byte-level BPE learnt on the real-text corpus, and its rows"),
     "teacher-lm": ("relin.stages.teacher_lm", "build and train one teacher language model"),
     "eval-lm": ("relin.stages.eval_lm", "evaluate a language model: perplexity, accuracy per task and length"),
     "report-manifest": ("relin.stages.report_manifest", "list the stage outputs one paper's report section reads"),
