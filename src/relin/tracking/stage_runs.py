@@ -6,9 +6,9 @@ the artifacts the stage read, with their digests and the run ids that produced t
 stage writes is a logged model and output of its run (:meth:`Tracker.log_model`, MLflow 3's
 ``LoggedModel``): its type, size and path, the run's final metrics linked to it and to the dataset it
 trained on; the weights stay in ``results/`` (DVC holds them), not copied. A stage reading that model
-has it as a model input, so the UI draws model -> run -> model. With tracking disabled (``tracking.enabled: false``
-or ``RELIN_TRACKING=0``), or on a non-zero rank, the same calls go to :class:`NullTracker` and nothing
-touches MLflow.
+has it as a model input, so the UI draws model -> run -> model. With tracking disabled
+(``tracking.enabled: false`` or ``RELIN_TRACKING=0``), or on a non-zero rank, the same calls go to
+:class:`NullTracker` and nothing touches MLflow.
 """
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class Tracker(NullTracker):
             self._outbox.push({"op": "log_batch", "metrics": metrics[i:i + 1000]})
 
     def log_artifact(self, path: str | Path, artifact_path: str | None = None) -> None:
-        self._outbox.push({"op": "log_artifact", "path": str(Path(path).resolve()), "artifact_path": artifact_path})
+        self._outbox.push({"op": "log_artifact", "path": project_path(path), "artifact_path": artifact_path})
 
     def log_input(self, path: str | Path, name: str | None = None) -> None:
         """Record an artifact this stage read: a model another stage logged as a model input, anything else as a
