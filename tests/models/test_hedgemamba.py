@@ -34,8 +34,7 @@ def teacher():
     return build_teacher(TEACHER, word_tokenizer(), seed=0).eval()
 
 
-@pytest.fixture(scope="module")
-def hedgehog(teacher):
+def moved_hedgehog(teacher):
     """A Hedgehog model whose feature maps have moved away from the identity (as after stage 1)."""
     model = hedgehog_from_teacher(teacher).eval()
     g = torch.Generator().manual_seed(5)
@@ -45,6 +44,11 @@ def hedgehog(teacher):
                 module.weight.add_(0.2 * torch.randn(module.weight.shape, generator=g))
                 module.bias.add_(0.2 * torch.randn(module.bias.shape, generator=g))
     return model
+
+
+@pytest.fixture(scope="module")
+def hedgehog(teacher):
+    return moved_hedgehog(teacher)
 
 
 def _inputs(seed=0, batch=3, steps=21, left_pad=(0, 4, 7)):

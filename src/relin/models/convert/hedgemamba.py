@@ -21,11 +21,15 @@ import torch
 from ...config.hedgemamba import HedgehogLayerConfig, MambaBlockConfig
 from ...config.loader import as_dict
 from ...errors import InputError
+from ...layers.hedgemamba import HedgeMamba
 from ..hybrid import HybridConfig, HybridForCausalLM
 
 # GPT-NeoX name -> the hybrid's, for everything outside the attention.
 RENAMES = (("gpt_neox.embed_in.", "model.embed_tokens."), ("gpt_neox.final_layer_norm.", "model.norm."),
            ("gpt_neox.layers.", "model.layers."), ("embed_out.", "lm_head."))
+# A HedgeMamba block's parameters that no attention or Hedgehog layer has (Mamba's own).
+MAMBA_OWN = ("z_proj.weight", "z_proj.bias", "dt_proj.weight", "conv.weight", "conv_bias", "A_log", "dt_bias", "D",
+             "norm_weight")
 # HedgeMamba block <- Hedgehog layer (eq. 7: B <- φ(K x), C <- φ(Q x), X <- V x).
 MAMBA_FROM_HEDGEHOG = {"C_proj": "q_proj", "B_proj": "k_proj", "x_proj": "v_proj", "out_proj": "o_proj",
                        "feature_map_C": "feature_map_q", "feature_map_B": "feature_map_k"}
@@ -112,6 +116,23 @@ def attention_from_teacher(teacher) -> HybridForCausalLM:
     return _load(student, weights, ())
 
 
+def hedgemamba_hybrid(config: HybridConfig, **options) -> HybridForCausalLM:
+    """A hybrid of ``config`` whose HedgeMamba blocks also take ``options`` (:class:`~relin.layers.hedgemamba.
+    HedgeMamba`'s ``norm``, ``feature_maps``, ``conv_bias``), which are written into the config's ``hedgemamba``
+    section, so a saved model names them. While the block config has no such fields, loading that model is a
+    ConfigError naming the key (not a silently different block); once it has them, the model loads as built."""
+    student = HybridForCausalLM(config).to(torch.float32)
+    if options:
+        block, feature_map = config.layer("hedgemamba"), config.layer("hedgehog").feature_map
+        for layer in student.model.layers:
+            if layer.kind == "hedgemamba":
+                layer.mamba = HedgeMamba(config.hidden_size, config.num_attention_heads, config.head_dim, block,
+                                         feature_map=feature_map, bias=config.block == "gpt_neox",
+                                         backend=config.kernel_backend, **options)
+        config.hedgemamba = {**config.hedgemamba, **options}
+    return student
+
+
 def hedgemamba_config(config: HybridConfig, mamba: MambaBlockConfig) -> HybridConfig:
     """The HedgeMamba hybrid's config from a Hedgehog hybrid's: every ``hedgehog`` layer a ``hedgemamba`` one."""
     values = {**config.to_dict(), "hedgemamba": as_dict(mamba)}
@@ -122,15 +143,20 @@ def hedgemamba_config(config: HybridConfig, mamba: MambaBlockConfig) -> HybridCo
 
 
 @torch.no_grad()
-def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, mamba: MambaBlockConfig | None = None
-                             ) -> HybridForCausalLM:
+def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, mamba: MambaBlockConfig | None = None, *,
+                             decay: str = "exact", norm: str | None = None) -> HybridForCausalLM:
     """Eq. 7 and App. B: each Hedgehog layer's q/k/v/o and feature maps copied into a HedgeMamba block
     (C <- q, B <- k, x <- v, out <- o, φ_C <- φ_q, φ_B <- φ_k) whose Λ, Δ, conv, gate and D are set to
     the identity (:meth:`~relin.layers.hedgemamba.HedgeMamba.set_identity`). With φ before RoPE the
-    model's logits equal the Hedgehog model's to fp32 rounding; with φ after RoPE they do not (the
-    block has no RoPE)."""
+    model's logits equal the Hedgehog model's to fp32 rounding (``decay="exact"``) or to ≤ 1e-4 at any
+    length up to ``max_position_embeddings`` (``near_identity``: Λ's gradient visible to a plain AdamW);
+    with φ after RoPE they do not (the block has no RoPE).
+
+    ``decay``: ``exact`` | ``near_identity`` (:data:`~relin.layers.hedgemamba.DECAY_INITS`). ``norm``: the blocks'
+    output normalisation when not the config's (``none``: eq. 8's un-normalised Y_φ, the ablation of eqs. 9-10;
+    the logits then differ from the Hedgehog model's, which is normalised)."""
     config = hedgemamba_config(hedgehog.config, mamba or MambaBlockConfig())
-    student = HybridForCausalLM(config).to(torch.float32)
+    student = hedgemamba_hybrid(config, **({} if norm is None else {"norm": norm}))
     weights = {}
     for key, value in hedgehog.state_dict().items():
         if ".linear_attn." in key:
@@ -140,24 +166,29 @@ def hedgemamba_from_hedgehog(hedgehog: HybridForCausalLM, mamba: MambaBlockConfi
             weights[f"{head}.mamba.{target}.{param}"] = value
         else:
             weights[key] = value
-    _load(student, weights, ("z_proj.weight", "z_proj.bias", "dt_proj.weight", "conv.weight", "A_log", "dt_bias", "D"))
+    _load(student, weights, MAMBA_OWN)
     for layer in student.model.layers:
         if layer.kind == "hedgemamba":
-            layer.mamba.set_identity()
+            layer.mamba.set_identity(decay, max_length=config.max_position_embeddings)
     return student
 
 
 @torch.no_grad()
 def random_mamba_from_teacher(teacher, seed: int = 0, *, hedgehog: HedgehogLayerConfig | None = None,
-                              mamba: MambaBlockConfig | None = None, kernel_backend: str = "auto"
-                              ) -> HybridForCausalLM:
-    """The control: the same HedgeMamba shape with every mixer parameter freshly initialised (Mamba-2's SSM
-    init, random projections, identity feature maps) and everything else the teacher's."""
+                              mamba: MambaBlockConfig | None = None, kernel_backend: str = "auto",
+                              stock_conv: bool = False) -> HybridForCausalLM:
+    """The control: the same HedgeMamba shape with every mixer parameter freshly initialised (mamba_ssm's Mamba-2
+    SSM init, :meth:`~relin.layers.hedgemamba.HedgeMamba.reset_ssm`; random projections; identity feature maps)
+    and everything else the teacher's. The conv starts as the identity filter, or with ``stock_conv`` as
+    ``nn.Conv1d``'s default init (Mamba's; with the SiLU that stage 2 unlocks, the stock conv branch)."""
     layers = teacher.config.num_hidden_layers
     config = hybrid_config(teacher.config, ["hedgemamba"] * layers, hedgehog=hedgehog or HedgehogLayerConfig(),
                            hedgemamba=mamba or MambaBlockConfig(), kernel_backend=kernel_backend)
     torch.manual_seed(seed)
     student = HybridForCausalLM(config).to(torch.float32)
+    if stock_conv:
+        for layer in student.model.layers:
+            layer.mamba.reset_conv()
     weights = {k: v for k, v in _teacher_weights(teacher).items() if ".attention." not in k}
     return _load(student, weights, tuple(f"{name}" for name, _ in student.model.layers[0].mamba.named_parameters()))
 

@@ -1,7 +1,7 @@
 """``relin hedgemamba-init``: the stage-1 Hedgehog model converted to HedgeMamba blocks (seeds/001 eq. 7, App. B;
 :func:`relin.models.convert.hedgemamba.hedgemamba_from_hedgehog`). No training; ``--check`` records how far the
 converted model's logits are from the Hedgehog model's on the first rows of the dataset (0 up to fp32
-rounding when φ sits before RoPE and the conv has no activation)."""
+rounding when φ sits before RoPE and the conv has no activation; ≤ 1e-4 with the ``near_identity`` decay)."""
 from __future__ import annotations
 
 import argparse
@@ -48,7 +48,8 @@ def run(args: argparse.Namespace, sections) -> None:
                    outputs=[args.out, args.check]) as tracker:
         data = TextData.load(args.data)
         hedgehog = data.model(args.hedgehog, load_saved)
-        student = hedgemamba_from_hedgehog(hedgehog, block)
+        # issue #47's decay init, read from the block section once it has the field (today's ``exact`` until then)
+        student = hedgemamba_from_hedgehog(hedgehog, block, decay=getattr(block, "decay_init", "exact"))
         check = logit_gap(hedgehog, student, data.input_ids.head(CHECK_ROWS), data.tokenizer.pad_token_id)
         tracker.log_metrics(check)
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})
