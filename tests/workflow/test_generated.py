@@ -218,8 +218,8 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
     (repo / "params.yaml").write_text(yaml.safe_dump({**params, "seeds": [0, 3]}, sort_keys=False))
     jobs = gen_dvc.snakemake_jobs(repo)
     by_name = {gen_dvc._stage_name(job): job for job in jobs}
-    for stage in ("opal_align-align-s3", "opal_align-align_kl_guided-s3", "opal_offpolicy-matched-s3",
-                  "opal_onpolicy-s3", "hedgehog_match-hedgehog-s3",
+    for stage in ("opal_align-align-s3", "opal_align-align_kl_guided-s3", "opal_offpolicy-offpolicy_matched-s3",
+                  "opal_onpolicy-onpolicy-s3", "hedgehog_match-hedgehog-s3",
                   "hedgemamba_finetune-mil-s3", "bridge_instruct-lia_mtr-s3", "bridge_niah-mha-s3"):
         assert stage in by_name, stage
         sections = json.loads(by_name[stage].params.cfg)
@@ -228,8 +228,8 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
         assert seeds and set(seeds) == {3}, (stage, sections)
     assert json.loads(by_name["opal_align-align"].params.cfg)["opal.align"]["train"]["seed"] == 0
     assert {"teacher_lm-qwen3", "opal_convert-gdn"} <= set(by_name) and "teacher_lm-qwen3-s3" not in by_name
-    report = {str(p) for p in by_name["report"].input}
-    assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= report
+    listed = {str(p) for paper in ("opal", "lia_mtr") for p in by_name[f"report_manifest-{paper}"].input}
+    assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= listed
 
 
 def test_every_param_a_rule_passes_is_in_params_yaml():
@@ -267,19 +267,19 @@ def test_replicas_follow_each_papers_replicated_list():
         return set(map(str, jobs[stage].input))
 
     for rep in ("-s1", "-s2"):
-        assert "results/opal/offpolicy_long/model" in inputs(f"opal_onpolicy{rep}")
+        assert "results/opal/offpolicy_long/model" in inputs(f"opal_onpolicy-onpolicy{rep}")
         assert {"results/opal/offpolicy_long/model", f"results/opal/onpolicy{rep}/train_metrics.json"} <= \
-            inputs(f"opal_offpolicy-matched{rep}")
+            inputs(f"opal_offpolicy-offpolicy_matched{rep}")
         assert f"results/hedgemamba/init{rep}/model" in inputs(f"hedgemamba_finetune-finetune{rep}")
         assert f"results/hedgemamba/hedgehog{rep}/model" in inputs(f"hedgemamba_finetune-hedgehog_only{rep}")
         assert f"results/lia_mtr/align/lia_mtr{rep}/model" in inputs(f"bridge_instruct-lia_mtr{rep}")
-        config = json.loads(jobs[f"opal_onpolicy{rep}"].params.cfg)
+        config = json.loads(jobs[f"opal_onpolicy-onpolicy{rep}"].params.cfg)
         assert config["opal.onpolicy"]["train"]["seed"] == int(rep[2:])
-    assert not any(name.startswith(("opal_align-align-s", "opal_offpolicy-long-s", "bridge_instruct-mha-s",
+    assert not any(name.startswith(("opal_align-align-s", "opal_offpolicy-offpolicy_long-s", "bridge_instruct-mha-s",
                                     "bridge_niah-mha-s")) for name in jobs), "models no paper lists keep one seed"
     assert {"results/eval/opal-onpolicy-s2/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s2/answers",
             "results/lia_mtr/niah/linear_attn-s1/items.csv", "results/eval/hedgemamba-random-s2/items.csv"} <= \
-        inputs("report")
+        set().union(*(inputs(f"report_manifest-{paper}") for paper in ("opal", "hedgemamba", "lia_mtr")))
 
 
 def test_stages_that_run_no_mixer_do_not_depend_on_layers_or_kernels(generated_dvc_yaml):
@@ -296,6 +296,25 @@ def test_stages_that_run_no_mixer_do_not_depend_on_layers_or_kernels(generated_d
                   "clip_features", "chat_lm", "mme_text"):
         assert not code(stage, "src/relin/kernels/", "src/relin/layers/"), stage
     assert not code("synth_text", "src/relin/models/")
-    for stage in ("eval_lm-opal-onpolicy", "opal_onpolicy", "hedgemamba_finetune-finetune"):
+    for stage in ("eval_lm-opal-onpolicy", "opal_onpolicy-onpolicy", "hedgemamba_finetune-finetune"):
         assert "src/relin/kernels/gated_delta_rule/chunk.py" in code(stage, "src/relin/kernels/")
         assert code(stage, "src/relin/layers/"), stage
+
+
+def test_a_kernel_edit_reaches_only_the_stages_that_run_it(generated_dvc_yaml):
+    """``relin.kernels`` imports an op when first used and the layers import their op's package, so each stage's
+    code deps hold only the ops it runs: an edit of LIA-MTR's retention kernel leaves OPAL and HedgeMamba current,
+    one of the Gated DeltaNet kernel leaves LIA-MTR's bridges current."""
+    import yaml
+
+    stages = yaml.safe_load(generated_dvc_yaml)["stages"]
+
+    def running(op):
+        return {name for name, stage in stages.items()
+                if any(isinstance(d, str) and d.startswith(f"src/relin/kernels/{op}/") for d in stage["deps"])}
+
+    retention, delta_rule = running("multiscale_retention"), running("gated_delta_rule")
+    assert retention and all(name.startswith("bridge_") for name in retention), retention
+    assert "bridge_niah-lia_mtr" in retention and "eval_lm-opal-onpolicy" not in retention
+    assert "opal_onpolicy-onpolicy" in delta_rule
+    assert not any(name.startswith(("bridge_", "eval_mme", "vision_tower", "chat_lm")) for name in delta_rule)

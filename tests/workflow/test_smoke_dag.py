@@ -86,10 +86,11 @@ def test_table3_controls_take_the_onpolicy_budget(smoke_run):
     assert "teacher-scored tokens" in report
 
 
-OPAL_JOBS = {"opal_convert[conversion=gdn]", "opal_convert[conversion=swa]", "opal_convert[conversion=gdn_kl_guided]",
-             "opal_align[model=align]", "opal_align[model=align_kl_guided]", "opal_offpolicy[phase=short]",
-             "opal_offpolicy[phase=long]", "opal_onpolicy", "opal_offpolicy[phase=matched]",
-             "opal_offpolicy[phase=teacher]", "hybrid_speed", "opal_export",
+OPAL_JOBS = {"opal_convert[model=gdn]", "opal_convert[model=swa]", "opal_convert[model=gdn_kl_guided]",
+             "opal_align[model=align]", "opal_align[model=align_kl_guided]", "opal_offpolicy[model=offpolicy_short]",
+             "opal_offpolicy[model=offpolicy_long]", "opal_onpolicy[model=onpolicy]",
+             "opal_offpolicy[model=offpolicy_matched]", "opal_offpolicy[model=offpolicy_teacher]", "hybrid_speed",
+             "opal_export", "report_manifest[paper=opal]",
              *(f"eval_lm[name=opal-{n}]" for n in ("gdn", "swa", "align", "align_kl_guided", "offpolicy_short",
                                                    "offpolicy_long", "onpolicy", "offpolicy_matched",
                                                    "offpolicy_teacher"))}
@@ -99,7 +100,8 @@ HEDGEMAMBA_STAGE1 = ("hedgehog", "hedgehog_attention_ce", "hedgehog_output_mse")
 HEDGEMAMBA_STAGE2 = ("finetune", "random", "mil", "hedgehog_only")
 HEDGEMAMBA_MODELS = (*HEDGEMAMBA_STAGE1, *HEDGEMAMBA_STAGE2)
 HEDGEMAMBA_FINETUNE_JOBS = {f"hedgemamba_finetune[model={n}]" for n in HEDGEMAMBA_STAGE2}
-HEDGEMAMBA_JOBS = {*(f"hedgehog_match[model={n}]" for n in HEDGEMAMBA_STAGE1), "hedgemamba_init",
+HEDGEMAMBA_JOBS = {*(f"hedgehog_match[model={n}]" for n in HEDGEMAMBA_STAGE1), "hedgemamba_init[model=init]",
+                   "report_manifest[paper=hedgemamba]",
                    *HEDGEMAMBA_FINETUNE_JOBS, *(f"eval_lm[name=hedgemamba-{n}]" for n in HEDGEMAMBA_MODELS)}
 
 
@@ -191,14 +193,16 @@ LIA_MTR_INSTRUCT_JOBS = {*(f"{rule}[bridge={b}]" for rule in ("bridge_instruct",
     ({"teacher": {"models": {"qwen3": {"rope_theta": 20000.0}}}},
      {"teacher_lm[arch=qwen3]", "eval_lm[name=teacher-qwen3]", "report", *OPAL_JOBS}),
     ({"opal": {"onpolicy": {"max_horizon": 16}}},
-     {"opal_onpolicy", "opal_offpolicy[phase=matched]", "opal_offpolicy[phase=teacher]", "hybrid_speed",
+     {"opal_onpolicy[model=onpolicy]", "opal_offpolicy[model=offpolicy_matched]",
+      "opal_offpolicy[model=offpolicy_teacher]", "hybrid_speed", "report_manifest[paper=opal]",
       "opal_export", "eval_lm[name=opal-onpolicy]", "eval_lm[name=opal-offpolicy_matched]",
       "eval_lm[name=opal-offpolicy_teacher]",
       "report"}),
     ({"hedgemamba": {"finetune": {"freeze": "input_embedding"}}},
-     {*HEDGEMAMBA_FINETUNE_JOBS, "report",
+     {*HEDGEMAMBA_FINETUNE_JOBS, "report", "report_manifest[paper=hedgemamba]",
       *(f"eval_lm[name=hedgemamba-{n}]" for n in HEDGEMAMBA_STAGE2)}),
-    ({"lia_mtr": {"instruct": {"train": {"lr": 0.002}}}}, {*LIA_MTR_INSTRUCT_JOBS, "report"}),
+    ({"lia_mtr": {"instruct": {"train": {"lr": 0.002}}}},
+     {*LIA_MTR_INSTRUCT_JOBS, "report_manifest[paper=lia_mtr]", "report"}),
 ], ids=["teacher.train.lr", "teacher.models.qwen3.rope_theta", "opal.onpolicy.max_horizon",
         "hedgemamba.finetune.freeze", "lia_mtr.instruct.train.lr"])
 def test_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, expected):
@@ -218,8 +222,9 @@ def test_dvc_repro_reruns_only_the_changed_chain(smoke_run, tmp_path):
     out = run(["dvc", "repro"], repo, timeout=1200).stdout
     ran = set(re.findall(r"Running stage '([^']+)'", out))
     skipped = set(re.findall(r"Stage '([^']+)' didn't change, skipping", out))
-    assert ran == {"hybrid_speed", "report"}, out
-    assert {"synth_text", "teacher_lm-qwen3", "eval_lm-teacher-qwen3", "opal_onpolicy", "hedgemamba_finetune-finetune",
+    assert ran == {"hybrid_speed", "report_manifest-opal", "report"}, out
+    assert {"synth_text", "teacher_lm-qwen3", "eval_lm-teacher-qwen3", "opal_onpolicy-onpolicy",
+            "hedgemamba_finetune-finetune",
             "bridge_probe"} <= skipped, out
     # Both tools now agree that everything is up to date (params.yaml alone: the smoke overlay would
     # put back the old value).

@@ -14,4 +14,28 @@ On CUDA tensors they run Triton kernels; on CPU tensors a chunked PyTorch path (
 ``relin.kernels.common.backend``). The package lives inside ``relin``: a top-level ``kernels`` is Hugging Face's
 distribution, which transformers imports.
 """
-from ._ops import *  # noqa: F401,F403
+import importlib
+
+# Each public op -> the package of its op directory. An op is imported when first used, so a stage imports (and its
+# DVC deps and checkpoint digest hold) only the ops it runs; the layers import from the op's package directly.
+_OPS = {
+    **dict.fromkeys(("chunk_decayed_linear_attn", "fused_recurrent_decayed_linear_attn",
+                     "naive_recurrent_decayed_linear_attn"), "decayed_linear_attn"),
+    **dict.fromkeys(("decode_attention", "naive_decode_attention"), "decode_attention"),
+    **dict.fromkeys(("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "gdn_gates", "naive_gdn_gates",
+                     "naive_recurrent_gated_delta_rule"), "gated_delta_rule"),
+    **dict.fromkeys(("multiscale_diag_retention", "multiscale_diag_retention_step"), "multiscale_retention"),
+    **dict.fromkeys(("rms_norm", "naive_rms_norm"), "rms_norm"),
+    **dict.fromkeys(("short_conv_step", "naive_short_conv_step"), "short_conv"),
+}
+__all__ = list(_OPS)
+
+
+def __getattr__(name: str):
+    if name in _OPS:
+        return getattr(importlib.import_module(f".{_OPS[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r} (ops: {', '.join(_OPS)})")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_OPS])

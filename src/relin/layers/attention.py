@@ -164,7 +164,7 @@ class Attention(nn.Module):
             new_state = AttentionState(k, v)
         new_state = new_state if use_cache else None
         if self.decodes_without_mask(steps) and isinstance(state, StaticAttentionState):
-            from relin.kernels import decode_attention
+            from relin.kernels.decode_attention import decode_attention
 
             out = decode_attention(q[:, :, 0], k, v, state.length + 1, state.start, self.head_dim ** -0.5,
                                    backend=self.backend)

@@ -89,7 +89,7 @@ class LinearAttentionBridge(nn.Module):
         self.o_proj = nn.Linear(d_in, d_out, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from relin.kernels import chunk_decayed_linear_attn
+        from relin.kernels.decayed_linear_attn import chunk_decayed_linear_attn
 
         B, N, C = x.shape
         heads = (B, N, self.num_heads, C // self.num_heads)

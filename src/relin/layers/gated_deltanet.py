@@ -120,7 +120,7 @@ class GatedDeltaNet(nn.Module):
                 ) -> tuple[torch.Tensor, DeltaNetState | None]:
         """``hidden_states [B, T, C]``, ``padding [B, T]`` (1 = real token). Returns ``[B, T, C]`` and
         the state after the last token (when ``use_cache``)."""
-        from relin.kernels import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+        from relin.kernels.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
 
         batch, steps, _ = hidden_states.shape
         real = (hidden_states.new_ones(batch, steps) if padding is None
@@ -158,7 +158,8 @@ class GatedDeltaNet(nn.Module):
         (:func:`relin.kernels.short_conv_step`, state shifted in place), the gates (:func:`relin.kernels.gdn_gates`),
         the recurrent step (state overwritten in place), the gated norm (:func:`relin.kernels.rms_norm`) and
         ``o_proj``. ``hidden_states [B, 1, C]``, ``real [B, 1]``."""
-        from relin.kernels import fused_recurrent_gated_delta_rule, gdn_gates, short_conv_step
+        from relin.kernels.gated_delta_rule import fused_recurrent_gated_delta_rule, gdn_gates
+        from relin.kernels.short_conv import short_conv_step
 
         batch, inner, heads = hidden_states.shape[0], self.num_heads * self.head_dim, self.num_heads
         shape = (batch, 1, self.num_heads, self.head_dim)

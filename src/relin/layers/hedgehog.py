@@ -121,7 +121,7 @@ class HedgehogAttention(nn.Module):
                 use_cache: bool = False) -> tuple[torch.Tensor, LinearAttentionState | None]:
         """``hidden_states [B, T, C]``, ``rope`` (cos, sin ``[B, T, R]``), ``padding [B, T_past + T]`` (1 = real).
         Returns the output ``[B, T, C]`` and the state after the last token (when ``use_cache``)."""
-        from relin.kernels import chunk_decayed_linear_attn
+        from relin.kernels.decayed_linear_attn import chunk_decayed_linear_attn
 
         batch, steps, _ = hidden_states.shape
         real = (torch.ones(batch, steps, device=hidden_states.device) if padding is None

@@ -128,7 +128,8 @@ class MTRBridge(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, N, d_in]`` -> ``y [B, N, d_out]`` (eqs. 1-5)."""
-        from relin.kernels import chunk_decayed_linear_attn, multiscale_diag_retention
+        from relin.kernels.decayed_linear_attn import chunk_decayed_linear_attn
+        from relin.kernels.multiscale_retention import multiscale_diag_retention
 
         q, k, v = self.q_proj(x), F.elu(self.k_proj(x)) + 1, self.v_proj(x)
         gate, mix = self.gates(x)

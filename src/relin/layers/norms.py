@@ -18,13 +18,13 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        from relin.kernels import rms_norm
+        from relin.kernels.rms_norm import rms_norm
 
         return rms_norm(x, self.weight, self.eps)
 
     def add_and_norm(self, x: torch.Tensor, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The pre-norm block's ``residual + x`` and its norm, in one pass at inference. Returns ``(normed, sum)``."""
-        from relin.kernels import rms_norm
+        from relin.kernels.rms_norm import rms_norm
 
         if x.shape != residual.shape:                          # broadcasting: the add first, then the norm
             summed = residual + x
@@ -36,6 +36,6 @@ class GatedRMSNorm(RMSNorm):
     """``RMSNorm(o) · SiLU(gate)`` per head (fla's ``FusedRMSNormGated``; Qwen3-Next's output norm)."""
 
     def forward(self, x: torch.Tensor, gate: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        from relin.kernels import rms_norm
+        from relin.kernels.rms_norm import rms_norm
 
         return rms_norm(x, self.weight, self.eps, gate=gate)
