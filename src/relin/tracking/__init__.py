@@ -2,7 +2,8 @@
 
 - :mod:`.client`: this process's tracking config (JSON in ``RELIN_TRACKING_CONFIG``, set by the Snakefile, so
   tracking options never change a stage's command line nor trigger a rerun), the MLflow client and the retries
-  of a busy store.
+  of a busy store; a SQLite store's artifact locations relative to the project (``mlruns`` beside the store),
+  those of a moved or copied project rewritten when the experiment is opened.
 - :mod:`.outbox`: tracking never stops training; every write queues in an outbox written in the background, and
   what a busy store still refuses when a stage ends is saved and replayed by the next pipeline invocation.
 - :mod:`.stage_runs`: :func:`stage_run` opens a stage's child run and returns a tracker (params, metrics,
@@ -11,7 +12,7 @@
 - :mod:`.pipeline_runs`: the store checked, dead invocations' runs closed and the parent run created once,
   before parallel jobs start (:mod:`relin.pipeline`).
 """
-from .client import CONFIG_ENV, tracking_config
+from .client import CONFIG_ENV, artifact_root, relocate_artifacts, tracking_config
 from .client import _client as _client  # private names the tests use: _client, _process_tags, _check_sqlite
 from .client import _process_tags as _process_tags
 from .outbox import OUTBOX_DIR, replay_outboxes
@@ -19,5 +20,6 @@ from .pipeline_runs import TrackingUnavailable, check_store, close_dead_runs, en
 from .pipeline_runs import _check_sqlite as _check_sqlite
 from .stage_runs import PARENT_ENV, NullTracker, stage_run
 
-__all__ = ["CONFIG_ENV", "OUTBOX_DIR", "PARENT_ENV", "NullTracker", "TrackingUnavailable", "check_store",
-           "close_dead_runs", "end_pipeline", "init_pipeline", "replay_outboxes", "stage_run", "tracking_config"]
+__all__ = ["CONFIG_ENV", "OUTBOX_DIR", "PARENT_ENV", "NullTracker", "TrackingUnavailable", "artifact_root",
+           "check_store", "close_dead_runs", "end_pipeline", "init_pipeline", "relocate_artifacts", "replay_outboxes",
+           "stage_run", "tracking_config"]
