@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, sections) -> None:
                                                       kernel_backend=options["kernel_backend"])
             else:
                 copied = hedgehog_from_teacher(teacher, seed=train_cfg.seed, **options)
-                student = hedgemamba_from_hedgehog(copied, mamba)
+                student = hedgemamba_from_hedgehog(copied, mamba, decay=getattr(mamba, "decay_init", "exact"))
         else:
             student = data.model(args.student, load_saved)
         unlock(student, cfg, decay_optimizer)
