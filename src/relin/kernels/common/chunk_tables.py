@@ -96,3 +96,24 @@ def locate_sequence(cu_seqlens, chunk_offsets, i_n):
     bos = tl.load(cu_seqlens + i_n).to(tl.int64)
     eos = tl.load(cu_seqlens + i_n + 1).to(tl.int64)
     return bos, eos, tl.load(chunk_offsets + i_n).to(tl.int64)
+
+
+@triton.jit
+def chunk_rows(chunk_indices, cu_seqlens, i_tg, BT: tl.constexpr):
+    """Device side: for the program of global chunk ``i_tg``, (i_tg as int64, chunk index within its sequence,
+    sequence start, sequence end, offsets 0..BT-1 in the chunk, token rows of the chunk, mask of rows < end)."""
+    i_tg = tl.cast(i_tg, tl.int64)
+    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
+    o_t = tl.arange(0, BT)
+    r_t = bos + i_c * BT + o_t
+    return i_tg, i_c, bos, eos, o_t, r_t, r_t < eos
+
+
+@triton.jit
+def sequence_rows(cu_seqlens, chunk_offsets, i_nh, H: tl.constexpr, BT: tl.constexpr):
+    """Device side: for the program of (sequence x head) ``i_nh``, (i_nh as int64, head, sequence start, sequence
+    end, index of its first chunk, number of its chunks)."""
+    i_nh = tl.cast(i_nh, tl.int64)
+    i_n, i_h = i_nh // H, i_nh % H
+    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
+    return i_nh, i_h, bos, eos, boh, tl.cdiv(eos - bos, BT)

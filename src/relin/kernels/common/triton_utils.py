@@ -1,4 +1,5 @@
-"""Keeping Triton kernels runnable under the CPU interpreter, and tile widths that Hopper serves.
+"""Keeping Triton kernels runnable under the CPU interpreter, tile widths that Hopper serves, and the [K, V]
+state tiles of the recurrent and chunked state passes.
 
 Rules (see notes/kernels.md): bypass autotuning when interpreting (the autotuner benchmarks through a GPU
 driver), cast loop variables with ``tl.cast`` rather than ``.to()``.
@@ -10,6 +11,7 @@ import types
 
 import torch
 import triton
+import triton.language as tl
 
 from .backend import interpreting
 
@@ -63,6 +65,27 @@ def _cached_run(tuner, *args, **kwargs):
 def tile(dim: int, cap: int) -> int:
     """Tile width along a feature dim of size ``dim``: a power of two in [MIN_TILE, max(cap, MIN_TILE)]."""
     return max(MIN_TILE, min(cap, triton.next_power_of_2(dim)))
+
+
+@triton.jit
+def state_tile(i_k, i_v, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr):
+    """Device side: the (i_k, i_v) block of a row-major [K, V] state: (K offsets, V offsets, their masks, the
+    block's mask, its element offsets)."""
+    o_k = i_k * BK + tl.arange(0, BK)
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_k, m_v = o_k < K, o_v < V
+    return o_k, o_v, m_k, m_v, m_k[:, None] & m_v[None, :], o_k[:, None] * V + o_v[None, :]
+
+
+@triton.jit
+def load_state(s0, i_nh, o_kv, m_kv, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr, BV: tl.constexpr,
+               LOAD: tl.constexpr):
+    """Device side: a [BK, BV] fp32 state block, zeros plus (when LOAD) block ``o_kv`` of state ``i_nh`` of
+    ``s0 [N * H, K, V]``."""
+    b_s = tl.zeros([BK, BV], dtype=tl.float32)
+    if LOAD:
+        b_s += tl.load(s0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    return b_s
 
 
 def tensor_descriptors(device: torch.device) -> bool:

@@ -12,6 +12,7 @@ import triton.language as tl
 
 from ..common.backend import use_triton
 from ..common.chunk_tables import chunk_tables
+from ..common.triton_utils import load_state, state_tile
 from .ref import L2NORM_EPS, check_inputs, check_triton_head_dims, naive_recurrent_gated_delta_rule
 
 
@@ -26,14 +27,8 @@ def gdn_fwd_kernel_fused_recurrent(
     i_nh = tl.cast(i_nh, tl.int64)
     i_n, i_h = i_nh // H, i_nh % H
     bos, eos = tl.load(cu_seqlens + i_n).to(tl.int64), tl.load(cu_seqlens + i_n + 1).to(tl.int64)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    m_kv = m_k[:, None] & m_v[None, :]
-    o_kv = o_k[:, None] * V + o_v[None, :]
-    b_S = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    o_k, o_v, m_k, m_v, m_kv, o_kv = state_tile(0, i_v, K, V, BK, BV)
+    b_S = load_state(h0, i_nh, o_kv, m_kv, K, V, BK, BV, USE_INITIAL_STATE)
     for i_t in range(0, eos - bos):
         r = bos + tl.cast(i_t, tl.int64)
         b_q = tl.load(q + r * s_q + i_h * K + o_k, mask=m_k, other=0.).to(tl.float32)

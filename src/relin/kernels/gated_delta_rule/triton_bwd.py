@@ -22,9 +22,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
+from ..common.chunk_tables import CHUNK_SIZE, chunk_rows, sequence_rows
 from ..common.dot import dot, dot_mode
-from ..common.triton_utils import autotune, tile
+from ..common.triton_utils import autotune, load_state, state_tile, tile
 from .triton_fwd import parallel_width
 
 # The backward state pass holds three more tiles than the forward's: at 2 warps it spills kilobytes per thread
@@ -46,12 +46,7 @@ def gdn_bwd_kernel_intra_dv(
     # dO comes in o's dtype, which is v's: the compute dtype whenever v is 16-bit.
     DT = do.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
-    i_tg = tl.cast(i_tg, tl.int64)
-    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
-
-    o_t = tl.arange(0, BT)
-    r_t = bos + i_c * BT + o_t
-    m_t = r_t < eos
+    i_tg, i_c, bos, eos, o_t, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_tg, BT)
     o_k = tl.arange(0, BK)
     m_k = o_k < K
     b_k = tl.load(k + (r_t[:, None] * H + i_h) * K + o_k[None, :], mask=m_t[:, None] & m_k[None, :], other=0.)
@@ -80,20 +75,10 @@ def gdn_bwd_kernel_state(
 ):
     DT = w.dtype.element_ty
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
-    i_nh = tl.cast(i_nh, tl.int64)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
-    NT = tl.cdiv(eos - bos, BT)
-
+    i_nh, i_h, bos, eos, boh, NT = sequence_rows(cu_seqlens, chunk_offsets, i_nh, H, BT)
     o_t = tl.arange(0, BT)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    m_kv = m_k[:, None] & m_v[None, :]
-    o_kv = o_k[:, None] * V + o_v[None, :]
-    b_dS = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_FINAL_STATE_GRADIENT:
-        b_dS += tl.load(dht + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    o_k, o_v, m_k, m_v, m_kv, o_kv = state_tile(0, i_v, K, V, BK, BV)
+    b_dS = load_state(dht, i_nh, o_kv, m_kv, K, V, BK, BV, USE_FINAL_STATE_GRADIENT)
     for i_s in range(0, NT):
         i_c = NT - 1 - tl.cast(i_s, tl.int64)
         tl.store(dh + ((boh + i_c) * H + i_h) * K * V + o_kv, b_dS.to(dh.dtype.element_ty), mask=m_kv)
@@ -122,6 +107,34 @@ def gdn_bwd_kernel_state(
         tl.store(dh0 + i_nh * K * V + o_kv, b_dS, mask=m_kv)
 
 
+@triton.jit
+def _grad_chunk(b_cum, cu_seqlens, chunk_indices, H: tl.constexpr, K: tl.constexpr, V: tl.constexpr,
+                BT: tl.constexpr, BK: tl.constexpr):
+    """The program (chunk, head) of a gradient kernel, all of K in one tile: (i_tg as int64, head, chunk index
+    within its sequence, sequence start and end, offsets in the chunk, token rows, their mask, K offsets, their
+    mask, the [BT, BK] mask, offsets of the chunk's [K, V] state with a V offset to add along rows (``+ o_v[:,
+    None]`` reads it transposed), the chunk's cumulative log decays b)."""
+    i_tg, i_h = tl.program_id(0), tl.program_id(1)
+    i_tg, i_c, bos, eos, o_t, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_tg, BT)
+    o_k = tl.arange(0, BK)
+    m_k = o_k < K
+    b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
+    return (i_tg, i_h, i_c, bos, eos, o_t, r_t, m_t, o_k, m_k, m_t[:, None] & m_k[None, :],
+            (i_tg * H + i_h) * K * V + o_k[None, :] * V, b_b)
+
+
+@triton.jit
+def _value_block(h, p_hk, i_v, i_h, r_t, m_t, m_k, H: tl.constexpr, V: tl.constexpr, BV: tl.constexpr):
+    """V block i_v of a gradient kernel's chunk: (V offsets, the [BV, BK] state mask, the [BT, BV] and [BV, BT]
+    masks and offsets into [T, H, V] tensors, the transposed state block S_0^T [BV, BK] in fp32)."""
+    o_v = i_v * BV + tl.arange(0, BV)
+    m_v = o_v < V
+    m_vk = m_v[:, None] & m_k[None, :]
+    b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+    return (o_v, m_vk, m_t[:, None] & m_v[None, :], m_v[:, None] & m_t[None, :],
+            (r_t[:, None] * H + i_h) * V + o_v[None, :], (r_t[None, :] * H + i_h) * V + o_v[:, None], b_St)
+
+
 @autotune(configs=_GRAD_CONFIGS, key=["H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_bwd_kernel_grad_output(
@@ -131,32 +144,15 @@ def gdn_bwd_kernel_grad_output(
 ):
     """dQ; dK and db from the output (S_0 and P) and state-update terms, to ``dk_part``, ``db_part`` in fp32."""
     DT = h.dtype.element_ty
-    i_tg, i_h = tl.program_id(0), tl.program_id(1)
-    i_tg = tl.cast(i_tg, tl.int64)
-    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
-
-    o_t = tl.arange(0, BT)
-    r_t = bos + i_c * BT + o_t
-    m_t = r_t < eos
-    o_k = tl.arange(0, BK)
-    m_k = o_k < K
-    m_tk = m_t[:, None] & m_k[None, :]
-    p_hk = (i_tg * H + i_h) * K * V + o_k[None, :] * V
-    b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
+    i_tg, i_h, i_c, bos, eos, o_t, r_t, m_t, o_k, m_k, m_tk, p_hk, b_b = _grad_chunk(
+        b_cum, cu_seqlens, chunk_indices, H, K, V, BT, BK)
 
     b_dq = tl.zeros([BT, BK], dtype=tl.float32)
     b_dks = tl.zeros([BT, BK], dtype=tl.float32)
     b_dP = tl.zeros([BT, BT], dtype=tl.float32)
     b_dlast = tl.zeros([BV], dtype=tl.float32)
     for i_v in range(0, tl.cdiv(V, BV)):
-        o_v = i_v * BV + tl.arange(0, BV)
-        m_v = o_v < V
-        m_tv = m_t[:, None] & m_v[None, :]
-        m_vt = m_v[:, None] & m_t[None, :]
-        m_vk = m_v[:, None] & m_k[None, :]
-        p_tv = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        p_vt = (r_t[None, :] * H + i_h) * V + o_v[:, None]
-        b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+        o_v, m_vk, m_tv, m_vt, p_tv, p_vt, b_St = _value_block(h, p_hk, i_v, i_h, r_t, m_t, m_k, H, V, BV)
         b_dSt = tl.load(dh + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
         b_do = tl.load(do + p_tv, mask=m_tv, other=0.).to(tl.float32)
         b_d = tl.load(v_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
@@ -207,18 +203,8 @@ def gdn_bwd_kernel_grad_wy(
 ):
     """dV, dbeta; the WY terms of dK and db added to ``dk_part`` and ``db_part``; dg."""
     DT = h.dtype.element_ty
-    i_tg, i_h = tl.program_id(0), tl.program_id(1)
-    i_tg = tl.cast(i_tg, tl.int64)
-    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
-
-    o_t = tl.arange(0, BT)
-    r_t = bos + i_c * BT + o_t
-    m_t = r_t < eos
-    o_k = tl.arange(0, BK)
-    m_k = o_k < K
-    m_tk = m_t[:, None] & m_k[None, :]
-    p_hk = (i_tg * H + i_h) * K * V + o_k[None, :] * V
-    b_b = tl.load(b_cum + r_t * H + i_h, mask=m_t, other=0.)
+    i_tg, i_h, i_c, bos, eos, o_t, r_t, m_t, o_k, m_k, m_tk, p_hk, b_b = _grad_chunk(
+        b_cum, cu_seqlens, chunk_indices, H, K, V, BT, BK)
     b_beta = tl.load(beta + r_t * H + i_h, mask=m_t, other=0.).to(tl.float32)
     # M^{-T}: element (r, c) = M^{-1}_{cr}.
     b_Mt = tl.load(m_inv + ((i_tg * H + i_h) * BT + o_t[None, :]) * BT + o_t[:, None])
@@ -227,14 +213,7 @@ def gdn_bwd_kernel_grad_wy(
     b_dM = tl.zeros([BT, BT], dtype=tl.float32)
     b_dbeta = tl.zeros([BT], dtype=tl.float32)
     for i_v in range(0, tl.cdiv(V, BV)):
-        o_v = i_v * BV + tl.arange(0, BV)
-        m_v = o_v < V
-        m_tv = m_t[:, None] & m_v[None, :]
-        m_vt = m_v[:, None] & m_t[None, :]
-        m_vk = m_v[:, None] & m_k[None, :]
-        p_tv = (r_t[:, None] * H + i_h) * V + o_v[None, :]
-        p_vt = (r_t[None, :] * H + i_h) * V + o_v[:, None]
-        b_St = tl.load(h + p_hk + o_v[:, None], mask=m_vk, other=0.).to(tl.float32)
+        o_v, m_vk, m_tv, m_vt, p_tv, p_vt, b_St = _value_block(h, p_hk, i_v, i_h, r_t, m_t, m_k, H, V, BV)
         b_dd = tl.load(dv_new + p_tv, mask=m_tv, other=0.).to(tl.float32)
         b_v = tl.load(v + p_tv, mask=m_tv, other=0.).to(tl.float32)
         b_vt = tl.load(v + p_vt, mask=m_vt, other=0.).to(tl.float32)

@@ -21,9 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
+from ..common.chunk_tables import CHUNK_SIZE, chunk_rows, locate_chunk, sequence_rows
 from ..common.dot import dot, dot_mode
-from ..common.triton_utils import autotune, tensor_descriptors, tile
+from ..common.triton_utils import autotune, load_state, state_tile, tensor_descriptors, tile
 
 
 @triton.jit
@@ -196,12 +196,7 @@ def gdn_fwd_kernel_wu(
 ):
     DT = w.dtype.element_ty
     i_tg, i_h = tl.program_id(0), tl.program_id(1)
-    i_tg = tl.cast(i_tg, tl.int64)
-    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
-
-    o_t = tl.arange(0, BT)
-    r_t = bos + i_c * BT + o_t
-    m_t = r_t < eos
+    i_tg, i_c, bos, eos, o_t, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_tg, BT)
     o_k = tl.arange(0, BK)
     m_k = o_k < K
     b_M = tl.load(m_inv + (i_tg * H + i_h) * BT * BT + o_t[:, None] * BT + o_t[None, :])
@@ -236,20 +231,10 @@ def gdn_fwd_kernel_state(
     """
     DT = w.dtype.element_ty
     i_v, i_nh = tl.program_id(0), tl.program_id(1)
-    i_nh = tl.cast(i_nh, tl.int64)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
-    NT = tl.cdiv(eos - bos, BT)
-
+    i_nh, i_h, bos, eos, boh, NT = sequence_rows(cu_seqlens, chunk_offsets, i_nh, H, BT)
     o_t = tl.arange(0, BT)
-    o_k = tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    m_kv = m_k[:, None] & m_v[None, :]
-    o_kv = o_k[:, None] * V + o_v[None, :]
-    b_S = tl.zeros([BK, BV], dtype=tl.float32)
-    if USE_INITIAL_STATE:
-        b_S += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
+    o_k, o_v, m_k, m_v, m_kv, o_kv = state_tile(0, i_v, K, V, BK, BV)
+    b_S = load_state(h0, i_nh, o_kv, m_kv, K, V, BK, BV, USE_INITIAL_STATE)
     if TMA:
         rows = tl.cast(eos - bos, tl.int32)
         d_w = tl.make_tensor_descriptor(w + (bos * H + i_h) * K, [rows, K], [H * K, 1], [BT, BK])
@@ -295,12 +280,7 @@ def gdn_fwd_kernel_output(
 ):
     DT = h.dtype.element_ty
     i_v, i_tg, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    i_tg = tl.cast(i_tg, tl.int64)
-    i_c, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_tg)
-
-    o_t = tl.arange(0, BT)
-    r_t = bos + i_c * BT + o_t
-    m_t = r_t < eos
+    i_tg, i_c, bos, eos, o_t, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_tg, BT)
     o_v = i_v * BV + tl.arange(0, BV)
     m_v = o_v < V
     b_o = tl.zeros([BT, BV], dtype=tl.float32)
