@@ -25,10 +25,10 @@ import torch
 import triton
 import triton.language as tl
 
-from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
+from ..common.chunk_tables import CHUNK_SIZE, chunk_rows, sequence_rows
 from ..common.dot import dot
-from ..common.triton_utils import autotune, tile
-from .triton_fwd import _CONFIGS, KEY_TILE, STATE_TILE, VALUE_TILE, dot_args, state_dtype
+from ..common.triton_utils import autotune, state_tile, tile
+from .triton_fwd import _CONFIGS, KEY_TILE, STATE_TILE, VALUE_TILE, dot_args, load_state_z, state_dtype, store_state_z
 
 
 @triton.jit(do_not_specialize=["TOTAL"])
@@ -48,6 +48,17 @@ def dla_bwd_kernel_normalizer(do, o32, rden, dd, TOTAL, H: tl.constexpr, V: tl.c
     tl.store(dd + r_t * H + i_h, -b_dot * b_rden, mask=m_t)
 
 
+@triton.jit
+def _output_scale(rden, scale, r_t, m_t, i_h, H: tl.constexpr, NORMALIZE: tl.constexpr):
+    """The per-token factor s of the output's gradient on the chunk's rows, 0 past the sequence end:
+    1 / (denominator + eps) normalized, else scale."""
+    if NORMALIZE:
+        b_s = tl.load(rden + r_t * H + i_h, mask=m_t, other=0.)
+    else:
+        b_s = tl.where(m_t, scale, 0.)
+    return b_s
+
+
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "NORMALIZE"])
 @triton.jit
 def dla_bwd_kernel_dh(q, do, gc, rden, dd, dh, dz, dht, dzt, dh0, dz0, cu_seqlens, chunk_offsets, scale,
@@ -55,38 +66,19 @@ def dla_bwd_kernel_dh(q, do, gc, rden, dd, dh, dz, dht, dzt, dh0, dz0, cu_seqlen
                       BV: tl.constexpr, USE_G: tl.constexpr, USE_DHT: tl.constexpr, STORE_DH0: tl.constexpr,
                       NORMALIZE: tl.constexpr, OP: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    i_nh = tl.cast(i_nh, tl.int64)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
-    NT = tl.cdiv(eos - bos, BT)
-
+    i_nh, i_h, bos, eos, boh, NT = sequence_rows(cu_seqlens, chunk_offsets, i_nh, H, BT)
     o_t = tl.arange(0, BT)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    o_kv = o_k[:, None] * V + o_v[None, :]
-    m_kv = m_k[:, None] & m_v[None, :]
+    o_k, o_v, m_k, m_v, m_kv, o_kv = state_tile(i_k, i_v, K, V, BK, BV)
     m_z = o_k < tl.where(i_v == 0, K, 0)
-
-    b_dh = tl.zeros([BK, BV], dtype=tl.float32)
-    b_dz = tl.zeros([BK], dtype=tl.float32)
-    if USE_DHT:
-        b_dh += tl.load(dht + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
-        if NORMALIZE:
-            b_dz += tl.load(dzt + i_nh * K + o_k, mask=m_k, other=0.)
+    b_dh, b_dz = load_state_z(dht, dzt, i_nh, o_k, m_k, o_kv, m_kv, K, V, BK, BV, USE_DHT, NORMALIZE)
     for i_r in range(0, NT):
         i_t = NT - 1 - tl.cast(i_r, tl.int64)
-        tl.store(dh + ((boh + i_t) * H + i_h) * K * V + o_kv, b_dh.to(dh.dtype.element_ty), mask=m_kv)
-        if NORMALIZE:
-            tl.store(dz + ((boh + i_t) * H + i_h) * K + o_k, b_dz, mask=m_z)
+        store_state_z(dh, dz, (boh + i_t) * H + i_h, b_dh, b_dz, o_k, m_z, o_kv, m_kv, K, V, NORMALIZE)
         r_t = bos + i_t * BT + o_t
         m_t = r_t < eos
         b_qt = tl.load(q + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
         b_do = tl.load(do + (r_t[:, None] * H + i_h) * V + o_v[None, :], mask=m_t[:, None] & m_v[None, :], other=0.)
-        if NORMALIZE:
-            b_s = tl.load(rden + r_t * H + i_h, mask=m_t, other=0.)
-        else:
-            b_s = tl.where(m_t, scale, 0.)
+        b_s = _output_scale(rden, scale, r_t, m_t, i_h, H, NORMALIZE)
         if USE_G:
             b_last = tl.load(gc + (tl.minimum(bos + i_t * BT + BT, eos) - 1) * H + i_h)
             b_e = tl.where(m_t, tl.exp(tl.load(gc + r_t * H + i_h, mask=m_t, other=0.)), 0.)
@@ -99,9 +91,7 @@ def dla_bwd_kernel_dh(q, do, gc, rden, dd, dh, dz, dht, dzt, dh0, dz0, cu_seqlen
         if NORMALIZE:
             b_dz += tl.sum(b_qt * (b_e * tl.load(dd + r_t * H + i_h, mask=m_t, other=0.))[None, :], 1)
     if STORE_DH0:
-        tl.store(dh0 + i_nh * K * V + o_kv, b_dh, mask=m_kv)
-        if NORMALIZE:
-            tl.store(dz0 + i_nh * K + o_k, b_dz, mask=m_z)
+        store_state_z(dh0, dz0, i_nh, b_dh, b_dz, o_k, m_z, o_kv, m_kv, K, V, NORMALIZE)
 
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "NORMALIZE"])
@@ -112,11 +102,7 @@ def dla_bwd_kernel_dv(q, k, do, gc, rden, dh, dv, cu_seqlens, chunk_indices, sca
                       PRECISION: tl.constexpr, WIDEN: tl.constexpr):
     IN = q.dtype.element_ty
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    i_c = tl.cast(i_c, tl.int64)
-    i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_c)
-    o_i = tl.arange(0, BT)
-    r_t = bos + i_t * BT + o_i
-    m_t = r_t < eos
+    i_c, i_t, bos, eos, o_i, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_c, BT)
     o_v = i_v * BV + tl.arange(0, BV)
     m_v = o_v < V
     p_dh = dh + (i_c * H + i_h) * K * V
@@ -133,10 +119,7 @@ def dla_bwd_kernel_dv(q, k, do, gc, rden, dh, dv, cu_seqlens, chunk_indices, sca
         b_dv += dot(b_k, b_dh, dh.dtype.element_ty, PRECISION, WIDEN)
 
     m_A = (o_i[:, None] <= o_i[None, :]) & m_t[:, None] & m_t[None, :]
-    if NORMALIZE:
-        b_s = tl.load(rden + r_t * H + i_h, mask=m_t, other=0.)
-    else:
-        b_s = tl.where(m_t, scale, 0.)
+    b_s = _output_scale(rden, scale, r_t, m_t, i_h, H, NORMALIZE)
     if USE_G:
         b_last = tl.load(gc + (tl.minimum(bos + i_t * BT + BT, eos) - 1) * H + i_h)
         b_g = tl.load(gc + r_t * H + i_h, mask=m_t, other=0.)
@@ -162,11 +145,7 @@ def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_
     IN = q.dtype.element_ty
     SDT = h.dtype.element_ty
     i_c, i_h = tl.program_id(0), tl.program_id(1)
-    i_c = tl.cast(i_c, tl.int64)
-    i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_c)
-    o_i = tl.arange(0, BT)
-    r_t = bos + i_t * BT + o_i
-    m_t = r_t < eos
+    i_c, i_t, bos, eos, o_i, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_c, BT)
     o_state = (i_c * H + i_h) * K * V
 
     b_ds = tl.zeros([BT, BT], dtype=tl.float32)  # ds[i, j] = do_i · v_j
@@ -181,10 +160,7 @@ def dla_bwd_kernel_dqkg(q, k, v, do, gc, h, dh, z, dz, rden, dd, dq, dk, dg, cu_
 
     m_A = (o_i[:, None] >= o_i[None, :]) & m_t[:, None] & m_t[None, :]
     m_At = (o_i[:, None] <= o_i[None, :]) & m_t[:, None] & m_t[None, :]
-    if NORMALIZE:
-        b_s = tl.load(rden + r_t * H + i_h, mask=m_t, other=0.)
-    else:
-        b_s = tl.where(m_t, scale, 0.)
+    b_s = _output_scale(rden, scale, r_t, m_t, i_h, H, NORMALIZE)
     b_ds *= b_s[:, None]
     b_dst *= b_s[None, :]
     if NORMALIZE:

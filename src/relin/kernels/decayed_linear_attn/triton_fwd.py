@@ -22,9 +22,9 @@ import triton
 import triton.language as tl
 
 from ..common.backend import interpreting
-from ..common.chunk_tables import CHUNK_SIZE, locate_chunk, locate_sequence
+from ..common.chunk_tables import CHUNK_SIZE, chunk_rows, locate_chunk, sequence_rows
 from ..common.dot import dot, dot_mode
-from ..common.triton_utils import autotune, tile
+from ..common.triton_utils import autotune, load_state, state_tile, tile
 from .ref import NORMALIZER_EPS
 
 TL_DTYPES = {torch.float32: tl.float32, torch.bfloat16: tl.bfloat16, torch.float16: tl.float16}
@@ -60,6 +60,29 @@ def dot_args(dtype: torch.dtype, k_dim: int) -> dict:
 
 
 @triton.jit
+def load_state_z(s0, z0, i_nh, o_k, m_k, o_kv, m_kv, K: tl.constexpr, V: tl.constexpr, BK: tl.constexpr,
+                 BV: tl.constexpr, LOAD: tl.constexpr, NORMALIZE: tl.constexpr):
+    """The [BK, BV] state block and [BK] normalizer block (both fp32) a serial pass starts from: zeros, plus (when
+    LOAD) those of state ``i_nh`` of s0 [N * H, K, V] and (when NORMALIZE) of z0 [N * H, K]."""
+    b_s = load_state(s0, i_nh, o_kv, m_kv, K, V, BK, BV, LOAD)
+    b_z = tl.zeros([BK], dtype=tl.float32)
+    if LOAD:
+        if NORMALIZE:
+            b_z += tl.load(z0 + i_nh * K + o_k, mask=m_k, other=0.)
+    return b_s, b_z
+
+
+@triton.jit
+def store_state_z(s, z, i, b_s, b_z, o_k, m_z, o_kv, m_kv, K: tl.constexpr, V: tl.constexpr,
+                  NORMALIZE: tl.constexpr):
+    """Store a state block in s's dtype as state ``i`` of s [*, K, V] and, when NORMALIZE, the normalizer block as
+    entry i of z [*, K] (masked by ``m_z``: only the programs of the first V block store it)."""
+    tl.store(s + i * K * V + o_kv, b_s.to(s.dtype.element_ty), mask=m_kv)
+    if NORMALIZE:
+        tl.store(z + i * K + o_k, b_z, mask=m_z)
+
+
+@triton.jit
 def dla_fwd_kernel_cumsum(g, gc, cu_seqlens, chunk_indices, H: tl.constexpr, BT: tl.constexpr, BH: tl.constexpr):
     """gc = cumulative sum of the log decay g [T, H] inside each chunk, fp32."""
     i_c = tl.cast(tl.program_id(0), tl.int64)
@@ -78,30 +101,14 @@ def dla_fwd_kernel_h(k, v, gc, h, z, h0, z0, ht, zt, cu_seqlens, chunk_offsets,
                      BV: tl.constexpr, USE_G: tl.constexpr, USE_H0: tl.constexpr, STORE_HT: tl.constexpr,
                      NORMALIZE: tl.constexpr, OP: tl.constexpr, PRECISION: tl.constexpr, WIDEN: tl.constexpr):
     i_nh, i_k, i_v = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    i_nh = tl.cast(i_nh, tl.int64)
-    i_n, i_h = i_nh // H, i_nh % H
-    bos, eos, boh = locate_sequence(cu_seqlens, chunk_offsets, i_n)
-    NT = tl.cdiv(eos - bos, BT)
-
+    i_nh, i_h, bos, eos, boh, NT = sequence_rows(cu_seqlens, chunk_offsets, i_nh, H, BT)
     o_t = tl.arange(0, BT)
-    o_k = i_k * BK + tl.arange(0, BK)
-    o_v = i_v * BV + tl.arange(0, BV)
-    m_k, m_v = o_k < K, o_v < V
-    o_kv = o_k[:, None] * V + o_v[None, :]
-    m_kv = m_k[:, None] & m_v[None, :]
+    o_k, o_v, m_k, m_v, m_kv, o_kv = state_tile(i_k, i_v, K, V, BK, BV)
     m_z = o_k < tl.where(i_v == 0, K, 0)  # z does not depend on V: the first V block stores it
-
-    b_h = tl.zeros([BK, BV], dtype=tl.float32)
-    b_z = tl.zeros([BK], dtype=tl.float32)
-    if USE_H0:
-        b_h += tl.load(h0 + i_nh * K * V + o_kv, mask=m_kv, other=0.).to(tl.float32)
-        if NORMALIZE:
-            b_z += tl.load(z0 + i_nh * K + o_k, mask=m_k, other=0.)
+    b_h, b_z = load_state_z(h0, z0, i_nh, o_k, m_k, o_kv, m_kv, K, V, BK, BV, USE_H0, NORMALIZE)
     for i_s in range(0, NT):
         i_t = tl.cast(i_s, tl.int64)
-        tl.store(h + ((boh + i_t) * H + i_h) * K * V + o_kv, b_h.to(h.dtype.element_ty), mask=m_kv)
-        if NORMALIZE:
-            tl.store(z + ((boh + i_t) * H + i_h) * K + o_k, b_z, mask=m_z)
+        store_state_z(h, z, (boh + i_t) * H + i_h, b_h, b_z, o_k, m_z, o_kv, m_kv, K, V, NORMALIZE)
         r_t = bos + i_t * BT + o_t
         m_t = r_t < eos
         b_kt = tl.load(k + (r_t[None, :] * H + i_h) * K + o_k[:, None], mask=m_k[:, None] & m_t[None, :], other=0.)
@@ -123,9 +130,7 @@ def dla_fwd_kernel_h(k, v, gc, h, z, h0, z0, ht, zt, cu_seqlens, chunk_offsets,
             b_z += tl.sum(b_kz, 0)
         b_h += dot(b_kt, b_v, OP, PRECISION, WIDEN)
     if STORE_HT:
-        tl.store(ht + i_nh * K * V + o_kv, b_h, mask=m_kv)
-        if NORMALIZE:
-            tl.store(zt + i_nh * K + o_k, b_z, mask=m_z)
+        store_state_z(ht, zt, i_nh, b_h, b_z, o_k, m_z, o_kv, m_kv, K, V, NORMALIZE)
 
 
 @autotune(configs=_CONFIGS, key=["H", "K", "V", "BK", "BV", "USE_G", "NORMALIZE"])
@@ -138,11 +143,7 @@ def dla_fwd_kernel_o(q, k, v, gc, h, z, o, o32, rden, cu_seqlens, chunk_indices,
     """Normalized, also o32 (o in fp32, for the backward) and rden = 1 / (denominator + eps) [T, H] fp32."""
     IN = q.dtype.element_ty
     i_c, i_v, i_h = tl.program_id(0), tl.program_id(1), tl.program_id(2)
-    i_c = tl.cast(i_c, tl.int64)
-    i_t, bos, eos = locate_chunk(chunk_indices, cu_seqlens, i_c)
-    o_i = tl.arange(0, BT)
-    r_t = bos + i_t * BT + o_i
-    m_t = r_t < eos
+    i_c, i_t, bos, eos, o_i, r_t, m_t = chunk_rows(chunk_indices, cu_seqlens, i_c, BT)
     o_v = i_v * BV + tl.arange(0, BV)
     m_v = o_v < V
     p_h = h + (i_c * H + i_h) * K * V
