@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from ..common.triton_utils import autotune
-from .triton_fwd import ahead, launch_meta, load_write, scan_block_states, write_value
+from .triton_fwd import ahead, launch_meta, load_token, scan_block_states, token_block, write_value
 
 WARP_CONFIGS = [triton.Config({}, num_warps=w) for w in (1, 2, 4)]
 
@@ -29,32 +29,21 @@ def multiscale_retention_bwd_kernel_forward_sweep(
     B: tl.constexpr, C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
     BS: tl.constexpr, GATE_PER_CHANNEL: tl.constexpr,
 ):
-    i_c, i_n, i_b = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
-    NT = tl.cdiv(T, BT)
-    o_c = i_c * BC + tl.arange(0, BC)
-    m_c = o_c < C
-    o_s = tl.arange(0, BS)
-    m_s = o_s < S
-    m_h = m_s[:, None] & m_c[None, :]
-    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    i_c = tl.program_id(0).to(tl.int64)
+    i_n, i_b, NT, o_c, m_c, o_s, m_s, m_h, b_decay, t0, n = token_block(i_c, log_decays, T, C, S, BT, BC, BS)
     p_h = ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :]
     b_h = tl.load(block_start + p_h, mask=m_h, other=0.0)
     b_g = tl.zeros([BS, BC], dtype=tl.float32)
     b_w = tl.full([BS], 1.0, dtype=tl.float32)
-    t0 = i_n * BT
-    n = tl.minimum(BT, T - t0)
     p_gate = i_b * T + t0
     p_x = p_gate * C + o_c
-    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
-    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
+    b_k, b_v, b_gate, b_q, b_mix = load_token(q, k, v, gate, mix, p_x, p_gate, o_s, m_c, m_s, S, GATE_PER_CHANNEL)
     b_do = tl.load(do + p_x, mask=m_c, other=0.0)
-    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
     for i in range(0, n):
         d = ahead(i, n, 1)
-        n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
-        n_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
+        n_k, n_v, n_gate, n_q, n_mix = load_token(q, k, v, gate, mix, p_x + d * C, p_gate + d, o_s, m_c, m_s, S,
+                                                  GATE_PER_CHANNEL)
         n_do = tl.load(do + p_x + d * C, mask=m_c, other=0.0)
-        n_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
         b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
         b_mix32, b_do32 = b_mix.to(tl.float32), b_do.to(tl.float32)
         tl.store(dq + p_x, (b_do32 * tl.sum(b_mix32[:, None] * b_h, 0)).to(dq.dtype.element_ty), mask=m_c)
@@ -75,29 +64,18 @@ def multiscale_retention_bwd_kernel_reverse_sweep(
     B: tl.constexpr, C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
     BS: tl.constexpr, GATE_PER_CHANNEL: tl.constexpr,
 ):
-    i_c, i_n, i_b = tl.program_id(0).to(tl.int64), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
-    NT = tl.cdiv(T, BT)
-    o_c = i_c * BC + tl.arange(0, BC)
-    m_c = o_c < C
-    o_s = tl.arange(0, BS)
-    m_s = o_s < S
-    m_h = m_s[:, None] & m_c[None, :]
-    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    i_c = tl.program_id(0).to(tl.int64)
+    i_n, i_b, NT, o_c, m_c, o_s, m_s, m_h, b_decay, t0, n = token_block(i_c, log_decays, T, C, S, BT, BC, BS)
     b_r = tl.load(block_carry + ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :], mask=m_h, other=0.0)
-    t0 = i_n * BT
-    n = tl.minimum(BT, T - t0)
     p_gate = i_b * T + t0 + n - 1
     p_x = p_gate * C + o_c
-    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
-    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
+    b_k, b_v, b_gate, b_q, b_mix = load_token(q, k, v, gate, mix, p_x, p_gate, o_s, m_c, m_s, S, GATE_PER_CHANNEL)
     b_do = tl.load(do + p_x, mask=m_c, other=0.0)
-    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
     for i in range(0, n):
         d = ahead(i, n, 1)
-        n_k, n_v, n_gate = load_write(k, v, gate, p_x - d * C, p_gate - d, m_c, GATE_PER_CHANNEL)
-        n_q = tl.load(q + p_x - d * C, mask=m_c, other=0.0)
+        n_k, n_v, n_gate, n_q, n_mix = load_token(q, k, v, gate, mix, p_x - d * C, p_gate - d, o_s, m_c, m_s, S,
+                                                  GATE_PER_CHANNEL)
         n_do = tl.load(do + p_x - d * C, mask=m_c, other=0.0)
-        n_mix = tl.load(mix + (p_gate - d) * S + o_s, mask=m_s, other=0.0)
         b_p = b_do.to(tl.float32) * b_q.to(tl.float32)
         b_a = b_mix.to(tl.float32)[:, None] * b_p[None, :] + b_r
         b_du = tl.sum(b_a, 0)

@@ -34,6 +34,32 @@ def load_write(k, v, gate, p_x, p_gate, mask_c, GATE_PER_CHANNEL: tl.constexpr):
 
 
 @triton.jit
+def load_token(q, k, v, gate, mix, p_x, p_gate, o_s, m_c, m_s, S: tl.constexpr, GATE_PER_CHANNEL: tl.constexpr):
+    """Raw k, v, gate, q and mix of one token (mix: [BS])."""
+    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
+    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
+    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
+    return b_k, b_v, b_gate, b_q, b_mix
+
+
+@triton.jit
+def token_block(i_c, log_decays, T, C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr,
+                BS: tl.constexpr):
+    """The block of a program of grid (C / BC, N blocks, B) with channel block ``i_c``: (block index, batch row,
+    number of blocks, channel offsets and mask, scale offsets and mask, the [BS, BC] state mask, the decays λ_s
+    [BS] in fp32, the block's first token and its number of tokens)."""
+    i_n, i_b = tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
+    NT = tl.cdiv(T, BT)
+    o_c = i_c * BC + tl.arange(0, BC)
+    m_c = o_c < C
+    o_s = tl.arange(0, BS)
+    m_s = o_s < S
+    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    t0 = i_n * BT
+    return i_n, i_b, NT, o_c, m_c, o_s, m_s, m_s[:, None] & m_c[None, :], b_decay, t0, tl.minimum(BT, T - t0)
+
+
+@triton.jit
 def ahead(i, n, DISTANCE: tl.constexpr):
     """Offset from token i to the token DISTANCE ahead, clamped to the block's last token (re-read at the end)."""
     return tl.minimum(tl.cast(i, tl.int64) + DISTANCE, n - 1) - tl.cast(i, tl.int64)
@@ -52,16 +78,9 @@ def multiscale_retention_fwd_kernel_block_end(
     C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr,
     GATE_PER_CHANNEL: tl.constexpr, PREFETCH: tl.constexpr,
 ):
-    i_c, i_n, i_b = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
-    NT = tl.cdiv(T, BT)
-    o_c = i_c * BC + tl.arange(0, BC)
-    m_c = o_c < C
-    o_s = tl.arange(0, BS)
-    m_s = o_s < S
-    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    i_c = tl.program_id(0)
+    i_n, i_b, NT, o_c, m_c, o_s, m_s, m_h, b_decay, t0, n = token_block(i_c, log_decays, T, C, S, BT, BC, BS)
     b_h = tl.zeros([BS, BC], dtype=tl.float32)
-    t0 = i_n * BT
-    n = tl.minimum(BT, T - t0)
     p_gate = i_b * T + t0
     p_x = p_gate * C + o_c
     b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
@@ -80,7 +99,7 @@ def multiscale_retention_fwd_kernel_block_end(
         p_x += C
         p_gate += 1
     p_h = ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :]
-    tl.store(block_end + p_h, b_h, mask=m_s[:, None] & m_c[None, :])
+    tl.store(block_end + p_h, b_h, mask=m_h)
 
 
 @autotune(FWD_CONFIGS, key=["C", "S", "BT", "BC"])
@@ -90,32 +109,20 @@ def multiscale_retention_fwd_kernel_output(
     C: tl.constexpr, S: tl.constexpr, BT: tl.constexpr, BC: tl.constexpr, BS: tl.constexpr,
     GATE_PER_CHANNEL: tl.constexpr, PREFETCH: tl.constexpr,
 ):
-    i_c, i_n, i_b = tl.program_id(0), tl.program_id(1).to(tl.int64), tl.program_id(2).to(tl.int64)
-    NT = tl.cdiv(T, BT)
-    o_c = i_c * BC + tl.arange(0, BC)
-    m_c = o_c < C
-    o_s = tl.arange(0, BS)
-    m_s = o_s < S
-    m_h = m_s[:, None] & m_c[None, :]
-    b_decay = tl.exp(tl.load(log_decays + o_s, mask=m_s, other=0.0).to(tl.float32))
+    i_c = tl.program_id(0)
+    i_n, i_b, NT, o_c, m_c, o_s, m_s, m_h, b_decay, t0, n = token_block(i_c, log_decays, T, C, S, BT, BC, BS)
     b_h = tl.load(block_start + ((i_b * NT + i_n) * S + o_s[:, None]) * C + o_c[None, :], mask=m_h, other=0.0)
-    t0 = i_n * BT
-    n = tl.minimum(BT, T - t0)
     p_gate = i_b * T + t0
     p_x = p_gate * C + o_c
-    b_k, b_v, b_gate = load_write(k, v, gate, p_x, p_gate, m_c, GATE_PER_CHANNEL)
-    b_q = tl.load(q + p_x, mask=m_c, other=0.0)
-    b_mix = tl.load(mix + p_gate * S + o_s, mask=m_s, other=0.0)
+    b_k, b_v, b_gate, b_q, b_mix = load_token(q, k, v, gate, mix, p_x, p_gate, o_s, m_c, m_s, S, GATE_PER_CHANNEL)
     if PREFETCH == 2:
         d = ahead(0, n, 1)
-        c_k, c_v, c_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
-        c_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
-        c_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
+        c_k, c_v, c_gate, c_q, c_mix = load_token(q, k, v, gate, mix, p_x + d * C, p_gate + d, o_s, m_c, m_s, S,
+                                                  GATE_PER_CHANNEL)
     for i in range(0, n):
         d = ahead(i, n, PREFETCH)
-        n_k, n_v, n_gate = load_write(k, v, gate, p_x + d * C, p_gate + d, m_c, GATE_PER_CHANNEL)
-        n_q = tl.load(q + p_x + d * C, mask=m_c, other=0.0)
-        n_mix = tl.load(mix + (p_gate + d) * S + o_s, mask=m_s, other=0.0)
+        n_k, n_v, n_gate, n_q, n_mix = load_token(q, k, v, gate, mix, p_x + d * C, p_gate + d, o_s, m_c, m_s, S,
+                                                  GATE_PER_CHANNEL)
         b_h = b_decay[:, None] * b_h + write_value(b_k, b_v, b_gate)[None, :]
         b_o = b_q.to(tl.float32) * tl.sum(b_mix.to(tl.float32)[:, None] * b_h, 0)
         tl.store(o + p_x, b_o.to(o.dtype.element_ty), mask=m_c)
