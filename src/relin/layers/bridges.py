@@ -1,9 +1,9 @@
 """Vision-language bridges behind one interface, chosen by name: ``[B, N, d_in]`` patch features ->
 ``[B, N, d_out]`` LLM input embeddings (seed 000's comparison).
 
-- ``lia_mtr``: :class:`~relin.layers.mtr_bridge.MTRBridge` (eqs. 1-5); ``lia_mtr_<ablation>``: the same with
-  one option of :data:`~relin.config.lia_mtr.MTR_ABLATIONS` changed (no gate, one scale, log-half-life spacing,
-  the normaliser);
+- ``lia_mtr``: :class:`~relin.layers.mtr_bridge.MTRBridge` (eqs. 1-5); ``lia_mtr_<variant>``: the same with
+  options of :data:`~relin.config.lia_mtr.MTR_VARIANTS` changed (the head_matrix reading of the state; the
+  ablations: no gate, one scale, log-half-life spacing, the normaliser);
 - ``mlp2x_gelu``: LLaVA-1.5's projector, Linear -> GELU -> Linear (haotian-liu/LLaVA
   ``multimodal_projector/builder.py``), which mixes no tokens;
 - ``mha``: softmax multi-head attention over the patches (SDPA, or the N x N matrix formed: the paper's
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config.lia_mtr import MTR_ABLATIONS, BridgeConfig
+from ..config.lia_mtr import MTR_VARIANTS, BridgeConfig
 from ..config.loader import as_dict, build
 from ..errors import ConfigError
 from .mtr_bridge import MTRBridge
@@ -43,7 +43,22 @@ class MLPBridge(nn.Module):
         return self.fc2(F.gelu(self.fc1(x)))
 
 
-class MHABridge(nn.Module):
+class AttentionProjections(nn.Module):
+    """The projections of the attention bridges, all without bias: ``q_proj``, ``k_proj``, ``v_proj``
+    (``d_in -> d_in``, split into ``num_heads`` heads) and ``o_proj`` (``d_in -> d_out``)."""
+
+    def __init__(self, d_in: int, d_out: int, num_heads: int):
+        super().__init__()
+        if d_in % num_heads:
+            raise ValueError(f"d_in {d_in}: expected a multiple of num_heads ({num_heads})")
+        self.num_heads = num_heads
+        self.q_proj = nn.Linear(d_in, d_in, bias=False)
+        self.k_proj = nn.Linear(d_in, d_in, bias=False)
+        self.v_proj = nn.Linear(d_in, d_in, bias=False)
+        self.o_proj = nn.Linear(d_in, d_out, bias=False)
+
+
+class MHABridge(AttentionProjections):
     """Softmax multi-head attention over the patches, then ``o_proj`` to ``d_out``.
 
     ``impl="naive"`` forms the ``[B, H, N, N]`` score matrix (memory Θ(N²), the paper's MHA bridge);
@@ -51,16 +66,10 @@ class MHABridge(nn.Module):
     """
 
     def __init__(self, d_in: int, d_out: int, *, num_heads: int = 4, impl: str = "sdpa", causal: bool = True):
-        super().__init__()
-        if d_in % num_heads:
-            raise ValueError(f"d_in {d_in}: expected a multiple of num_heads ({num_heads})")
+        super().__init__(d_in, d_out, num_heads)
         if impl not in ("sdpa", "naive"):
             raise ValueError(f"impl: expected 'sdpa' or 'naive', got {impl!r}")
-        self.num_heads, self.impl, self.causal = num_heads, impl, causal
-        self.q_proj = nn.Linear(d_in, d_in, bias=False)
-        self.k_proj = nn.Linear(d_in, d_in, bias=False)
-        self.v_proj = nn.Linear(d_in, d_in, bias=False)
-        self.o_proj = nn.Linear(d_in, d_out, bias=False)
+        self.impl, self.causal = impl, causal
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, N, C = x.shape
@@ -75,18 +84,12 @@ class MHABridge(nn.Module):
         return self.o_proj(o.transpose(1, 2).reshape(B, N, C))
 
 
-class LinearAttentionBridge(nn.Module):
+class LinearAttentionBridge(AttentionProjections):
     """Ungated linear attention: o_t = φ(q_t)ᵀ Σ_{j≤t} φ(k_j) v_jᵀ / φ(q_t)ᵀ Σ_{j≤t} φ(k_j), φ = ELU + 1."""
 
     def __init__(self, d_in: int, d_out: int, *, num_heads: int = 4, backend: str = "auto"):
-        super().__init__()
-        if d_in % num_heads:
-            raise ValueError(f"d_in {d_in}: expected a multiple of num_heads ({num_heads})")
-        self.num_heads, self.backend = num_heads, backend
-        self.q_proj = nn.Linear(d_in, d_in, bias=False)
-        self.k_proj = nn.Linear(d_in, d_in, bias=False)
-        self.v_proj = nn.Linear(d_in, d_in, bias=False)
-        self.o_proj = nn.Linear(d_in, d_out, bias=False)
+        super().__init__(d_in, d_out, num_heads)
+        self.backend = backend
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         from relin.kernels.decayed_linear_attn import chunk_decayed_linear_attn
@@ -109,7 +112,7 @@ BRIDGES: dict[str, Callable[[int, int, BridgeConfig, str], nn.Module]] = {
                                                                            backend=backend),
     **{name: (lambda d_in, d_out, cfg, backend, change=change:
               MTRBridge(d_in, d_out, dataclasses.replace(cfg.mtr, **change), backend=backend))
-       for name, change in MTR_ABLATIONS.items()},
+       for name, change in MTR_VARIANTS.items()},
 }
 
 
