@@ -32,13 +32,13 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     # issue #46: every name and combination the DAG uses, refused before the first job
     ({"teacher": {"train": {"task_weights": {"mqr": 1.0}}}},
      "teacher.train.task_weights: 'mqr' is not a task of the rows this stage trains on (expected names from: mqar, "
-     "niah_single, niah_multikey, niah_multiquery, arithmetic, filler)"),
+     "niah_single, niah_multikey, niah_multiquery, arithmetic, filler, text)"),
     ({"opal": {"align": {"train": {"task_weights": {"niah-single": 0.0}}}}},
      "opal.align.train.task_weights: 'niah-single' is not a task of the rows this stage trains on"),
     ({"data": {"niah": {"families": ["multikey", "multiquery"]}}},
      "teacher.train.task_weights: 'niah_single' is not a task of the rows this stage trains on (expected names "
-     "from: mqar, niah_multikey, niah_multiquery, arithmetic, filler)"),
-    ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0}}}}},
+     "from: mqar, niah_multikey, niah_multiquery, arithmetic, filler, text)"),
+    ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0, "text": 0.0}}}}},
      "opal.align.train.task_weights: leaves no task with a positive weight"),
     ({"opal": {"onpolicy": {"train": {"task_weights": {"arithmetic": 2.0}}}}},
      "opal.onpolicy.train.task_weights: this stage draws no rows by task (it trains on rollouts of "
@@ -47,7 +47,7 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
      "lia_mtr.llm.train.task_weights: this stage draws no rows by task (its rows carry no task)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"arithmtic": 1.0}}}},
      "opal.onpolicy.prompt_tasks: unknown task 'arithmtic' (expected names from: mqar, niah_single, niah_multikey, "
-     "niah_multiquery, arithmetic, filler, corpus)"),
+     "niah_multiquery, arithmetic, filler, text, corpus)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"corpus": 1.0}}}},
      "opal.onpolicy.prompt_tasks: 'corpus' has a positive weight but OPAL's training data has no rows of it"),
     ({"opal": {"gdn": {"allow_neg_eigval": True}}},
@@ -144,7 +144,7 @@ def test_a_prompt_task_whose_rows_are_not_generated_is_refused():
     with pytest.raises(ConfigError, match=r"^params.yaml: opal.onpolicy.prompt_tasks: 'filler' has a positive weight "
                                           r"but OPAL's training data has no rows of it to draw prompts from \(expected "
                                           r"a weight of 0, or tasks from: mqar, niah_single, niah_multikey, "
-                                          r"niah_multiquery, arithmetic\)$"):
+                                          r"niah_multiquery, arithmetic, text\)$"):
         load_layers([("params.yaml", params)], check)
 
 
@@ -242,25 +242,34 @@ def test_an_overlay_that_is_not_a_mapping_is_one_line_naming_it(tmp_path, capsys
     assert not out and len(lines) == 1 and lines[0].startswith(f"relin check-config: error: {overlay}: {expected}"), err
 
 
-def test_the_task_names_checked_are_the_generated_ones():
+def test_the_task_names_checked_are_the_generated_ones(tmp_path):
     """params.TASKS and Params.train_tasks name exactly the tasks of the rows synth_text generates."""
     from relin.config.loader import build
     from relin.config.params import TASKS, Params
+    from relin.config.real_text import BpeConfig
+    from relin.data.bpe import train_bpe
     from relin.data.synth_text import generate_rows, vocabulary_words
     from relin.data.tokenizer import build_tokenizer
+
+    code = ["def f(x):\n    return x + 1\n", "class A:\n    \"\"\"Docs.\"\"\"\n    pass\n"] * 20
+    train_bpe(code, BpeConfig(vocab_size=300)).save_pretrained(tmp_path / "bpe")
+    texts = {"train": code, "test": code[:2]}
 
     data = {"mqar": {"train": [{"seq_len": 16, "num_pairs": 2, "examples": 2}],
                      "test": [{"seq_len": 16, "num_pairs": 2, "examples": 1}]},
             "niah": {"lengths": [96], "train_lengths": [96], "depths": [0.5], "num_keys": 2, "train_examples": 1,
                      "test_examples_per_depth": 1},
             "arithmetic": {"train_examples": 2, "test_examples": 1},
-            "filler": {"vocab_size": 8, "train_examples": 2, "test_examples": 1, "seq_len": 16}}
+            "filler": {"vocab_size": 8, "train_examples": 2, "test_examples": 1, "seq_len": 16},
+            "tokenizer": "bpe", "text": {"train_lengths": [16], "train_examples": 2, "test_files": 1}}
     params = build(Params, {"data": data, "opal": {"keep_every": 2}})  # the 2-layer default teacher
-    rows = generate_rows(params.data, build_tokenizer("word", vocabulary_words(params.data)))["train"]
+    tokenizer = build_tokenizer("bpe", vocabulary_words(params.data), tmp_path / "bpe")
+    rows = generate_rows(params.data, tokenizer, texts)["train"]
     assert list(dict.fromkeys(row["task"] for row in rows)) == list(TASKS) == params.train_tasks("teacher")
     fewer = build(Params, {"data": {**data, "mqar": {**data["mqar"], "train": []},
                                     "niah": {**data["niah"], "families": ["multiquery"]},
-                                    "filler": {**data["filler"], "train_examples": 0}},
+                                    "filler": {**data["filler"], "train_examples": 0},
+                                    "text": {**data["text"], "train_examples": 0}},
                            "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"arithmetic": 1.0}}}})
     rows = generate_rows(fewer.data, build_tokenizer("word", vocabulary_words(fewer.data)))["train"]
     assert list(dict.fromkeys(row["task"] for row in rows)) == fewer.train_tasks("teacher") == [

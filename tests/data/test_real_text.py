@@ -143,3 +143,46 @@ def test_bpe_stage_packs_every_split_and_synth_text_renders_with_it(tmp_path, re
         if row["task"] in ("niah_single", "arithmetic"):
             assert tokenizer.decode(row["input_ids"][row["prompt_len"]:], skip_special_tokens=True).strip() == \
                 row["answer"]
+
+
+def test_the_projects_tokenizer_keeps_a_token_per_task_word_and_adds_text_rows(tmp_path, relin, corpus):
+    """data.tokenizer bpe: the BPE learnt on the corpus plus every task word as one token, so task rows keep their
+    word-tokenizer lengths; the text rows are the train files cut at data.text.train_lengths and one test file per
+    row, and the stats hold the unigram bar a model of the text must clear."""
+    from datasets import load_from_disk
+    from datasets.utils.logging import disable_progress_bar
+
+    from relin.data.text_rows import TASK
+    from relin.data.tokenizer import WordEncoder, load_tokenizer
+
+    data, _ = corpus
+    disable_progress_bar()
+    data.save_to_disk(str(tmp_path / "real_text"))
+    train_bpe(data["train"]["text"], SMALL_BPE).save_pretrained(tmp_path / "bpe")
+    config = {**small_config_dict(), "tokenizer": "bpe",
+              "text": {"train_lengths": [32, 96], "train_examples": 40, "test_files": 5, "test_len": 300}}
+    code, err = relin("synth-text", "--config", json.dumps({"data": config}), "--out", str(tmp_path / "no_bpe"))
+    assert code == 2 and err.count("\n") == 1 and "data.tokenizer: bpe" in err and "--bpe" in err
+    code, err = relin("synth-text", "--config", json.dumps({"data": config}), "--bpe", str(tmp_path / "bpe"),
+                      "--real-text", str(tmp_path / "real_text"), "--out", str(tmp_path / "synth"))
+    assert code == 0, err
+    code, err = relin("synth-text", "--config", json.dumps({"data": {**config, "tokenizer": "word"}}),
+                      "--out", str(tmp_path / "synth_word"))
+    assert code == 0, err
+    words = load_from_disk(str(tmp_path / "synth_word"))
+    synth = load_from_disk(str(tmp_path / "synth"))
+    tokenizer = load_tokenizer(tmp_path / "synth" / "tokenizer")
+    assert len(tokenizer) > 600 and WordEncoder(tokenizer).prefix == " "
+    for split in ("train", "test"):
+        task_rows = sorted((t, len(ids)) for t, ids in zip(synth[split]["task"], synth[split]["input_ids"])
+                           if t != TASK)
+        assert task_rows == sorted((t, len(ids)) for t, ids in zip(words[split]["task"], words[split]["input_ids"])), \
+            "a task word is one token, as in the word tokenizer"
+    text = [ids for t, ids in zip(synth["train"]["task"], synth["train"]["input_ids"]) if t == TASK]
+    assert len(text) == 40 and sorted(map(len, text)) == [32] * 20 + [96] * 20, "the lengths in turn"
+    tests = [ids for t, ids in zip(synth["test"]["task"], synth["test"]["input_ids"]) if t == TASK]
+    assert len(tests) == 5 and all(ids[0] == tokenizer.bos_token_id and len(ids) <= 300 for ids in tests)
+    first = tokenizer(data["test"]["text"][0], add_special_tokens=False)["input_ids"]
+    assert tests[0][1:] == first[:299], "a test row is its file's first tokens: positions are positions in the file"
+    stats = json.loads((tmp_path / "synth" / "stats.json").read_text())
+    assert stats["text_unigram_perplexity"] > 1

@@ -100,7 +100,7 @@ def test_stage_writes_dataset_tokenizer_and_stats(tmp_path, small_config, relin)
 @pytest.mark.parametrize("bad, message", [
     ({"mqar": {"train": [{"seq_len": 16, "num_pairs": 8, "examples": 4}]}}, "data.mqar.train[0].seq_len"),
     ({"niah": {"depths": [1.5]}}, "data.niah.depths[0]"),
-    ({"tokenizer": "bpe"}, "data.tokenizer"),
+    ({"tokenizer": "sentencepiece"}, "data.tokenizer"),
     ({"filler": {"vocab_size": 500}}, "data.filler.vocab_size"),
 ])
 def test_bad_config_is_one_line_naming_the_key(tmp_path, small_config, relin, bad, message):

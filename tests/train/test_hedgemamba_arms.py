@@ -32,8 +32,8 @@ def test_mamba_in_llama_arm_trains_and_saves(toy_dataset, tmp_path):
                  str(tmp_path / "decays.json"), "--out", str(out), "--history", str(tmp_path / "h.csv"),
                  "--metrics", str(tmp_path / "m.json"), "--checkpoints", str(tmp_path / "ckpt")]) == 0
     config = json.loads((out / "config.json").read_text())
-    assert config["hedgemamba"] == {"conv_size": 4, "conv_activation": "silu", "feature_maps": False,
-                                    "norm": "gated_rms", "conv_bias": True}
+    assert {k: v for k, v in config["hedgemamba"].items() if k != "decay_init"} == {
+        "conv_size": 4, "conv_activation": "silu", "feature_maps": False, "norm": "gated_rms", "conv_bias": True}
     decays = json.loads((tmp_path / "decays.json").read_text())
     assert all(1 <= torch.tensor(layer["A_log"]).exp().min() for layer in decays["init"])
-    assert json.loads((tmp_path / "m.json").read_text())["steps"] == 4          # stage 1's 2 steps + stage 2's 2
+    assert json.loads((tmp_path / "m.json").read_text())["steps"] == 2          # stage 2's updates

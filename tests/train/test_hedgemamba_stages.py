@@ -4,6 +4,7 @@ stage 1 (only φ changes), the exact conversion, stage 2 (embeddings frozen) and
 stage 1 + 2's budget."""
 import csv
 import json
+import math
 
 import pytest
 import torch
@@ -12,7 +13,7 @@ from relin.cli import main
 from relin.config.teacher import TeacherModelConfig
 from relin.config.train import TrainConfig
 from relin.models.teachers import build_teacher, load_pretrained
-from relin.stages.hedgemamba.finetune import budget_steps
+from relin.stages.hedgemamba.finetune import arm_budget
 
 from .toydata import word_tokenizer
 
@@ -84,21 +85,26 @@ def test_paper_config_runs_every_stage_from_a_local_pythia_offline(checkpoint, t
     assert not tuned.model.layers[0].mamba.conv.weight.equal(init.model.layers[0].mamba.conv.weight)
     assert not tuned.model.layers[1].mamba.z_proj.weight.equal(init.model.layers[1].mamba.z_proj.weight)
     decays = json.loads((tmp_path / "finetune-decays.json").read_text())
-    assert [layer["layer"] for layer in decays["init"]] == [0, 1] and decays["init"][0]["A_log"][0] == -20.0
+    # the near-identity init: A = 1/2 (A_log = -ln 2), the decay's smallness in Δ
+    assert [layer["layer"] for layer in decays["init"]] == [0, 1]
+    assert decays["init"][0]["A_log"][0] == pytest.approx(-math.log(2), abs=1e-6)
     assert abs(decays["trained"][0]["A_log"][0] + 20.0) > 1e-3, "Λ moves in stage 2"
 
     assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "random", "--student", teacher,
                   "--data", toy_dataset, "--decays", tmp_path / "random-decays.json",
                   *_outputs(tmp_path, "random")) == 0
-    assert json.loads((tmp_path / "random.json").read_text())["steps"] == 4     # stage 1's 2 steps + stage 2's 2
+    assert json.loads((tmp_path / "random.json").read_text())["steps"] == 2     # stage 2's updates, stage 1's rows in them
     assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "mil", "--student", teacher,
                   "--data", toy_dataset, "--decays", tmp_path / "mil-decays.json", *_outputs(tmp_path, "mil")) == 0
-    assert json.loads((tmp_path / "mil.json").read_text())["steps"] == 4
+    assert json.loads((tmp_path / "mil.json").read_text())["steps"] == 2
 
 
-def test_the_control_budget_counts_rows():
-    match, finetune = TrainConfig(steps=100, batch_size=16), TrainConfig(steps=200, batch_size=32)
-    assert budget_steps(match, finetune) == 250
+def test_the_control_budget_is_the_same_updates_and_rows():
+    match, finetune = TrainConfig(steps=100, batch_size=16), TrainConfig(steps=200, batch_size=16)
+    control = arm_budget("random", match, finetune)
+    assert control.steps == 200 and control.batch_size * control.grad_accum == 24
+    assert control.steps * control.batch_size * control.grad_accum == 100 * 16 + 200 * 16
+    assert arm_budget("hedgemamba", match, finetune) == finetune
 
 
 def test_a_qwen3_teacher_is_one_line(toy_dataset, tmp_path, capsys):

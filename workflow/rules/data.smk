@@ -1,9 +1,19 @@
+# The project's tokenizer (data.tokenizer bpe) is the BPE learnt on the real-text corpus, which the tasks and the
+# text rows are rendered with; a word or char tokenizer is built over the task words alone.
+SYNTH_TEXT_INPUTS = ({"bpe": "results/data/bpe", "real_text": "results/data/real_text"}
+                     if config["data"]["tokenizer"] == "bpe" else {})
+
+
 rule synth_text:
-    """Synthetic text tasks (MQAR, NIAH, arithmetic, filler) and the tokenizer."""
+    """Synthetic text tasks (MQAR, NIAH, arithmetic, filler), the real-text rows and the project's tokenizer."""
+    input:
+        **SYNTH_TEXT_INPUTS,
     output:
         directory("results/data/synth_text"),
     params:
         cfg=sections("data"),
+        inputs=lambda wildcards, input: (f"--bpe {input.bpe}/tokenizer --real-text {input.real_text}"
+                                         if "bpe" in input.keys() else ""),
     log:
         "logs/synth_text.log",
     benchmark:
@@ -15,11 +25,14 @@ rule synth_text:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin synth-text --config {params.cfg:q} --out {output} > {log} 2>&1"
+        "relin synth-text --config {params.cfg:q} {params.inputs} --out {output} > {log} 2>&1"
 
 
 rule synth_text_checkpoint:
-    """The same tasks rendered with a pretrained teacher's own tokenizer (its ids are the only ones it knows)."""
+    """The same tasks and real-text rows rendered with a pretrained teacher's own tokenizer (its ids are the only ones
+    it knows)."""
+    input:
+        real_text="results/data/real_text",
     output:
         directory("results/data/synth_text-{arch}"),
     params:
@@ -38,7 +51,8 @@ rule synth_text_checkpoint:
         mem_mb=4000,
         gpu=0,
     shell:
-        "relin synth-text --config {params.cfg:q} --tokenizer {params.tokenizer:q} --out {output} > {log} 2>&1"
+        "relin synth-text --config {params.cfg:q} --tokenizer {params.tokenizer:q} --real-text {input.real_text}"
+        " --out {output} > {log} 2>&1"
 
 
 rule text_corpus:
@@ -66,15 +80,13 @@ rule text_corpus:
         "relin text-corpus --config {params.cfg:q} --tokenizer {params.tokenizer:q} --out {output} > {log} 2>&1"
 
 
-# The real-text corpus (issue 47): a pinned release's Python files, the BPE learnt on them, and the synthetic tasks in
-# that BPE. Their params are functions so that the rules parse before params.yaml has the real_text and bpe sections;
-# no default target asks for them yet.
+# The real-text corpus: a pinned release's Python files, and the BPE learnt on them.
 rule real_text:
     """A pinned dependency's Python files, digest-checked and split by file (a different digest is one line)."""
     output:
         directory("results/data/real_text"),
     params:
-        cfg=lambda wildcards: sections("real_text"),
+        cfg=sections("real_text"),
     log:
         "logs/real_text.log",
     benchmark:
@@ -96,7 +108,7 @@ rule bpe_tokenizer:
     output:
         directory("results/data/bpe"),
     params:
-        cfg=lambda wildcards: sections("bpe"),
+        cfg=sections("bpe"),
     log:
         "logs/bpe_tokenizer.log",
     benchmark:
@@ -109,25 +121,3 @@ rule bpe_tokenizer:
         gpu=0,
     shell:
         "relin bpe-tokenizer --config {params.cfg:q} --corpus {input} --out {output} > {log} 2>&1"
-
-
-rule synth_text_bpe:
-    """The synthetic tasks rendered with the real-text BPE (teachers that learn both read one tokenizer)."""
-    input:
-        "results/data/bpe",
-    output:
-        directory("results/data/synth_text-bpe"),
-    params:
-        cfg=sections("data"),
-    log:
-        "logs/synth_text/bpe.log",
-    benchmark:
-        "results/benchmarks/synth_text/bpe.tsv"
-    threads: 1
-    conda:
-        "../envs/relin.yaml"
-    resources:
-        mem_mb=2000,
-        gpu=0,
-    shell:
-        "relin synth-text --config {params.cfg:q} --tokenizer {input}/tokenizer --out {output} > {log} 2>&1"

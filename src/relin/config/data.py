@@ -93,12 +93,35 @@ class FillerConfig:
 
 
 @dataclass(kw_only=True)
+class TextConfig:
+    """Rows of the real-text corpus (``real_text``: a pinned release's Python files) beside the synthetic tasks, task
+    ``text``: the language the teachers learn, and the held-out files every perplexity is measured on, by position."""
+
+    train_lengths: list[int] = option([128, 512], "tokens per training row (bos included), cut in turn from the "
+                                                  "train files joined by eos: the short rows for length-curriculum "
+                                                  "stages (OPAL's 2A), the long ones beside them (2B)")
+    train_examples: int = option(0, "training rows (fewer when the train split runs out); 0: no text rows (the "
+                                    "word and char tokenizers cannot read text)", minimum=0)
+    test_files: int = option(48, "held-out test files, one row each, scored for perplexity", minimum=1)
+    test_len: int = option(512, "tokens of each test file kept (bos included): positions 257+ need more than 256",
+                           minimum=16)
+
+    def validate(self, prefix: str) -> None:
+        if not self.train_lengths or min(self.train_lengths) < 8:
+            raise ConfigError(f"{prefix}.train_lengths: expected a non-empty list of lengths >= 8, got "
+                              f"{self.train_lengths}")
+
+
+@dataclass(kw_only=True)
 class DataConfig:
     """Synthetic text tasks (``synth_text``), deterministic by seed, saved as a HF dataset."""
 
     seed: int = option(0, "data seed")
-    tokenizer: Literal["word", "char"] = option("word", "tokenizer the project builds: word or char level")
+    tokenizer: Literal["bpe", "word", "char"] = option(
+        "word", "the project's tokenizer: the byte-level BPE learnt on the real-text corpus (bpe; the DAG's default) "
+                "with every task word added as one token, or a word- or char-level one over the task words alone")
     mqar: MQARConfig = option(default_factory=MQARConfig, help="multi-query associative recall")
     niah: NIAHConfig = option(default_factory=NIAHConfig, help="needle in a haystack (RULER families)")
     arithmetic: ArithmeticConfig = option(default_factory=ArithmeticConfig, help="arithmetic word problems")
     filler: FillerConfig = option(default_factory=FillerConfig, help="filler language")
+    text: TextConfig = option(default_factory=TextConfig, help="real-text rows (tokenizer bpe)")

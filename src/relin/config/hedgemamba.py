@@ -29,11 +29,25 @@ CHAIN: Chain = {
                           sections=("hedgemamba.finetune",), options={"variant": "hedgehog"}),
     "random": Step("hedgemamba_finetune", "Mamba from random init, same budget (control)", start=TEACHER,
                    sections=_FROM_TEACHER, options={"variant": "random"}),
-    "mil": Step("hedgemamba_finetune", "Mamba from the teacher's copied projections, no stage 1 "
-                                       "(Mamba-in-the-Llama, control)", start=TEACHER, sections=_FROM_TEACHER,
-                options={"variant": "mil"}),
+    "mil": Step("hedgemamba_finetune", "Mamba-in-the-Llama's initialisation (q/k/v/o -> C/B/x/out, no φ, their Δ, A "
+                                       "and conv, gated RMSNorm), no stage 1 (control)", start=TEACHER,
+                sections=_FROM_TEACHER, options={"variant": "mamba_in_llama"}),
     "finetune": Step("hedgemamba_finetune", "HedgeMamba (stage 2)", start="init", sections=("hedgemamba.finetune",),
                      options={"variant": "hedgemamba"}),
+    "init_unnormalised": Step("hedgemamba_init", "HedgeMamba initialised with eq. 8's un-normalised output",
+                              start="hedgehog", sections=("hedgemamba.mamba",), variant={"hedgemamba.mamba.norm": "none"},
+                              trained=False, evaluated=False),
+    "finetune_unnormalised": Step("hedgemamba_finetune", "HedgeMamba (stage 2), un-normalised output (eq. 8: "
+                                                         "ablation of eqs. 9-10)", start="init_unnormalised",
+                                  sections=("hedgemamba.finetune",), options={"variant": "hedgemamba"}),
+    "init_exact": Step("hedgemamba_init", "HedgeMamba initialised with Λ rounding to I (A_log = -20)", start="hedgehog",
+                       sections=("hedgemamba.mamba",), variant={"hedgemamba.mamba.decay_init": "exact"},
+                       trained=False, evaluated=False),
+    "finetune_decay_group": Step("hedgemamba_finetune", "HedgeMamba (stage 2), Λ and Δ in their own AdamW group "
+                                                        "(lr x100, eps 1e-20: the project's earlier recipe)",
+                                 start="init_exact", sections=("hedgemamba.finetune",),
+                                 options={"variant": "hedgemamba"},
+                                 variant={"hedgemamba.finetune.decay_optimizer": "decay_group"}),
 }
 check_chain("hedgemamba", CHAIN)
 # The evaluated models (report order) and their labels.
@@ -59,6 +73,17 @@ class MambaBlockConfig:
     conv_size: int = option(4, "depthwise causal conv taps over [x, B, C]", minimum=1)
     conv_activation: Literal["identity", "silu"] = option(
         "identity", "after the conv: none (Phi-Mamba; the init is exact) or SiLU (stock Mamba; not exact)")
+    decay_init: Literal["near_identity", "exact"] = option(
+        "near_identity", "Λ at the Hedgehog conversion: A = 1/2 with a per-token log decay of 1e-4 / "
+                         "max_position_embeddings (logits within 1e-4 at every evaluated length; A_log's gradient "
+                         "above AdamW's eps, so the plain optimiser moves it), or A_log = -20 (fp32-exact; its ~1e-12 "
+                         "gradients move only under finetune.decay_optimizer decay_group)")
+    norm: Literal["ratio", "none", "gated_rms"] = option(
+        "ratio", "the block's output: eqs. 9-10's normalised ratio, eq. 8's un-normalised Y (the ablation), or "
+                 "Mamba-2's gated RMSNorm (Mamba-in-the-Llama)")
+    feature_maps: bool = option(True, "Hedgehog φ on B and C (eq. 7); false: B and C are the projections "
+                                      "(Mamba-in-the-Llama)")
+    conv_bias: bool = option(False, "a bias on the conv's channels before its activation (Mamba's nn.Conv1d)")
 
 
 @dataclass(kw_only=True)
@@ -80,10 +105,16 @@ class FinetuneConfig:
     freeze: Literal["embeddings", "input_embedding"] = option(
         "embeddings", "frozen: embed_in and embed_out (Pythia's untied pair), or embed_in only (methods.md §7A.7)")
     decay_lr_scale: float = option(
-        100.0, "learning-rate multiple of each block's Λ (A_log) and Δ bias (dt_bias), which AdamW updates with eps "
-               "1e-20 and no weight decay: at the exact init (A_log = -20) their gradients are ~1e-12, which the "
-               "default eps (1e-8) would scale to nothing, and Λ must travel ~15 units of A_log to forget",
+        100.0, "decay_optimizer decay_group: learning-rate multiple of each block's Λ (A_log) and Δ bias (dt_bias), "
+               "which AdamW updates with eps 1e-20 and no weight decay: at the exact init (A_log = -20) their "
+               "gradients are ~1e-12, which the default eps (1e-8) would scale to nothing",
         exclusive_minimum=0)
+    decay_optimizer: Literal["model", "decay_group"] = option(
+        "model", "Λ (A_log) and Δ's bias in the same AdamW as every parameter (the seed's), or their own group "
+                 "(decay_lr_scale × lr, eps 1e-20, no weight decay: the project's earlier recipe, a named variant)")
+    conv_activation: Literal["keep", "silu"] = option(
+        "silu", "the conv's activation in stage 2: SiLU, the seed's unlocked 'original Mamba branches' (§3.2; the "
+                "random arm then starts with stock Mamba's conv), or the init's (keep)")
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-2 training (the controls use it too)")
 
 

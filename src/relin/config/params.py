@@ -15,6 +15,7 @@ from typing import Any, Callable, get_args, get_origin
 import yaml
 
 from .corpus import CorpusConfig
+from .real_text import BpeConfig, RealTextConfig
 from .data import DataConfig
 from .eval import EvalConfig
 from .hedgemamba import HedgeMambaConfig
@@ -29,7 +30,7 @@ from .train import TrainConfig
 # The tasks of the synthetic rows (each row's ``task``), in the order synth_text generates them (relin.data.*), and
 # of a corpus's rows (relin.data.corpus.TASK): the names task_weights and prompt_tasks may give. They live here, not
 # in the data config, so that checking them reruns no stage.
-TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "filler")
+TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "filler", "text")
 CORPUS_TASK = "corpus"
 # The GDN options opal_export (a target of every full DAG run: rule all) needs, each with the reason
 # relin.models.export.qwen3_5.export_problems refuses another value: Qwen3.5's Gated DeltaNet has no counterpart.
@@ -55,6 +56,9 @@ class Params:
     tracking: TrackingConfig = option(default_factory=TrackingConfig, help="MLflow tracking")
     data: DataConfig = option(default_factory=DataConfig, help="synthetic text data")
     corpus: CorpusConfig = option(default_factory=CorpusConfig, help="a text corpus from local files")
+    real_text: RealTextConfig = option(default_factory=RealTextConfig,
+                                       help="a real-text corpus every install has: a pinned release's Python files")
+    bpe: BpeConfig = option(default_factory=BpeConfig, help="the byte-level BPE learnt on the real-text corpus")
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
     eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
@@ -85,6 +89,11 @@ class Params:
         if self.teacher.models[hedgemamba].family != "gpt_neox":
             raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
                               f"({self.teacher.models[hedgemamba].family})")
+        if self.data.tokenizer != "bpe" and self.data.text.train_examples and not all(
+                self.teacher.models[arch].pretrained for arch in self.teacher.archs):
+            raise ConfigError(f"data.text.train_examples: real-text rows need a tokenizer learnt on text (data.tokenizer "
+                              f"bpe, or a pretrained teacher's), not the {self.data.tokenizer} tokenizer over the task "
+                              f"words; expected data.tokenizer: bpe or data.text.train_examples: 0")
         for paper, section in (("opal", self.opal), ("hedgemamba", self.hedgemamba)):
             if section.train_data != "corpus":
                 continue
@@ -137,7 +146,7 @@ class Params:
             return [CORPUS_TASK]
         data = self.data
         rows = {"mqar": bool(data.mqar.train), "arithmetic": data.arithmetic.train_examples > 0,
-                "filler": data.filler.train_examples > 0,
+                "filler": data.filler.train_examples > 0, "text": data.text.train_examples > 0,
                 **{f"niah_{family}": data.niah.train_examples > 0 for family in data.niah.families}}
         return [task for task in TASKS if rows.get(task)]
 

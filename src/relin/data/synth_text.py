@@ -15,6 +15,7 @@ from .filler import FillerLanguage, generate_filler
 from .mqar import generate_mqar, mqar_vocabulary
 from .niah import generate_niah, niah_words
 from .rows import COLUMNS
+from .text_rows import text_test_rows, text_train_rows
 from .tokenizer import WordEncoder, build_tokenizer
 
 
@@ -39,7 +40,10 @@ def longest_answer_tokens(cfg: DataConfig, tokenizer=None) -> dict[str, int]:
     ``", "``); an arithmetic answer is at most ``max_operand * (max(steps) + 1)`` (every step adds).
     Digits and punctuation are in every tokenizer's vocabulary, so no words are needed to count them.
     """
-    encoder = WordEncoder(tokenizer if tokenizer is not None else build_tokenizer(cfg.tokenizer, []))
+    # Answers are digits and punctuation, one token each in the word tokenizer as in the project's digit-split BPE
+    # (which the config alone cannot build): the word tokenizer counts them before the BPE exists.
+    proxy = "word" if cfg.tokenizer == "bpe" else cfg.tokenizer
+    encoder = WordEncoder(tokenizer if tokenizer is not None else build_tokenizer(proxy, []))
     value = "9" * cfg.niah.value_digits
     niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys)}
     answers = {f"niah_{family}": niah[family] for family in cfg.niah.families}
@@ -52,8 +56,9 @@ def _rng(seed: int, *stream: object) -> np.random.Generator:
     return np.random.default_rng([seed, tag])
 
 
-def generate_rows(cfg: DataConfig, tokenizer) -> dict[str, list[dict]]:
-    """All rows per split ("train", "test")."""
+def generate_rows(cfg: DataConfig, tokenizer, texts: dict[str, list[str]] | None = None) -> dict[str, list[dict]]:
+    """All rows per split ("train", "test"); with ``texts`` (the real-text corpus's files per split), its rows too
+    (:mod:`relin.data.text_rows`)."""
     encoder = WordEncoder(tokenizer)
     language = FillerLanguage(cfg.filler.vocab_size)
     keys, values = mqar_vocabulary(cfg.mqar.num_keys, cfg.mqar.num_values)
@@ -80,25 +85,29 @@ def generate_rows(cfg: DataConfig, tokenizer) -> dict[str, list[dict]]:
     for split, count in (("train", cfg.filler.train_examples), ("test", cfg.filler.test_examples)):
         splits[split] += generate_filler(count, cfg.filler.seq_len, language, encoder,
                                          _rng(cfg.seed, "filler", split))
+    if texts is not None and cfg.text.train_examples:
+        splits["train"] += text_train_rows(texts["train"], tokenizer, encoder.bos, encoder.eos, cfg.text)
+        splits["test"] += text_test_rows(texts["test"], tokenizer, encoder.bos, cfg.text)
     return splits
 
 
-def build_synth_text(cfg: DataConfig, tokenizer=None):
+def build_synth_text(cfg: DataConfig, tokenizer=None, bpe=None, texts: dict[str, list[str]] | None = None):
     """``(DatasetDict, tokenizer)``; the train split is shuffled (by seed), test keeps task order.
 
     ``tokenizer`` renders the tasks with a checkpoint's own tokenizer (a pretrained teacher's); by default the
-    project's ``data.tokenizer`` is built over the generators' words (for teachers trained in the DAG)."""
+    project's ``data.tokenizer`` is built over the generators' words (for teachers trained in the DAG), for ``bpe``
+    from the BPE folder ``bpe``. ``texts``: the real-text corpus's files per split, rendered as ``text`` rows."""
     import pyarrow as pa
     from datasets import Dataset, DatasetDict
 
     if tokenizer is None:
-        tokenizer = build_tokenizer(cfg.tokenizer, vocabulary_words(cfg))
+        tokenizer = build_tokenizer(cfg.tokenizer, vocabulary_words(cfg), bpe)
     schema = pa.schema([
         ("task", pa.string()), ("input_ids", pa.list_(pa.int32())), ("labels", pa.list_(pa.int32())),
         ("prompt_len", pa.int32()), ("answer", pa.string()), ("answers", pa.list_(pa.string())),
         ("length", pa.int32()), ("depth", pa.float32()), ("num_pairs", pa.int32()),
         ("needle_distance", pa.int32())])
-    splits = generate_rows(cfg, tokenizer)
+    splits = generate_rows(cfg, tokenizer, texts)
     order = _rng(cfg.seed, "shuffle").permutation(len(splits["train"]))
     splits["train"] = [splits["train"][i] for i in order]
     data = DatasetDict({name: Dataset(pa.Table.from_pydict({c: [r[c] for r in rows] for c in COLUMNS}, schema))

@@ -23,15 +23,21 @@ DIGITS = "0123456789"
 PUNCTUATION = ".,:?"
 
 
-def build_tokenizer(kind: str, words: Iterable[str]):
+def build_tokenizer(kind: str, words: Iterable[str], bpe: str | Path | None = None):
     """A ``PreTrainedTokenizerFast`` covering ``words`` (plus digits and ``.,:?``); bos is prepended.
 
     Args:
-        kind (str): ``"word"`` (one token per word, one per digit) or ``"char"`` (one per character).
+        kind (str): ``"word"`` (one token per word, one per digit), ``"char"`` (one per character) or ``"bpe"``
+            (the byte-level BPE saved at ``bpe``, learnt on the real-text corpus, with every word of ``words`` added
+            as one token, so the synthetic rows keep a token per word).
         words (Iterable[str]): the words the generators emit, without punctuation or digits.
+        bpe: the BPE's ``save_pretrained`` folder (``relin bpe-tokenizer``'s ``tokenizer/``), for ``"bpe"``.
     """
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
+
+    if kind == "bpe":
+        return _bpe_with_words(bpe, words)
 
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
     if kind == "word":
@@ -46,7 +52,7 @@ def build_tokenizer(kind: str, words: Iterable[str]):
                                        pre_tokenizers.Split(Regex("."), "isolated")])
         split = False
     else:
-        raise ConfigError(f"data.tokenizer: expected 'word' or 'char', got {kind!r}")
+        raise ConfigError(f"data.tokenizer: expected 'bpe', 'word' or 'char', got {kind!r}")
     for symbol in symbols:
         vocab.setdefault(symbol, len(vocab))
     core = Tokenizer(models.WordLevel(vocab, unk_token=UNK))
@@ -55,6 +61,21 @@ def build_tokenizer(kind: str, words: Iterable[str]):
     core.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, vocab[BOS])])
     return PreTrainedTokenizerFast(tokenizer_object=core, bos_token=BOS, eos_token=EOS, pad_token=PAD,
                                    unk_token=UNK, model_max_length=1 << 16)
+
+
+def _bpe_with_words(bpe: str | Path | None, words: Iterable[str]):
+    """The BPE at ``bpe`` with each word added as one token, matched with its leading space (a byte-level BPE's word
+    prefix); an added token is matched before the BPE splits the text, so a row's ids stay its words' ids joined."""
+    from tokenizers import AddedToken
+
+    if bpe is None:
+        raise ConfigError("data.tokenizer: bpe renders the tasks with the BPE learnt on the real-text corpus "
+                          "(expected relin synth-text --bpe DIR, DIR the tokenizer/ of relin bpe-tokenizer)")
+    tokenizer = load_tokenizer(bpe)
+    prefix = word_prefix(tokenizer)
+    tokenizer.add_tokens([AddedToken(prefix + word, normalized=False) for word in dict.fromkeys(words)])
+    word_prefix(tokenizer)  # the added words keep a text's ids its words' ids joined, or this says which broke it
+    return tokenizer
 
 
 class WordEncoder:

@@ -1,6 +1,7 @@
 """The evaluation of one causal LM on the ``synth_text`` test split.
 
-Perplexity of the filler passages (token-weighted), MQAR accuracy at the labelled positions
+Perplexity of the held-out real-text files (token-weighted, overall and by position in the file; the filler
+passages where the data has no text rows), MQAR accuracy at the labelled positions
 (teacher-forced), NIAH string-match and arithmetic exact match of greedy continuations; every score
 grouped per task family, context length and needle depth.
 """
@@ -16,8 +17,9 @@ from ..errors import ConfigError
 from .generation import Generator, continuations, greedy_generator
 from .perplexity import Perplexity, perplexity
 from .results import ExampleScore, PassageScore, by_task, by_task_length, by_task_length_depth
-from .tasks import PERPLEXITY_TASK, TASKS
-from .teacher_forced import score_labels
+from ..data.text_rows import POSITION_BINS, bin_name
+from .tasks import PERPLEXITY_TASKS, TASKS
+from .teacher_forced import LabelScore, score_labels
 
 if TYPE_CHECKING:
     from datasets import Dataset
@@ -36,6 +38,8 @@ class LMEvaluation:
     passages: list[PassageScore] = field(default_factory=list)
     chance: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    corpus: str = PERPLEXITY_TASKS[0]
+    by_position: dict[str, Perplexity] = field(default_factory=dict)
 
     def metrics(self) -> dict[str, Any]:
         """``metrics.json``: perplexity, accuracy per family, their mean (``overall``), by length.
@@ -50,6 +54,9 @@ class LMEvaluation:
             "name": self.name,
             "perplexity": None if math.isnan(ppl) else ppl,
             "perplexity_tokens": self.perplexity.tokens,
+            "perplexity_corpus": self.corpus,
+            "perplexity_by_position": {name: None if math.isnan(p.value) else p.value
+                                       for name, p in self.by_position.items()},
             "accuracy": accuracy,
             "overall": sum(accuracy.values()) / len(accuracy) if accuracy else None,
             "accuracy_by_length": by_length,
@@ -62,7 +69,7 @@ class LMEvaluation:
         order), then the perplexity passages; the evaluated items a report resamples for its intervals."""
         rows = [{"task": s.task, "length": s.length, "depth": s.depth, "needle_distance": s.needle_distance,
                  "hits": s.hits, "total": s.total, "nll": 0.0, "tokens": 0} for s in self.scores]
-        rows += [{"task": PERPLEXITY_TASK, "length": p.length, "depth": -1.0, "needle_distance": -1, "hits": 0.0,
+        rows += [{"task": self.corpus, "length": p.length, "depth": -1.0, "needle_distance": -1, "hits": 0.0,
                   "total": 0.0, "nll": p.nll, "tokens": p.tokens} for p in self.passages]
         return rows
 
@@ -115,10 +122,14 @@ def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: s
     seconds: dict[str, float] = {}
 
     start = time.perf_counter()
-    filler = [r for r in examples if r["task"] == PERPLEXITY_TASK]
-    scored = score_labels(model, [r["input_ids"] for r in filler], [r["labels"] for r in filler], cfg.batch_size)
-    passages = [PassageScore(r["length"], s.nll, s.count) for r, s in zip(filler, scored)]
-    seconds[PERPLEXITY_TASK] = time.perf_counter() - start
+    corpus = next((t for t in PERPLEXITY_TASKS if any(r["task"] == t for r in examples)), PERPLEXITY_TASKS[0])
+    passages_rows = [r for r in examples if r["task"] == corpus]
+    scored = score_labels(model, [r["input_ids"] for r in passages_rows], [r["labels"] for r in passages_rows],
+                          cfg.batch_size, POSITION_BINS)
+    passages = [PassageScore(r["length"], s.nll, s.count) for r, s in zip(passages_rows, scored)]
+    by_position = {bin_name(*b): perplexity([LabelScore(s.by_position[i][0], 0, s.by_position[i][1]) for s in scored])
+                   for i, b in enumerate(POSITION_BINS)}
+    seconds[corpus] = time.perf_counter() - start
 
     scores: list[ExampleScore] = []
     chance: dict[str, float] = {}
@@ -134,4 +145,4 @@ def evaluate_lm(model, rows: "Dataset", tokenizer, cfg: "EvalConfig", *, name: s
         chance[task] = TASKS[task].chance(chosen)
         seconds[task] = time.perf_counter() - start
     return LMEvaluation(name=name, perplexity=perplexity(scored), scores=scores, passages=passages, chance=chance,
-                        seconds=seconds)
+                        seconds=seconds, corpus=corpus, by_position=by_position)

@@ -143,7 +143,10 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
         claims += hedgemamba[1]
     sections = ([claims_overview(claims)] if claims else []) + papers
     if inputs.evals:
-        blocks: list = [tables.evaluation_table(inputs.evals), tables.accuracy_by_length_table(inputs.evals)]
+        blocks: list = [tables.evaluation_table(inputs.evals)]
+        if (by_position := tables.perplexity_by_position_table(inputs.evals)) is not None:
+            blocks.append(by_position)
+        blocks.append(tables.accuracy_by_length_table(inputs.evals))
         niah = [b for b in inputs.by_length if any(str(r["task"]).startswith("niah") for r in b.rows)]
         if niah:
             blocks.append(tables.niah_depth_table(niah))

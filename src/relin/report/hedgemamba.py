@@ -174,8 +174,10 @@ def half_life_table(decays: dict[str, dict]) -> Table:
                  columns=["model", "layer", "init min", "init max", "trained min", "trained max"], rows=rows,
                  formats={c: ".3g" for c in ("init min", "init max", "trained min", "trained max")},
                  note="Half-life ln 2 / (exp(A_log) · softplus(dt_bias)) in tokens over the layer's heads, at the "
-                      "input-independent Δ. Λ and Δ train with their own AdamW settings "
-                      "(hedgemamba.finetune.decay_lr_scale).")
+                      "input-independent Δ, against the evaluated lengths (held-out files to data.text.test_len "
+                      "tokens): a half-life far above them is a layer that does not forget at any evaluated length. "
+                      "Λ and Δ train in the one AdamW with every other parameter (the seed's), but in the "
+                      "decay-group variant (their own lr × hedgemamba.finetune.decay_lr_scale, eps 1e-20).")
 
 
 def matching_curves(history: NamedRows, path: Path) -> Path:

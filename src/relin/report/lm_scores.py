@@ -17,10 +17,10 @@ import numpy as np
 
 from ..artifacts import ITEM_COLUMNS
 from ..errors import InputError
+from ..eval.tasks import PERPLEXITY_TASKS
 from .inputs import EvalResult, read_csv_rows, split_name
 from .verdicts import Estimate, Resampler, over_seeds
 
-PERPLEXITY_TASK = "filler"
 # A replica of a model trained with another seed: ``<name>-s<seed>``.
 REPLICA = re.compile(r"^(?P<base>.+)-s(?P<seed>[0-9]+)$")
 
@@ -108,7 +108,7 @@ class ItemScores:
         return over_seeds([estimate(n) for n in names])
 
     def families(self) -> list[str]:
-        return [t for t in dict.fromkeys(self.task) if t != PERPLEXITY_TASK]
+        return [t for t in dict.fromkeys(self.task) if t not in PERPLEXITY_TASKS]
 
     def mask(self, family: str | Sequence[str], where: Callable[[dict[str, np.ndarray]], np.ndarray] | None = None,
              ) -> np.ndarray:
@@ -138,7 +138,7 @@ class ItemScores:
     def perplexity(self, name: str) -> Estimate:
         def one(model: str) -> Estimate:
             cols = self.models[model].columns
-            return self.resampler.ratio(cols["nll"], cols["tokens"], self.task == PERPLEXITY_TASK).map(np.exp)
+            return self.resampler.ratio(cols["nll"], cols["tokens"], np.isin(self.task, PERPLEXITY_TASKS)).map(np.exp)
 
         return self._over_seeds(name, one)
 

@@ -17,8 +17,25 @@ def evaluation_table(evals: list[EvalResult]) -> Table:
         columns=["model", "perplexity", *families, "overall"],
         rows=[[e.name, e.metrics["perplexity"], *(e.metrics["accuracy"].get(f) for f in families),
                e.metrics.get("overall")] for e in evals],
-        note="Perplexity of the held-out filler text; accuracy in [0, 1]: MQAR at the query positions, "
-             "NIAH RULER string_match_all, arithmetic exact match; overall = mean over families.")
+        note="Perplexity of the held-out real-text files (the filler passages where the data has none); accuracy in "
+             "[0, 1]: MQAR at the query positions, NIAH RULER string_match_all, arithmetic exact match; overall = "
+             "mean over families.")
+
+
+def perplexity_by_position_table(evals: list[EvalResult]) -> Table | None:
+    """One row per model: perplexity of the held-out files' tokens by their position in the file."""
+    shown = [e for e in evals if e.metrics.get("perplexity_by_position")]
+    if not shown:
+        return None
+    bins = list(dict.fromkeys(b for e in shown for b in e.metrics["perplexity_by_position"]))
+    return Table(
+        title="Perplexity by position in the held-out file (every model)",
+        columns=["model", "all", *(f"tokens {b}" for b in bins)],
+        rows=[[e.name, e.metrics["perplexity"], *(e.metrics["perplexity_by_position"].get(b) for b in bins)]
+              for e in shown],
+        note="Each held-out real-text file is one row from its first token, so a token's position is its position "
+             "in the file: a model that uses long context gains most at late positions. A model trained on shorter "
+             "rows than a bin's positions meets them only here.")
 
 
 def accuracy_by_length_table(evals: list[EvalResult]) -> Table:

@@ -100,7 +100,8 @@ class TextData:
         out: dict[str, list[list[int]]] = {}
         for i, task in enumerate(self.tasks):
             ids, prompt_len = self.input_ids[i], int(self.prompt_len[i])
-            cut = max(2, ids.size // 2) if task == "filler" or prompt_len == 0 else prompt_len
+            # a passage (filler, real text, a corpus row) is supervised from its first token: no prompt of its own
+            cut = max(2, ids.size // 2) if prompt_len <= 1 else prompt_len
             out.setdefault(task, []).append(ids[:cut].tolist())
         return out
 

@@ -22,6 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", default="",
                         help="render the tasks with this checkpoint's tokenizer (Hugging Face id or saved directory; "
                              "a pretrained teacher's) instead of the project's data.tokenizer")
+    parser.add_argument("--bpe", default="", help="data.tokenizer bpe: the BPE's folder (relin bpe-tokenizer's "
+                                                 "tokenizer/), to which the task words are added")
+    parser.add_argument("--real-text", default="", help="the real-text corpus (relin real-text's folder), rendered "
+                                                       "as text rows (data.text); none: no text rows")
 
 
 def dataset_stats(data) -> dict:
@@ -38,6 +42,27 @@ def dataset_stats(data) -> dict:
     return stats
 
 
+def text_baseline(data, vocab_size: int) -> dict:
+    """The add-one unigram perplexity of the test text rows under the train rows' counts: the bar a model of the
+    real-text language must clear (none without text rows)."""
+    from ..data.bpe import token_stream, unigram_perplexity
+    from ..data.text_rows import TASK
+
+    streams = {split: token_stream(ids[1:] for task, ids in zip(ds["task"], ds["input_ids"]) if task == TASK)
+               for split, ds in data.items()}
+    if not streams["test"].size or not streams["train"].size:
+        return {}
+    return {"text_unigram_perplexity": round(unigram_perplexity(streams["train"], streams["test"], vocab_size), 3)}
+
+
+def read_texts(path: str) -> dict[str, list[str]]:
+    """The real-text corpus's files per split (train and test), in the corpus's order."""
+    from ..data.loaders import load_split
+
+    expected = "expected a real-text corpus saved by relin real-text"
+    return {split: list(load_split(path, split, ("text",), expected)["text"]) for split in ("train", "test")}
+
+
 def run(args: argparse.Namespace, sections) -> None:
     import time
 
@@ -52,13 +77,16 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("data")
     disable_progress_bar()
     checkpoint = load_tokenizer(args.tokenizer) if args.tokenizer else None
+    texts = read_texts(args.real_text) if args.real_text else None
     params = {"data": as_dict(cfg), "tokenizer": args.tokenizer or cfg.tokenizer}
-    with stage_run("synth-text", params, outputs=[args.out]) as tracker:
+    inputs = [p for p in (args.bpe, args.real_text) if p]
+    with stage_run("synth-text", params, inputs=inputs, outputs=[args.out]) as tracker:
         start = time.perf_counter()
-        data, tokenizer = build_synth_text(cfg, checkpoint)
+        data, tokenizer = build_synth_text(cfg, checkpoint, args.bpe or None, texts)
         seconds = time.perf_counter() - start
         stats = {**dataset_stats(data), "vocab_size": len(tokenizer),
-                 "filler_perplexity_floor": round(filler_perplexity_floor(cfg, tokenizer), 4)}
+                 "filler_perplexity_floor": round(filler_perplexity_floor(cfg, tokenizer), 4),
+                 **text_baseline(data, len(tokenizer))}
         tracker.record({"generation_s": round(seconds, 2)})
         with atomic_dir(args.out) as tmp:
             data.save_to_disk(str(tmp))

@@ -3,7 +3,8 @@
 - ``labels``: teacher-forced argmax accuracy at the labelled positions (MQAR, as in Zoology);
 - ``generate``: a greedy continuation of ``input_ids[:prompt_len]``, decoded to text and scored
   against the row's gold answer by the family's ``score(prediction, row) -> [0, 1]``;
-- the filler family carries no accuracy: it is the perplexity corpus.
+- the perplexity corpus carries no accuracy: the held-out real-text files (``text``) where the data has them, else
+  the filler passages.
 
 Each family declares its chance level: the accuracy of a model that knows the answer format but reads
 nothing of the context (MQAR: one of the values the labels hold; a 4-digit needle value or an arithmetic
@@ -16,7 +17,8 @@ from typing import Any, Callable, Literal, Sequence
 
 from . import arithmetic, niah
 
-PERPLEXITY_TASK = "filler"
+# The perplexity corpus: the first of these the test split holds.
+PERPLEXITY_TASKS = ("text", "filler")
 
 
 @dataclass(frozen=True)
@@ -42,4 +44,4 @@ TASKS: dict[str, TaskScoring] = {
     "arithmetic": TaskScoring("generate", arithmetic.score),
 }
 
-KNOWN_TASKS = (*TASKS, PERPLEXITY_TASK)
+KNOWN_TASKS = (*TASKS, *PERPLEXITY_TASKS)

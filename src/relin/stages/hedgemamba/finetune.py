@@ -54,12 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_output_arguments(parser)
 
 
-def budget_steps(match: TrainConfig, finetune: TrainConfig) -> int:
-    """Stage 2's steps plus stage 1's, in stage 2's rows per step: the random control's equal budget of rows."""
-    rows = match.steps * match.batch_size * match.grad_accum
-    return finetune.steps + math.ceil(rows / (finetune.batch_size * finetune.grad_accum))
-
-
 def arm_budget(variant: str, match: TrainConfig, finetune: TrainConfig) -> TrainConfig:
     """Stage 2's training for ``variant`` such that every arm makes the same number of all-parameter optimizer
     updates and reads the same rows (so, on the same data and length curriculum, the same tokens).
@@ -68,8 +62,8 @@ def arm_budget(variant: str, match: TrainConfig, finetune: TrainConfig) -> Train
     all-parameter updates; an arm built from the teacher (:data:`FROM_TEACHER`) makes ``finetune.steps`` updates
     too, each of (stage 1's rows + stage 2's rows) / ``finetune.steps`` rows: the micro-batch is the largest
     divisor of that count not above ``finetune.batch_size``, with as many accumulation steps as it takes
-    (:func:`budget_steps` instead matched rows at stage 2's batch, which gave these arms 1.5x HedgeMamba's
-    all-parameter updates at the defaults).
+    (matching rows at stage 2's batch would give these arms 1.5x HedgeMamba's all-parameter updates at the
+    defaults).
 
     Raises :class:`~relin.errors.ConfigError` when the rows do not split into ``finetune.steps`` equal updates."""
     from ...errors import ConfigError
@@ -148,13 +142,10 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...train.objectives import build_objective
 
     cfg = sections.get("hedgemamba.finetune")
-    # issue #47's options, read from the finetune section once it has them (today's behaviour until then)
-    decay_optimizer = getattr(cfg, "decay_optimizer", "decay_group")
-    conv_activation = getattr(cfg, "conv_activation", "keep")
+    decay_optimizer, conv_activation = cfg.decay_optimizer, cfg.conv_activation
     train_cfg = cfg.train
     if args.variant in FROM_TEACHER:
-        steps = budget_steps(sections.get("hedgemamba.match.train"), train_cfg)
-        train_cfg = dataclasses.replace(train_cfg, steps=steps)
+        train_cfg = arm_budget(args.variant, sections.get("hedgemamba.match.train"), train_cfg)
     at_init: list[dict] = []
 
     def setup(env):
@@ -171,7 +162,7 @@ def run(args: argparse.Namespace, sections) -> None:
                                                       kernel_backend=options["kernel_backend"])
             else:
                 copied = hedgehog_from_teacher(teacher, seed=train_cfg.seed, **options)
-                student = hedgemamba_from_hedgehog(copied, mamba, decay=getattr(mamba, "decay_init", "exact"))
+                student = hedgemamba_from_hedgehog(copied, mamba, decay=mamba.decay_init)
         else:
             student = data.model(args.student, load_saved)
         unlock(student, cfg, decay_optimizer)

@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, sections) -> None:
         data = TextData.load(args.data)
         hedgehog = data.model(args.hedgehog, load_saved)
         # issue #47's decay init, read from the block section once it has the field (today's ``exact`` until then)
-        student = hedgemamba_from_hedgehog(hedgehog, block, decay=getattr(block, "decay_init", "exact"))
+        student = hedgemamba_from_hedgehog(hedgehog, block, decay=block.decay_init)
         check = logit_gap(hedgehog, student, data.input_ids.head(CHECK_ROWS), data.tokenizer.pad_token_id)
         tracker.log_metrics(check)
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})
