@@ -14,7 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from ..config.hedgemamba import MODELS
+from ..config.hedgemamba import CHAIN, MODELS
 from ..config.report import PreconditionsConfig
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, colours, grid, legend_outside, title
@@ -142,6 +142,55 @@ def results_table(scores: ItemScores, s: HedgeMambaSettings) -> Table:
                       f"tokens)." + note)
 
 
+# Stage 1's loss variants: the rows of the chain built by hedgehog_match (the first is the configured loss).
+STAGE1 = tuple(m for m, step in CHAIN.items() if step.rule == "hedgehog_match")
+
+
+def budget_table(train: dict[str, NamedJson]) -> Table | None:
+    """Per trained model, the optimizer updates and tokens it took, by stage: the arms' budgets side by side."""
+    def budget(model: str) -> dict:
+        record = train.get(name(model))
+        return record.data.get("budget", {}) if record else {}
+
+    rows = []
+    for model, step in CHAIN.items():
+        own = budget(model)
+        if not own:
+            continue
+        if model in STAGE1:  # stage 1 alone: φ-only updates, no all-parameter one
+            own, stage1 = {"optimizer_steps": 0, "forward_tokens": 0}, own
+        else:
+            first = [m for m in (step.start, CHAIN[step.start].start if step.start in CHAIN else "") if m in STAGE1]
+            stage1 = budget(first[0]) if first else {}
+        rows.append([MODELS.get(model, model), stage1.get("optimizer_steps"), stage1.get("forward_tokens"),
+                     own.get("optimizer_steps"), own.get("forward_tokens"),
+                     own.get("forward_tokens", 0) + stage1.get("forward_tokens", 0)])
+    if not rows:
+        return None
+    return Table(title="HedgeMamba: every arm's budget (first seed)",
+                 columns=["model", "stage-1 updates (φ only)", "stage-1 tokens", "all-parameter updates", "tokens",
+                          "tokens in all"], rows=rows, digits=0,
+                 note="Updates and tokens each stage took (train_metrics.json). The controls built from the teacher "
+                      "make as many all-parameter updates as HedgeMamba and read its stage-1 and stage-2 rows in "
+                      "them (arm_budget), so their tokens in all match HedgeMamba's in expectation (rows match "
+                      "exactly; a row's length varies).")
+
+
+def stage1_table(scores: ItemScores, s: HedgeMambaSettings) -> Table | None:
+    """Stage 1's losses side by side: perplexity share and task recovery of each Hedgehog model."""
+    shown = [m for m in STAGE1 if name(m) in scores]
+    if len(shown) < 2:
+        return None
+    tasks = _tasks(scores)
+    rows = [[MODELS[m], scores.perplexity_share(name(m), s.teacher).text(".1f", unit="%"),
+             scores.recovery(name(m), s.teacher, tasks, s.mastery).text()] for m in shown]
+    best = max(shown, key=lambda m: scores.perplexity_share(name(m), s.teacher).value)
+    return Table(title="HedgeMamba stage 1: which matching loss wins",
+                 columns=["stage-1 loss", "perplexity % of teacher", "recovery %"], rows=rows,
+                 note=f"[95% intervals] Each Hedgehog model after stage 1 alone. Highest perplexity share: "
+                      f"{MODELS[best]}; where the intervals overlap the data cannot rank them.")
+
+
 def half_life_figure(decays: dict[str, dict], path: Path) -> Path:
     """Per model, the half-life (tokens, at the input-independent Δ) of every layer's heads before and after
     stage 2: the exact init starts at ~1e8 tokens (Λ = I); a decay that trains comes down."""
@@ -219,6 +268,7 @@ def hedgemamba_section(scores: ItemScores | None, s: HedgeMambaSettings, histori
         return None
     found = claims(scores, s, init, train)
     blocks: list = [*vd.verdict_tables(found, "HedgeMamba"), results_table(scores, s)]
+    blocks += [t for t in (budget_table(train or {}), stage1_table(scores, s)) if t is not None]
     shown = [s.teacher, *(name(m) for m in MODELS)]
     fig = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "hedgemamba_by_length.png")
     blocks.append(FigureRef(f"{prefix}/{fig.name}", "HedgeMamba: accuracy against context length per task family "
