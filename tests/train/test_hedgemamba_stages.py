@@ -93,7 +93,7 @@ def test_paper_config_runs_every_stage_from_a_local_pythia_offline(checkpoint, t
     assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "random", "--student", teacher,
                   "--data", toy_dataset, "--decays", tmp_path / "random-decays.json",
                   *_outputs(tmp_path, "random")) == 0
-    assert json.loads((tmp_path / "random.json").read_text())["steps"] == 2     # stage 2's updates, stage 1's rows in them
+    assert json.loads((tmp_path / "random.json").read_text())["steps"] == 2  # stage 2's updates, stage 1's rows in them
     assert _stage("hedgemamba-finetune", HEDGEMAMBA, "--variant", "mil", "--student", teacher,
                   "--data", toy_dataset, "--decays", tmp_path / "mil-decays.json", *_outputs(tmp_path, "mil")) == 0
     assert json.loads((tmp_path / "mil.json").read_text())["steps"] == 2

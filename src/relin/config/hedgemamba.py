@@ -35,7 +35,8 @@ CHAIN: Chain = {
     "finetune": Step("hedgemamba_finetune", "HedgeMamba (stage 2)", start="init", sections=("hedgemamba.finetune",),
                      options={"variant": "hedgemamba"}),
     "init_unnormalised": Step("hedgemamba_init", "HedgeMamba initialised with eq. 8's un-normalised output",
-                              start="hedgehog", sections=("hedgemamba.mamba",), variant={"hedgemamba.mamba.norm": "none"},
+                              start="hedgehog", sections=("hedgemamba.mamba",),
+                              variant={"hedgemamba.mamba.norm": "none"},
                               trained=False, evaluated=False),
     "finetune_unnormalised": Step("hedgemamba_finetune", "HedgeMamba (stage 2), un-normalised output (eq. 8: "
                                                          "ablation of eqs. 9-10)", start="init_unnormalised",

@@ -119,8 +119,9 @@ class SpeedConfig:
 _CONVERT = ("opal.layer_selection", "opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.gdn")
 _ALIGN = ("opal.align", "opal.niah_protocol")
 CHAIN: Chain = {
-    "swa": Step("opal_convert", "SWA(window, sinks) baseline", start=TEACHER, sections=("opal.swa", "opal.kernel_backend"),
-                options={"mixer": "swa"}, reads={"layers": "gdn/layers.json"}, data=False, trained=False),
+    "swa": Step("opal_convert", "SWA(window, sinks) baseline", start=TEACHER,
+                sections=("opal.swa", "opal.kernel_backend"), options={"mixer": "swa"},
+                reads={"layers": "gdn/layers.json"}, data=False, trained=False),
     "gdn": Step("opal_convert", "GDN hybrid as converted", start=TEACHER, sections=_CONVERT, options={"mixer": "gdn"},
                 trained=False),
     "gdn_kl_guided": Step("opal_convert", "GDN hybrid, kl_guided layers (from gdn's scores)", start=TEACHER,

@@ -15,13 +15,13 @@ from typing import Any, Callable, get_args, get_origin
 import yaml
 
 from .corpus import CorpusConfig
-from .real_text import BpeConfig, RealTextConfig
 from .data import DataConfig
 from .eval import EvalConfig
 from .hedgemamba import HedgeMambaConfig
 from .lia_mtr import LiaMtrConfig
 from .loader import ConfigError, _check_bounds, _type_hints, build, convert, option
 from .opal import NIAH_TASKS, OpalConfig
+from .real_text import BpeConfig, RealTextConfig
 from .report import ReportConfig
 from .teacher import TeacherConfig
 from .tracking import TrackingConfig
@@ -91,9 +91,10 @@ class Params:
                               f"({self.teacher.models[hedgemamba].family})")
         if self.data.tokenizer != "bpe" and self.data.text.train_examples and not all(
                 self.teacher.models[arch].pretrained for arch in self.teacher.archs):
-            raise ConfigError(f"data.text.train_examples: real-text rows need a tokenizer learnt on text (data.tokenizer "
-                              f"bpe, or a pretrained teacher's), not the {self.data.tokenizer} tokenizer over the task "
-                              f"words; expected data.tokenizer: bpe or data.text.train_examples: 0")
+            raise ConfigError(f"data.text.train_examples: real-text rows need a tokenizer learnt on text "
+                              f"(data.tokenizer bpe, or a pretrained teacher's), not the {self.data.tokenizer} "
+                              f"tokenizer over the task words; expected data.tokenizer: bpe or "
+                              f"data.text.train_examples: 0")
         for paper, section in (("opal", self.opal), ("hedgemamba", self.hedgemamba)):
             if section.train_data != "corpus":
                 continue

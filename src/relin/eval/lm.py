@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..artifacts import IGNORE_INDEX
+from ..data.text_rows import POSITION_BINS, bin_name
 from ..errors import ConfigError
 from .generation import Generator, continuations, greedy_generator
 from .perplexity import Perplexity, perplexity
 from .results import ExampleScore, PassageScore, by_task, by_task_length, by_task_length_depth
-from ..data.text_rows import POSITION_BINS, bin_name
 from .tasks import PERPLEXITY_TASKS, TASKS
 from .teacher_forced import LabelScore, score_labels
 

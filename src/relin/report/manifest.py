@@ -108,7 +108,8 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
 
     bridges = get("lia_mtr.bridges")
     mme = [{"name": f"{b}{r}", "metrics": f"results/lia_mtr/mme/{b}{r}/metrics.json",
-            "answers": f"results/lia_mtr/mme/{b}{r}/answers"} for b in bridges for r in reps(get("lia_mtr.replicated"), b)]
+            "answers": f"results/lia_mtr/mme/{b}{r}/answers"}
+           for b in bridges for r in reps(get("lia_mtr.replicated"), b)]
     if get("lia_mtr.source") == "synthetic":
         mme.append({"name": "text_reference", "metrics": "results/lia_mtr/mme/text_reference/metrics.json",
                     "answers": "results/lia_mtr/mme/text_reference/answers"})

@@ -40,7 +40,8 @@ def read_manifests(paths: list[str | Path]) -> ReportInputs:
             elif kind in READERS:
                 found[kind] += [READERS[kind](f"{e['name']}={e['path']}") for e in entries]
             else:
-                raise InputError(f"{path}: unknown kind {kind!r} (expected {', '.join([*READERS, 'lia_mtr', 'lm_eval'])})")
+                known = ", ".join([*READERS, "lia_mtr", "lm_eval"])
+                raise InputError(f"{path}: unknown kind {kind!r} (expected {known})")
     if not (found["eval"] or found["history"] or lia_mtr):
         raise InputError(f"{', '.join(map(str, paths))}: the manifests list nothing to report")
     for kind in ("eval", "items", "history", "by_length", "train_metrics"):

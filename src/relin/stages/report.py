@@ -1,7 +1,8 @@
 """``relin report``: the HTML/Markdown report (verdicts, tables, figures) from stage outputs, grouped by model name.
 
-Its inputs are the papers' report manifests (:mod:`relin.report.manifest`), which name every file's model. Nothing is trained or evaluated again: every number shown is read from a stage output, and
-every interval is a bootstrap over the evaluated items those outputs list.
+Its inputs are the papers' report manifests (:mod:`relin.report.manifest`), which name every file's model.
+Nothing is trained or evaluated again: every number shown is read from a stage output, and every interval is a
+bootstrap over the evaluated items those outputs list.
 """
 from __future__ import annotations
 

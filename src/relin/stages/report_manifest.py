@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..report.manifest import PAPERS, SECTIONS as MANIFEST_SECTIONS
+from ..report.manifest import PAPERS
+from ..report.manifest import SECTIONS as MANIFEST_SECTIONS
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:

@@ -120,7 +120,6 @@ def unlock_conv_activation(student, activation: str = "keep") -> None:
 
 def decays(model) -> list[dict]:
     """Per HedgeMamba layer: its heads' A_log, dt_bias and half-life in tokens at the input-independent Δ."""
-    import math
 
     import torch.nn.functional as F
 
