@@ -10,10 +10,10 @@ import sys
 
 from snakemake.utils import validate
 
-from relin import tracking
+from relin import recovery, tracking
 from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides
 from relin.errors import ConfigError, UserError
-from relin.pipeline import Pipeline, dvc_stage_name
+from relin.pipeline import Pipeline, dvc_stage_name, lock_held_elsewhere
 from relin.preflight import check as preflight
 from relin.preflight import check_writable
 
@@ -33,6 +33,11 @@ except ConfigError as err:
     sys.exit(f"relin: {err}")
 # dvc.lock may record this run only when its config is params.yaml itself, as DVC reads it.
 PIPELINE = Pipeline(commits_dvc=all(deep_merge(layers[0][1], data) == layers[0][1] for _, data in layers))
+# Before the DAG is built (relin.recovery): an executing run takes the checkout's pipeline lock, removes the Snakemake
+# locks a killed run left, and regenerates dvc.yaml when params.yaml or the code it is generated from changed;
+# then every job whose output is missing or unfinished runs, with what depends on it, whatever the targets.
+if PIPELINE.takes_lock:
+    recovery.install(workflow, before=PIPELINE.before_dag, others_running=lock_held_elsewhere)
 
 
 configfile: "params.yaml"
@@ -73,7 +78,8 @@ onstart:
 
 
 onsuccess:
-    PIPELINE.end("FINISHED", [dvc_stage_name(job.rule.name, job.wildcards_dict) for job in workflow.dag.jobs])
+    PIPELINE.end("FINISHED", [dvc_stage_name(job.rule.name, job.wildcards_dict) for job in workflow.dag.jobs
+                              if job.output])
 
 
 onerror:

@@ -2,16 +2,20 @@
 
 - **One pipeline at a time per checkout.** Snakemake locks only the outputs a run plans to write, and
   DVC deletes a stage's outputs before it runs; two runs in one directory can then take each other's
-  inputs away. Every run holds ``.snakemake/relin-pipeline.lock`` (an ``flock``, freed by the kernel
-  when its holder dies) for its whole life. ``relin run-job``, the command of every DVC stage, takes
-  it before starting its Snakemake job, so ``dvc repro`` during a running ``snakemake`` (or the
-  reverse) stops with one line and changes nothing.
+  inputs away. Every executing run holds ``.snakemake/relin-pipeline.lock`` (an ``flock``, freed by the
+  kernel when its holder dies) for its whole life, from before Snakemake builds its DAG. ``relin run-job``,
+  the command of every DVC stage, takes it before starting its Snakemake job, so ``dvc repro`` during a
+  running ``snakemake`` (or the reverse) stops with one line and changes nothing.
+- **Recovery** (:mod:`relin.recovery`): holding that lock, a run knows that Snakemake's locks and incomplete
+  markers in the checkout were left by killed runs; it removes the locks and rebuilds every missing or
+  unfinished output of its DAG, so the one recovery command after a kill is the command that was killed.
 - **Tracking** (:mod:`relin.tracking`): the store is checked once, the runs of dead invocations are
   closed, saved outbox writes are logged, and the parent run is created before any job starts.
-- **DVC agrees with Snakemake.** After a successful run whose config is ``params.yaml`` itself (no
-  overlay or ``--config`` changed a value), the DVC stages of the jobs in its DAG (all up to date
-  now) are committed to ``dvc.lock``, so ``dvc status`` is clean and ``dvc repro`` has nothing to
-  redo. Stages outside the DAG are left as they are: their outputs may predate a changed parameter.
+- **DVC agrees with Snakemake.** A run whose config is ``params.yaml`` itself (no overlay or ``--config``
+  changed a value) first makes ``dvc.yaml`` the DAG of that ``params.yaml`` (:mod:`relin.dvc_sync`), and
+  after success commits the DVC stages of the jobs in its DAG (all up to date now) to ``dvc.lock`` in one
+  pass (:mod:`relin.dvc_lock`), so ``dvc status`` is clean and ``dvc repro`` has nothing to redo. Stages
+  outside the DAG are left as they are: their outputs may predate a changed parameter.
 """
 from __future__ import annotations
 
@@ -61,6 +65,20 @@ def acquire_lock(root: str | Path = ".") -> IO:
     return handle
 
 
+def lock_held_elsewhere(root: str | Path = ".") -> bool:
+    """Whether another process holds the checkout's pipeline lock now (a run in progress); creates nothing."""
+    path = Path(root) / LOCK_FILE
+    if not path.is_file():
+        return False
+    with path.open("r") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
+
+
 def _holder(text: str) -> str:
     try:
         info = json.loads(text)
@@ -77,14 +95,31 @@ class Pipeline:
         under_run_job = bool(os.environ.get(UNDER_RUN_JOB_ENV))
         self.commits_dvc = commits_dvc and not under_run_job
         self.takes_lock = not under_run_job
+        self.config_overridden = not commits_dvc and not under_run_job
         self.lock: IO | None = None
         self.parent_run = ""
+
+    def hold(self) -> None:
+        """Take the checkout's pipeline lock (once; raises :class:`PipelineBusy`). An executing run takes it before
+        Snakemake builds its DAG and locks its outputs (:func:`relin.recovery.install`), so Snakemake locks and
+        incomplete markers found while holding it were left by runs that are gone."""
+        if self.takes_lock and self.lock is None:
+            self.lock = acquire_lock()
+
+    def before_dag(self) -> None:
+        """Before Snakemake builds the DAG of an executing run: hold the lock, and when this run's config is
+        ``params.yaml`` (it will record its stages in dvc.lock), make ``dvc.yaml`` the DAG of that ``params.yaml``
+        (:func:`relin.dvc_sync.sync`)."""
+        from . import dvc_sync
+
+        self.hold()
+        if self.commits_dvc and (note := dvc_sync.sync()):
+            print(f"relin: {note}", file=sys.stderr)
 
     def start(self) -> None:
         from . import tracking
 
-        if self.takes_lock:
-            self.lock = acquire_lock()
+        self.hold()
         if os.environ.get(tracking.PARENT_ENV):
             return  # a caller (a test, an outer tool) owns the parent run
         cfg = tracking.tracking_config()
@@ -108,6 +143,9 @@ class Pipeline:
             tracking.end_pipeline(tracking.tracking_config(), self.parent_run, status)
         if status == "FINISHED" and self.commits_dvc:
             commit_dvc_stages(dag_stages)
+        elif status == "FINISHED" and self.config_overridden:
+            print("relin: dvc.lock not updated: an overlay or --config changed a value of params.yaml, and DVC "
+                  "records only runs of params.yaml as it is", file=sys.stderr)
 
 
 def dvc_stage_name(rule: str, wildcards: dict) -> str:
@@ -123,7 +161,8 @@ def dvc_stage_outputs(root: Path = Path(".")) -> dict[str, list[str]]:
     path = root / "dvc.yaml"
     if not path.is_file():
         return {}
-    stages = (yaml.safe_load(path.read_text()) or {}).get("stages", {})
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # dvc.yaml lists every stage's source files: ~0.5 MB
+    stages = (yaml.load(path.read_text(), Loader=loader) or {}).get("stages", {})
     return {name: [next(iter(o)) if isinstance(o, dict) else o
                    for key in ("outs", "metrics", "plots") for o in stage.get(key, [])]
             for name, stage in stages.items()}
@@ -139,25 +178,26 @@ def dvc_stages_with_outputs(root: Path = Path(".")) -> list[str]:
 
 
 def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None:
-    """Record the stages of a finished DAG in ``dvc.lock`` (``dvc commit``); a warning, never a failure.
+    """Record the finished stages of a DAG in ``dvc.lock``; a warning naming DVC's reason, never a failure.
 
-    With every stage of ``dvc.yaml`` to record, one ``dvc commit`` without targets reads and writes
-    ``dvc.lock`` once; ``dvc commit`` with targets collects every stage again per target (minutes for a partial
-    run), so those go through :mod:`relin.dvc_lock`, which collects them once."""
+    One pass whatever part of the DAG ran (:mod:`relin.dvc_lock`: the stages collected once, the lock file read
+    and written once; ``dvc commit`` with targets collects every stage again per target, minutes for a partial
+    run). Entries of stages ``dvc.yaml`` no longer defines are dropped in the same write."""
     if not (root / ".dvc").is_dir():
         return
-    every = dvc_stage_outputs(root)
     in_dag = set(dag_stages)
-    stages = [name for name, outs in every.items() if name in in_dag and _finished(outs, root)]
+    stages = [name for name, outs in dvc_stage_outputs(root).items() if name in in_dag and _finished(outs, root)]
     if not stages:
         return
-    command = (["dvc", "commit", "--force", "--quiet"] if len(stages) == len(every)
-               else [sys.executable, "-m", "relin.dvc_lock", *stages])
-    proc = subprocess.run(command, cwd=root, capture_output=True, text=True,
-                          env={**os.environ, "DVC_NO_ANALYTICS": "1"})
+    proc = subprocess.run([sys.executable, "-m", "relin.dvc_lock", *stages], cwd=root, capture_output=True,
+                          text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
     if proc.returncode:
-        reason = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[0]
-        print(f"relin: dvc.lock not updated ({reason}); `dvc status` may list these stages", file=sys.stderr)
+        lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        reason = lines[-1] if lines else f"relin.dvc_lock exited with status {proc.returncode} and no message"
+        hint = ("; DVC needs a git repository: `git init`, or `dvc config core.no_scm true`"
+                if "not a git repository" in reason else "")
+        print(f"relin: dvc.lock not updated ({reason}{hint}); `dvc status` lists the {len(stages)} stage(s) this "
+              f"run finished as changed", file=sys.stderr)
     elif autostage(root):
         # `dvc commit` does not autostage (dvc repro does): stage the lock file as DVC's setting asks.
         subprocess.run(["git", "add", "dvc.lock"], cwd=root, capture_output=True)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import psutil
 import pytest
 import yaml
 
@@ -61,10 +63,9 @@ def snakemake(cwd: Path, *args: str, overlays: tuple[Path, ...] = (), check: boo
                cwd, check=check, **env)
 
 
-def copy_repository(dest: Path, dvc_stages: bool = False) -> Path:
-    """The repository's tracked (and not ignored) files, copied to ``dest``, with smoke params, as a
-    git repository of one commit (DVC needs one), like a user's clone. ``dvc_stages``: regenerate
-    ``dvc.yaml`` for the smoke DAG (half a minute), for copies where DVC runs or checks stages."""
+def copy_repository(dest: Path) -> Path:
+    """The repository's tracked (and not ignored) files, copied to ``dest``, with smoke params and the smoke DAG's
+    ``dvc.yaml`` (:func:`smoke_dvc_yaml`), as a git repository of one commit (DVC needs one), like a user's clone."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.split("\0")
     for name in filter(None, listed):
@@ -79,18 +80,60 @@ def copy_repository(dest: Path, dvc_stages: bool = False) -> Path:
     params = deep_merge(yaml.safe_load((dest / "params.yaml").read_text()),
                         yaml.safe_load((dest / SMOKE).read_text()) or {})
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    if dvc_stages:  # the smoke overlay declares fewer models (bridges) than params.yaml
-        run([sys.executable, "workflow/scripts/gen_dvc.py"], dest)
+    smoke_dvc_yaml(dest)
     run(["git", "init", "-q"], dest)
     run(["git", "add", "-A"], dest)
     run(["git", "commit", "-q", "-m", "copy"], dest)
     return dest
 
 
+_SMOKE_DVC_YAML: dict[str, str] = {}
+
+
+def smoke_dvc_yaml(repo: Path) -> None:
+    """Write the smoke DAG's ``dvc.yaml`` into a copy, with the record by which an executing ``snakemake`` knows it
+    is current (``relin.dvc_sync``; the smoke overlay declares fewer models than params.yaml, so the checked-in
+    ``dvc.yaml`` is not). Generated once per test process (seconds), then copied."""
+    from relin.dvc_sync import STATE
+
+    files = ("dvc.yaml", str(STATE))
+    if not _SMOKE_DVC_YAML:
+        run([sys.executable, "workflow/scripts/gen_dvc.py"], repo)
+        _SMOKE_DVC_YAML.update({name: (repo / name).read_text() for name in files})
+        return
+    for name in files:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(_SMOKE_DVC_YAML[name])
+
+
 def clone_run(src: Path, dest: Path) -> Path:
     """A copy of a finished run (results, logs, Snakemake metadata, MLflow store) to mutate."""
     shutil.copytree(src, dest, symlinks=True)
     return dest
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """kill -9 of a run and everything it started, as a closed terminal or an OOM kill leaves it: each process is
+    stopped before its children are listed (a stopped process starts no more), then all are killed at once."""
+    stopped, todo = [], [psutil.Process(proc.pid)]
+    while todo:
+        process = todo.pop()
+        try:
+            process.suspend()
+            todo.extend(process.children())
+        except psutil.NoSuchProcess:
+            continue
+        stopped.append(process)
+    for process in stopped:
+        try:
+            os.kill(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=60)
+
+
+def relin_lines(proc) -> list[str]:
+    return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("relin:")]
 
 
 def overlay(path: Path, mapping: dict) -> Path:
@@ -103,7 +146,7 @@ def smoke_run(tmp_path_factory) -> Path:
     """The smoke DAG, run once end to end in a copy of the repository (shared by the tests)."""
     if not (ROOT / SMOKE).is_file():
         pytest.fail(f"{SMOKE} is missing: the smoke config defines the CI run")
-    repo = copy_repository(tmp_path_factory.mktemp("smoke"), dvc_stages=True)
+    repo = copy_repository(tmp_path_factory.mktemp("smoke"))
     SMOKE_RUNNING.write_text(os.environ.get("PYTEST_XDIST_WORKER", ""))
     try:
         snakemake(repo)

@@ -1,21 +1,25 @@
 """Workflow-level robustness: a killed teacher job resumes from its checkpoint when the workflow is
 rerun (bit-identical to an uninterrupted run), and the next invocation closes the killed job's MLflow
-run."""
+run. Recovery that cannot lie (issue #46, ``relin.recovery``): after kill -9 of a whole run whose downstream outputs
+exist, or with a report input deleted, the plain ``snakemake`` (the command that was killed, without its target)
+rebuilds what is missing, says so in one line, and every result equals an uninterrupted run's byte for byte."""
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from relin.io import read_manifest
+from relin.io import MANIFEST_SUFFIX, read_manifest
 
-from .conftest import SMOKE, clone_run, overlay, snakemake, workflow_env
+from .conftest import SMOKE, clone_run, kill_tree, overlay, relin_lines, snakemake, workflow_env
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +80,69 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
     assert read_manifest(repo / target)["resumed_from"] == 0
     assert (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes() == resumed, \
         "a resumed run must equal an uninterrupted one"
+
+
+NIAH = "results/lia_mtr/niah/lia_mtr"
+# The smoke config trains the bridge NIAH 3 steps; these hold it long enough to be killed after a checkpoint. Only the
+# two bridge_niah jobs and the report read lia_mtr.niah.
+SLOW_NIAH = {"lia_mtr": {"niah": {"train": {"steps": 300, "checkpoint_every": 10, "log_every": 10}}}}
+
+
+def _results(repo: Path) -> dict[str, str]:
+    """sha256 of every file under results/ but the run records (run ids, wall times) and the benchmark timings."""
+    return {str(path.relative_to(repo)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted((repo / "results").rglob("*"))
+            if path.is_file() and not path.name.endswith(MANIFEST_SUFFIX) and path.name != ".snakemake_timestamp"
+            and "benchmarks" not in path.relative_to(repo / "results").parts[:1]}
+
+
+def _differ(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    return sorted(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
+
+
+def test_killed_run_is_rebuilt_by_the_plain_command_byte_identical(smoke_run, tmp_path):
+    """kill -9 of a ``--forcerun`` of a trained model after its first checkpoint: the report built before still
+    exists, so Snakemake alone said "Nothing to be done" over the empty model folder (issue #46)."""
+    repo = clone_run(smoke_run, tmp_path / "repo")
+    slow = overlay(tmp_path / "slow.yaml", SLOW_NIAH)
+    snakemake(repo, overlays=(slow,))  # the uninterrupted run of this config
+    uninterrupted = _results(repo)
+
+    checkpoints = repo / "checkpoints/lia_mtr/niah/lia_mtr"
+    console = tmp_path / "killed.out"
+    argv = ["snakemake", "--cores", "2", "--configfile", SMOKE, str(slow), "--forcerun", f"{NIAH}/model"]
+    proc = subprocess.Popen(argv, cwd=repo, env=workflow_env(), stdout=console.open("w"), stderr=subprocess.STDOUT)
+    deadline, killed_after = time.monotonic() + 600, None
+    while time.monotonic() < deadline and proc.poll() is None:
+        steps = sorted(checkpoints.glob("*/step-*"))
+        if steps:
+            kill_tree(proc)
+            killed_after = int(steps[-1].name.removeprefix("step-"))
+            break
+        time.sleep(0.1)
+    assert killed_after is not None, f"no checkpoint before the job ended:\n{console.read_text()}"
+    assert not (repo / f"{NIAH}/model").exists() and (repo / "results/report").exists()
+
+    recovered = snakemake(repo, overlays=(slow,))  # the README's recovery: the killed command, no target needed
+    lines = relin_lines(recovered)
+    assert "relin: removed Snakemake's locks left by a run that is no longer running" in lines, lines
+    rebuilding = [line for line in lines if line.startswith("relin: rebuilding ")]
+    assert len(rebuilding) == 1 and f"{NIAH}/model (unfinished: its run was interrupted)" in rebuilding[0], lines
+    record = read_manifest(repo / f"{NIAH}/train_metrics.json")
+    assert killed_after <= record["resumed_from"] < SLOW_NIAH["lia_mtr"]["niah"]["train"]["steps"], record
+    assert not _differ(uninterrupted, _results(repo)), _differ(uninterrupted, _results(repo))
+    again = snakemake(repo, "-n", overlays=(slow,))
+    assert "Nothing to be done" in again.stdout + again.stderr and not relin_lines(again), again.stderr
+
+
+def test_deleted_report_input_is_rebuilt_by_the_plain_command(smoke_run, tmp_path):
+    repo = clone_run(smoke_run, tmp_path / "repo")
+    before = _results(repo)
+    deleted = "results/lia_mtr/probe/probe.json"
+    (repo / deleted).unlink()
+    out = snakemake(repo)
+    assert relin_lines(out)[:1] == ["relin: rebuilding 1 missing or unfinished output(s) and what depends on them: "
+                                    f"{deleted} (missing)"], out.stderr
+    ran = {line.split()[-1] for line in (out.stdout + out.stderr).splitlines() if line.startswith("localrule ")}
+    assert ran == {"bridge_probe:", "report:", "all:"}, out.stderr
+    assert not _differ(before, _results(repo)), _differ(before, _results(repo))

@@ -1,7 +1,10 @@
 """Generate ``dvc.yaml`` from the Snakefile: one DVC stage per Snakemake job of target ``all``.
 
-    python workflow/scripts/gen_dvc.py            # rewrite dvc.yaml
+    python workflow/scripts/gen_dvc.py            # rewrite dvc.yaml (atomically, when its text changes)
     python workflow/scripts/gen_dvc.py --check    # exit 1 when the checked-in dvc.yaml is stale
+
+An executing ``snakemake`` runs this itself when ``params.yaml``, the Snakefile, its rules or the relin source
+changed since it last wrote ``dvc.yaml`` (``relin.dvc_sync``), so ``dvc.yaml`` stays the DAG of ``params.yaml``.
 
 The Snakefile stays the one definition of the graph. Each stage runs its own job through Snakemake
 (``relin run-job <rule> <outputs>``: ``snakemake <outputs> --forcerun <rule> --allowed-rules <rule>``
@@ -112,14 +115,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the checked-in dvc.yaml instead of writing")
     parser.add_argument("--out", type=Path, default=ROOT / "dvc.yaml")
     args = parser.parse_args(argv)
+    from relin import dvc_sync
+    from relin.io import atomic_write_text
+
+    inputs = dvc_sync.inputs_digest(ROOT)  # before reading them: a change while this runs is seen next time
     text = dvc_yaml()
+    current = args.out.read_text() if args.out.is_file() else ""
     if args.check:
-        current = args.out.read_text() if args.out.is_file() else ""
         if current != text:
             print(f"{args.out}: stale; regenerate with: python workflow/scripts/gen_dvc.py", file=sys.stderr)
             return 1
         return 0
-    args.out.write_text(text)
+    if current != text:
+        atomic_write_text(args.out, text)
+    if args.out.resolve() == (ROOT / "dvc.yaml").resolve():
+        dvc_sync.record(ROOT, inputs)
     return 0
 
 
