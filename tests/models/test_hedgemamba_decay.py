@@ -166,8 +166,8 @@ def _mamba2_reference_forward(block: HedgeMamba, u: torch.Tensor) -> torch.Tenso
 
 def test_mamba_in_llama_init_follows_their_recipe_step_by_step(teacher):
     mil = mamba_in_llama_from_teacher(teacher, seed=0)
-    assert mil.config.hedgemamba == {"conv_size": 4, "conv_activation": "silu", "feature_maps": False,
-                                     "norm": "gated_rms", "conv_bias": True}
+    assert {k: v for k, v in mil.config.hedgemamba.items() if k != "decay_init"} == {
+        "conv_size": 4, "conv_activation": "silu", "feature_maps": False, "norm": "gated_rms", "conv_bias": True}
     heads, width = TEACHER.num_attention_heads, TEACHER.hidden_size
     for i, layer in enumerate(mil.model.layers):
         block, attention = layer.mamba, teacher.gpt_neox.layers[i].attention
