@@ -40,8 +40,8 @@ def corpus() -> list[str]:
     from relin.data.synth_text import vocabulary_words
     from relin.data.vision import synth
 
-    words = list(dict.fromkeys([*vocabulary_words(DataConfig()), *synth.SCENES, *synth.COLOURS, *synth.SHAPES,
-                                *synth.POSITIONS, *synth.COUNT_WORDS, *synth.CATEGORIES, "answer", "yes", "no",
+    words = list(dict.fromkeys([*vocabulary_words(DataConfig()), *synth.vocabulary(), *synth.CATEGORIES,
+                                "answer", "yes", "no",
                                 "is", "there", "a", "an", "in", "the", "image", "of", "how", "many", "what",
                                 "colour", "color", "scene", "shapes", "on", "side", "are"]))
     numbers = " ".join(str(n) for n in range(100))

@@ -41,6 +41,35 @@ def loop_eqs_1_to_5(bridge: MTRBridge, x: torch.Tensor) -> torch.Tensor:
     return torch.stack(ys, 1)
 
 
+def loop_head_matrix(bridge: MTRBridge, x: torch.Tensor) -> torch.Tensor:
+    """The head_matrix reading one token at a time in float64, from the bridge's own weights: per head h and scale s
+    M_{t,s,h} = λ_s M_{t-1,s,h} + (g_t ⊙ k_{t,h}) v_{t,h}ᵀ (a K x V matrix), o_{t,h} = Σ_s α_{t,s} M_{t,s,h}ᵀ q_{t,h}
+    / √K (the kernel's scale), y = W_o o."""
+    W = {name: p.detach().double() for name, p in bridge.named_parameters()}
+    x = x.double()
+    B, N, _ = x.shape
+    lam = bridge.log_decays.double().exp()
+    taps, H = W["conv.weight"].shape[1], bridge.num_heads
+    S, C = lam.shape[0], W["q_proj.weight"].shape[0]
+    D = C // H
+    M = torch.zeros(B, S, H, D, D, dtype=torch.float64)
+    ys = []
+    for t in range(N):
+        window = [x[:, t - taps + 1 + i] if t - taps + 1 + i >= 0 else torch.zeros_like(x[:, 0]) for i in range(taps)]
+        x_conv = sum(W["conv.weight"][:, i] * window[i] for i in range(taps))
+        q = (x[:, t] @ W["q_proj.weight"].T).view(B, H, D) / D ** 0.5
+        k = F.elu(x[:, t] @ W["k_proj.weight"].T) + 1
+        v = (x[:, t] @ W["v_proj.weight"].T).view(B, H, D)
+        g = (torch.sigmoid(x_conv @ W["g_proj.weight"].T + W["g_proj.bias"]) if "g_proj.weight" in W
+             else torch.ones(B, 1, dtype=torch.float64))
+        alpha = torch.softmax(x_conv @ W["mix_proj.weight"].T + W["mix_proj.bias"], -1)
+        kg = (g * k).view(B, H, D)
+        M = lam[None, :, None, None, None] * M + (kg[..., :, None] * v[..., None, :])[:, None]
+        o = torch.einsum("bs,bhk,bshkv->bhv", alpha, q, M)
+        ys.append(o.reshape(B, C) @ W["o_proj.weight"].T)
+    return torch.stack(ys, 1)
+
+
 def randomise(module: torch.nn.Module, seed: int = 0) -> None:
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -59,6 +88,36 @@ def test_bridge_equals_fp64_loop_of_eqs_1_to_5(gate, N):
     # fp32 inside the kernel's chunked path against an fp64 loop: relative error at fp32 rounding
     err = ((ours - ref).norm() / ref.norm()).item()
     assert err < 1e-5, f"relative error {err:.2e} vs fp64 loop: eqs. 1-5 differ beyond fp32 rounding"
+
+
+@pytest.mark.parametrize("gate", ["token", "channel", "none"])
+@pytest.mark.parametrize("N", [1, 37, 130])
+def test_head_matrix_bridge_equals_its_fp64_step_loop(gate, N):
+    """The head_matrix reading (a per-head K x V state per scale) against its recurrence one token at a time."""
+    torch.manual_seed(0)
+    bridge = MTRBridge(12, 20, MTRConfig(num_scales=3, gate=gate, conv_size=3, state="head_matrix", num_heads=3))
+    randomise(bridge, seed=5)
+    x = torch.randn(2, N, 12)
+    ours, ref = bridge(x).double(), loop_head_matrix(bridge, x)
+    err = ((ours - ref).norm() / ref.norm()).item()
+    assert err < 1e-5, f"relative error {err:.2e} vs the fp64 loop of the head_matrix state"
+
+
+def test_both_readings_by_name_equal_their_fp64_step_loops():
+    """The Table I and NIAH bridges of both readings, built by name from one config: lia_mtr is eqs. 1-5's diagonal
+    state, lia_mtr_head_matrix the K x V state; each equals its own loop and not the other's."""
+    x = torch.randn(2, 50, 12)
+    bridges = {name: Bridge(name, 12, 20, BridgeConfig(mtr=MTRConfig(conv_size=3, num_heads=2))).mixer
+               for name in ("lia_mtr", "lia_mtr_head_matrix")}
+    for name, bridge in bridges.items():
+        randomise(bridge, seed=7)
+    loops = {"lia_mtr": loop_eqs_1_to_5, "lia_mtr_head_matrix": loop_head_matrix}
+    for name, bridge in bridges.items():
+        ours = bridge(x).double()
+        for other, loop in loops.items():
+            ref = loop(bridge, x)
+            err = ((ours - ref).norm() / ref.norm()).item()
+            assert (err < 1e-5) == (other == name), f"{name} against the loop of {other}: relative error {err:.2e}"
 
 
 @pytest.mark.parametrize("name", ["lia_mtr_no_gate", "lia_mtr_one_scale", "lia_mtr_half_life", "lia_mtr_normalized"])

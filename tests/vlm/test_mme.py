@@ -84,7 +84,7 @@ def test_each_image_pairs_one_yes_with_one_no_in_a_drawn_order():
     from relin.config.lia_mtr import SynthVisionConfig
     from relin.data.vision.synth import generate
 
-    cfg = SynthVisionConfig(train_images=2, mme_images_per_category=20, image_size=16)
+    cfg = SynthVisionConfig(train_images=2, mme_images_per_category=20, image_size=32)
     questions = generate(cfg)["mme"]["questions"]
     pairs = [questions[i:i + 2] for i in range(0, len(questions), 2)]
     assert all(a["image"] == b["image"] and {a["answer"], b["answer"]} == {"yes", "no"} for a, b in pairs)
@@ -94,16 +94,19 @@ def test_each_image_pairs_one_yes_with_one_no_in_a_drawn_order():
 
 def test_every_training_scene_carries_a_true_and_a_false_question_of_each_category():
     """``train.qa`` (what the chat LLM learns to answer from the caption): per scene and MME category one question
-    answered yes and one answered no, and the yes questions name the scene's own attributes."""
+    answered yes and one answered no, and the yes questions name the scene's own attributes (the rules and the
+    caption reader: tests/vlm/test_synth_categories.py)."""
     from relin.config.lia_mtr import SynthVisionConfig
-    from relin.data.vision.synth import CATEGORIES, COUNT_WORDS, generate
+    from relin.data.vision.synth import CATEGORIES, COUNT_WORDS, Scene, end_colour, generate
 
-    train = generate(SynthVisionConfig(train_images=30, mme_images_per_category=1, image_size=16))["train"]
+    train = generate(SynthVisionConfig(train_images=30, mme_images_per_category=1))["train"]
     for scene, qa in zip(train["scenes"], train["qa"]):
+        scene = Scene.from_dict(scene)
         assert sorted((q["task"], q["answer"]) for q in qa) == sorted((c, a) for c in CATEGORIES for a in ("yes", "no"))
         true = {q["task"]: q["question"] for q in qa if q["answer"] == "yes"}
-        assert f"{scene['colour']} {scene['shape']}" in true["existence"]
-        assert COUNT_WORDS[scene["count"]] in true["count"] and scene["position"] in true["position"]
-        assert scene["colour"] in true["color"] and scene["scene"] in true["scene"]
+        assert any(f"there a {t.name} " in true["existence"] for t in scene.objects)
+        assert f"{COUNT_WORDS[scene.count(scene.focus)]} {scene.focus}" in true["count"]
+        end = "leftmost" if "leftmost" in true["color"] else "rightmost"
+        assert true["color"].split()[4] == end_colour(scene, end) and scene.layout in true["scene"].split()
         false = {q["task"]: q["question"] for q in qa if q["answer"] == "no"}
-        assert scene["position"] not in false["position"].split() and scene["scene"] not in false["scene"].split()
+        assert scene.layout not in false["scene"].split() and end_colour(scene, end) not in false["color"].split()

@@ -16,23 +16,23 @@ def tokenizer():
 
 def test_only_assistant_tokens_are_supervised(tokenizer):
     messages = [{"role": "user", "content": f"{IMAGE} what scene is this ?"},
-                {"role": "assistant", "content": "a forest scene ."},
-                {"role": "user", "content": "are the objects blue ? answer yes or no ."},
+                {"role": "assistant", "content": "a rising scene ."},
+                {"role": "user", "content": "is the leftmost object blue ? answer yes or no ."},
                 {"role": "assistant", "content": "yes"}]
     ids, labels = encode_chat(tokenizer, messages)
     ids, labels = expand_image_tokens(ids, labels, tokenizer.convert_tokens_to_ids(IMAGE), 9)
     supervised = tokenizer.convert_ids_to_tokens([i for i, lab in zip(ids, labels) if lab != IGNORE_INDEX])
-    assert supervised == ["\u2581a", "\u2581forest", "\u2581scene", "\u2581", ".", IM_END, "\u2581yes", IM_END]
+    assert supervised == ["\u2581a", "\u2581rising", "\u2581scene", "\u2581", ".", IM_END, "\u2581yes", IM_END]
     assert all(lab == IGNORE_INDEX for i, lab in zip(ids, labels) if i == tokenizer.convert_tokens_to_ids(IMAGE))
     assert sum(i == tokenizer.convert_tokens_to_ids(IMAGE) for i in ids) == 9
-    user_words = set(tokenizer.convert_tokens_to_ids(["\u2581what", "\u2581objects", "\u2581user", "\u2581assistant"]))
+    user_words = set(tokenizer.convert_tokens_to_ids(["\u2581what", "\u2581object", "\u2581user", "\u2581assistant"]))
     assert not any(lab in user_words for lab in labels), "a user-turn or role token is supervised"
 
 
 def test_caption_rows_supervise_the_caption_and_end_only(tokenizer):
-    ids, labels = encode_caption(tokenizer, "a snow scene")
+    ids, labels = encode_caption(tokenizer, "a row scene")
     assert labels[0] == IGNORE_INDEX and ids[0] == tokenizer.convert_tokens_to_ids(IMAGE)
-    assert tokenizer.convert_ids_to_tokens(labels[1:]) == ["\u2581a", "\u2581snow", "\u2581scene", IM_END]
+    assert tokenizer.convert_ids_to_tokens(labels[1:]) == ["\u2581a", "\u2581row", "\u2581scene", IM_END]
 
 
 def test_paper_config_loads_local_tiny_checkpoints_offline(tmp_path, tokenizer, monkeypatch):

@@ -144,7 +144,7 @@ def test_hedgemamba_stages_run_and_reach_the_report(smoke_run):
 
 
 LIA_MTR_BRIDGES = ("lia_mtr", "mlp2x_gelu")   # the smoke overlay's
-LIA_MTR_NIAH = ("lia_mtr", "mha")
+LIA_MTR_NIAH = ("lia_mtr", "lia_mtr_head_matrix", "mha")
 MME_CATEGORIES = {"existence", "count", "position", "color", "scene"}
 
 
@@ -155,6 +155,7 @@ def test_lia_mtr_stages_run_and_reach_the_report(smoke_run):
     root = smoke_run / "results/lia_mtr"
     assert json.loads((root / "data/stats.json").read_text())["train_images"] == 64
     for stage in ("synth_vision", "vision_tower", "clip_features", "chat_lm", "bridge_memory", "bridge_probe",
+                  "mme_probe",
                   *(f"{s}/{b}" for s in ("bridge_align", "bridge_instruct", "eval_mme") for b in LIA_MTR_BRIDGES),
                   *(f"bridge_niah/{b}" for b in LIA_MTR_NIAH)):
         assert (smoke_run / f"results/benchmarks/lia_mtr/{stage}.tsv").is_file(), stage
@@ -175,19 +176,27 @@ def test_lia_mtr_stages_run_and_reach_the_report(smoke_run):
         rows = list(csv.DictReader(open(root / "niah" / bridge / "niah.csv")))
         assert list(rows[0]) == ["length", "depth", "accuracy", "n"]
         assert {(int(r["length"]), float(r["depth"])) for r in rows} == {(n, d) for n in (16, 32) for d in (0.0, 1.0)}
-        assert json.loads((root / "niah" / bridge / "metrics.json").read_text())["bridge"] == bridge
+        niah = json.loads((root / "niah" / bridge / "metrics.json").read_text())
+        assert niah["bridge"] == bridge and set(niah["state"]) == {"16", "32"}      # Theorem 2: its state per length
     memory = list(csv.DictReader(open(root / "memory/memory.csv")))
     assert list(memory[0]) == ["bridge", "impl", "n", "status", "peak_bytes"]
-    assert {(r["bridge"], r["impl"]) for r in memory} == {("lia_mtr", "-"), ("mha", "naive"), ("mha", "sdpa"),
-                                                          ("linear_attn", "-"), ("mlp2x_gelu", "-")}
+    assert {(r["bridge"], r["impl"]) for r in memory} == {("lia_mtr", "-"), ("lia_mtr_head_matrix", "-"),
+                                                          ("mha", "naive"), ("mha", "sdpa"), ("linear_attn", "-"),
+                                                          ("mlp2x_gelu", "-")}
+    lemma2 = json.loads((root / "memory/metrics.json").read_text())["lemma2"]
+    assert {"head_matrix_error", "map_dimensions"} <= set(lemma2)
+    patch_probe = json.loads((root / "mme/patch_probe/metrics.json").read_text())["tasks"]
+    assert set(patch_probe) == MME_CATEGORIES | {"control"}
     assert {int(r["n"]) for r in memory} == {64, 128}
     probe = json.loads((root / "probe/probe.json").read_text())
     assert {"gate_mean", "gate_std", "half_lives", "mixer_mean"} <= set(probe)
     assert len(probe["half_lives"]) == len(probe["mixer_mean"]) == 2           # the smoke bridge's S
+    assert set(probe["bridges"]) == {"lia_mtr"} and len(probe["mixer_per_image"][0]) == 2
     report = (smoke_run / "results/report/summary.md").read_text()
-    for heading in ("LIA-MTR: the paper's claims", "LIA-MTR Table I analogue"):
+    for heading in ("LIA-MTR: the paper's claims", "LIA-MTR Table I analogue", "LIA-MTR MME-style categories",
+                    "LIA-MTR Theorem 2"):
         assert heading in report
-    for figure in ("lia_mtr_niah.png", "lia_mtr_memory.png"):
+    for figure in ("lia_mtr_niah.png", "lia_mtr_niah_depth.png", "lia_mtr_memory.png"):
         assert (smoke_run / "results/report/figures" / figure).is_file()
 
 

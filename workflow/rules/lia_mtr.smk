@@ -1,5 +1,7 @@
 # LIA-MTR (seed 000): synthetic scenes -> CLIP tower -> cached patch features; a chat LLM; per bridge,
 # LLaVA's phase 1 (align) and phase 2 (instruct), then the MME-style evaluation of both phases.
+from relin.config.lia_mtr import MTR_VARIANTS
+
 LIA_BRIDGES = config["lia_mtr"]["bridges"]
 # Every bridge the config may name (relin.config.lia_mtr.BRIDGE_NAMES), as a wildcard constraint.
 BRIDGE_WILDCARD = "|".join(BRIDGE_NAMES)
@@ -258,6 +260,30 @@ rule mme_text:
         " --metrics {output.metrics} > {log} 2>&1"
 
 
+rule mme_probe:
+    """The per-patch linear probe: can one patch's features decide each MME-style category (a precondition)?"""
+    input:
+        features="results/lia_mtr/features",
+        data="results/lia_mtr/data",
+    output:
+        metrics="results/lia_mtr/mme/patch_probe/metrics.json",
+    params:
+        cfg=sections(),
+    log:
+        "logs/lia_mtr/mme_probe.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/mme_probe.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=0,
+    shell:
+        "relin mme-probe --config {params.cfg:q} --features {input.features} --data {input.data}"
+        " --metrics {output.metrics} > {log} 2>&1"
+
+
 rule bridge_niah:
     """Bridge-isolated NIAH (Fig. 2): one bridge alone, trained through the loop, depth x length accuracy."""
     output:
@@ -313,10 +339,14 @@ rule bridge_memory:
         " --figure {output.figure} > {log} 2>&1"
 
 
+# The LIA-MTR family among the Table I bridges (both readings, the ablations): each one's gate and mixer is probed.
+MTR_PROBED = ["lia_mtr", *(b for b in LIA_BRIDGES if b in MTR_VARIANTS)]
+
+
 rule bridge_probe:
-    """Write-gate statistics and decay half-lives of the trained LIA-MTR bridge."""
+    """Write-gate statistics, mixer weights per scale and decay half-lives of the trained LIA-MTR bridges."""
     input:
-        model="results/lia_mtr/instruct/lia_mtr/model",
+        models=expand("results/lia_mtr/instruct/{bridge}/model", bridge=MTR_PROBED),
         features="results/lia_mtr/features",
     output:
         metrics="results/lia_mtr/probe/probe.json",
@@ -334,7 +364,8 @@ rule bridge_probe:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin bridge-probe --config {params.cfg:q} --model {input.model} --features {input.features}"
+        "relin bridge-probe --config {params.cfg:q} --model "
+        + " ".join(f"{b}=results/lia_mtr/instruct/{b}/model" for b in MTR_PROBED) + " --features {input.features}"
         " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 
 

@@ -9,14 +9,19 @@ from typing import Literal
 from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
+# The other reading of eq. 3's state (notes/methods.md §7C.1), as a bridge beside the default's: a per-head K x V
+# matrix (linear attention with S decays, under which Lemma 2 holds) where eq. 3 writes a C-vector.
+MTR_READINGS = {"lia_mtr_head_matrix": {"state": "head_matrix"}}
 # The ablations of LIA-MTR, each the default MTR config with one option changed: the causal claims they test.
 MTR_ABLATIONS = {"lia_mtr_no_gate": {"gate": "none"},                  # g_t ≡ 1: does the write gate matter?
                  "lia_mtr_one_scale": {"num_scales": 1},               # S = 1 (λ = decay_max): do the timescales?
                  "lia_mtr_half_life": {"decay_spacing": "log_half_life"},  # half-lives 1.94 / 8.6 / 31 / 138
                  "lia_mtr_normalized": {"normalize": True}}            # the "denominator" reading (ours)
-BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn", *MTR_ABLATIONS)
-BridgeName = Literal["lia_mtr", "mlp2x_gelu", "mha", "linear_attn", "lia_mtr_no_gate", "lia_mtr_one_scale",
-                     "lia_mtr_half_life", "lia_mtr_normalized"]
+# Every named LIA-MTR bridge that is the default MTR config with options changed.
+MTR_VARIANTS = {**MTR_READINGS, **MTR_ABLATIONS}
+BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn", *MTR_VARIANTS)
+BridgeName = Literal["lia_mtr", "mlp2x_gelu", "mha", "linear_attn", "lia_mtr_head_matrix", "lia_mtr_no_gate",
+                     "lia_mtr_one_scale", "lia_mtr_half_life", "lia_mtr_normalized"]
 
 
 @dataclass(kw_only=True)
@@ -25,11 +30,19 @@ class SynthVisionConfig:
 
     seed: int = option(0, "data seed")
     image_size: int = option(32, "image side in pixels", minimum=16)
-    max_objects: int = option(3, "objects per image drawn from 1 to this (all of one shape and colour)",
-                              minimum=1, maximum=4)
+    max_objects: int = option(4, "objects per image drawn from 3 to this (no two of one shape and colour; a count "
+                                 "question's 1-3 objects of one shape leave room for another shape)",
+                              minimum=4, maximum=8)
     train_images: int = option(3000, "images for captions (phase 1) and conversations (phase 2)", minimum=1)
     mme_images_per_category: int = option(30, "images of the MME-style set per category (two yes/no questions "
                                                "each)", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        side = max(4, self.image_size * 3 // 16)      # relin.data.vision.synth.object_size
+        if (self.max_objects - 1) * (side + 1) + side > self.image_size:
+            raise ConfigError(f"{prefix}.max_objects: {self.max_objects} objects of {side} pixels do not fit side by "
+                              f"side in image_size {self.image_size} (expected at most "
+                              f"{(self.image_size - side) // (side + 1) + 1})")
 
 
 @dataclass(kw_only=True)
@@ -145,12 +158,15 @@ class BridgeNIAHConfig:
     """Bridge-isolated NIAH (Fig. 2): each bridge alone learns to retrieve the value of the key queried at the
     end, whose pair sits at a depth among distractor pairs; a linear readout at the last position."""
 
-    bridges: list[BridgeName] = option(["lia_mtr", "linear_attn", "mha"], "bridges compared (Fig. 2)")
-    dim: int = option(32, "token embedding width (d_vision = d_out)", minimum=4)
+    bridges: list[BridgeName] = option(["lia_mtr", "lia_mtr_head_matrix", "linear_attn", "mha"],
+                                       "bridges compared (Fig. 2)")
+    dim: int = option(64, "token embedding width (d_vision = d_out); at least num_keys x num_values, the entries of "
+                          "the key-value table a state must hold (a diagonal state of width C read by q ⊙ m and a "
+                          "linear readout is a bilinear form of rank <= C)", minimum=4)
     num_values: int = option(8, "distinct values (the readout's classes; chance 1 / num_values)", minimum=2)
-    num_keys: int = option(64, "distinct keys (distractor pairs draw theirs from all but the needle's)", minimum=2)
+    num_keys: int = option(8, "distinct keys (distractor pairs draw theirs from all but the needle's)", minimum=2)
     train_lengths: list[int] = option([32, 64, 128], "sequence lengths trained on")
-    lengths: list[int] = option([64, 256, 1024], "sequence lengths evaluated (the paper: up to 16K)")
+    lengths: list[int] = option([64, 256, 1024, 2048], "sequence lengths evaluated (the paper: up to 16K)")
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "needle depths as fractions of the sequence")
     test_examples: int = option(32, "examples per (length, depth)", minimum=1)
     train: TrainConfig = option(default_factory=TrainConfig, help="training of each bridge")
@@ -159,6 +175,10 @@ class BridgeNIAHConfig:
 
     def validate(self, prefix: str) -> None:
         check_replicated(f"{prefix}.replicated", self.replicated, BRIDGE_NAMES)
+        if self.dim < self.num_keys * self.num_values:
+            raise ConfigError(f"{prefix}.dim: expected at least num_keys x num_values = {self.num_keys} x "
+                              f"{self.num_values} = {self.num_keys * self.num_values} (the table a state must hold), "
+                              f"got {self.dim}")
         for name in ("lengths", "train_lengths"):
             values = getattr(self, name)
             if not values or min(values) < 8:
@@ -173,7 +193,8 @@ class BridgeMemoryConfig:
     """Peak memory and time of each bridge's forward over N patches (CPU: small N; the GPU sizes are
     benchmarks/gpu/bridge_memory.py's)."""
 
-    bridges: list[BridgeName] = option(["lia_mtr", "mha", "linear_attn", "mlp2x_gelu"], "bridges measured")
+    bridges: list[BridgeName] = option(["lia_mtr", "lia_mtr_head_matrix", "mha", "linear_attn", "mlp2x_gelu"],
+                                       "bridges measured")
     mha_impls: list[Literal["sdpa", "naive"]] = option(["naive", "sdpa"], "mha implementations measured")
     lengths: list[int] = option([256, 512, 1024, 2048, 4096], "N, doubling")
     d_vision: int = option(64, "feature width", minimum=1)
@@ -193,8 +214,9 @@ class LiaMtrConfig:
     llava: LlavaDataConfig = option(default_factory=LlavaDataConfig, help="real data files (with source: llava)")
     tower: TowerConfig = option(default_factory=TowerConfig, help="CLIP vision tower")
     llm: LLMConfig = option(default_factory=LLMConfig, help="chat LLM")
-    bridges: list[BridgeName] = option(["lia_mtr", "mlp2x_gelu", "mha", "linear_attn"],
-                                       "bridges trained and evaluated (Table I analogue; an ablation may be added)")
+    bridges: list[BridgeName] = option(["lia_mtr", "lia_mtr_head_matrix", "mlp2x_gelu", "mha", "linear_attn"],
+                                       "bridges trained and evaluated (Table I analogue: both readings of the state; "
+                                       "an ablation may be added)")
     bridge: BridgeConfig = option(default_factory=BridgeConfig, help="bridge options")
     kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the recurrent bridges (auto: "
                                                                           "Triton on CUDA tensors)")

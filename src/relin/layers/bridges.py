@@ -1,9 +1,9 @@
 """Vision-language bridges behind one interface, chosen by name: ``[B, N, d_in]`` patch features ->
 ``[B, N, d_out]`` LLM input embeddings (seed 000's comparison).
 
-- ``lia_mtr``: :class:`~relin.layers.mtr_bridge.MTRBridge` (eqs. 1-5); ``lia_mtr_<ablation>``: the same with
-  one option of :data:`~relin.config.lia_mtr.MTR_ABLATIONS` changed (no gate, one scale, log-half-life spacing,
-  the normaliser);
+- ``lia_mtr``: :class:`~relin.layers.mtr_bridge.MTRBridge` (eqs. 1-5); ``lia_mtr_<variant>``: the same with
+  options of :data:`~relin.config.lia_mtr.MTR_VARIANTS` changed (the head_matrix reading of the state; the
+  ablations: no gate, one scale, log-half-life spacing, the normaliser);
 - ``mlp2x_gelu``: LLaVA-1.5's projector, Linear -> GELU -> Linear (haotian-liu/LLaVA
   ``multimodal_projector/builder.py``), which mixes no tokens;
 - ``mha``: softmax multi-head attention over the patches (SDPA, or the N x N matrix formed: the paper's
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config.lia_mtr import MTR_ABLATIONS, BridgeConfig
+from ..config.lia_mtr import MTR_VARIANTS, BridgeConfig
 from ..config.loader import as_dict, build
 from ..errors import ConfigError
 from .mtr_bridge import MTRBridge
@@ -112,7 +112,7 @@ BRIDGES: dict[str, Callable[[int, int, BridgeConfig, str], nn.Module]] = {
                                                                            backend=backend),
     **{name: (lambda d_in, d_out, cfg, backend, change=change:
               MTRBridge(d_in, d_out, dataclasses.replace(cfg.mtr, **change), backend=backend))
-       for name, change in MTR_ABLATIONS.items()},
+       for name, change in MTR_VARIANTS.items()},
 }
 
 

@@ -126,6 +126,34 @@ class MTRBridge(nn.Module):
         gate = torch.sigmoid(z[..., :1]).to(x.dtype) if gated else x.new_ones(*x.shape[:2], 1)
         return gate, mix
 
+    def final_states(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The state after the last of ``x``'s N tokens and the largest injection (Theorem 2's quantities).
+
+        Returns ``(norms [B, S], injection [B])``: per scale the norm of M_{N,s} (a C-vector for the diagonal
+        state; the per-head K x V matrices, Frobenius, for ``head_matrix``) and max_t ||u_t|| (u_t = g_t ⊙ k_t ⊙ v_t;
+        g_t k_t v_tᵀ per head), so that Theorem 2's bound reads ||M_{N,s}|| <= max ||u|| / (1 - λ_s).
+        """
+        from relin.kernels.decayed_linear_attn import chunk_decayed_linear_attn
+        from relin.kernels.multiscale_retention import multiscale_diag_retention
+
+        k, v = F.elu(self.k_proj(x)) + 1, self.v_proj(x)
+        gate, mix = self.gates(x)
+        B, N, C = k.shape
+        if self.state == "diagonal":              # the mixer reads the states (eq. 4), it does not enter them
+            _, state = multiscale_diag_retention(torch.ones_like(k), k, v, gate, mix, self.log_decays,
+                                                 output_final_state=True, backend=self.backend)
+            return state.float().norm(dim=-1), (gate * k * v).float().norm(dim=-1).amax(1)
+        heads = (B, N, self.num_heads, C // self.num_heads)
+        kg, vh = (k * gate).view(heads), v.view(heads)
+        norms = []
+        for log_decay in self.log_decays:
+            g = torch.full((B, N, self.num_heads), float(log_decay), device=x.device)
+            _, state = chunk_decayed_linear_attn(torch.ones_like(kg), kg, vh, g=g, output_final_state=True,
+                                                 backend=self.backend)
+            norms.append(state.float().flatten(1).norm(dim=1))
+        injection = (kg.float().norm(dim=-1) * vh.float().norm(dim=-1)).norm(dim=-1)   # ||⊕_h k_h v_hᵀ||_F
+        return torch.stack(norms, 1), injection.amax(1)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, N, d_in]`` -> ``y [B, N, d_out]`` (eqs. 1-5)."""
         from relin.kernels.decayed_linear_attn import chunk_decayed_linear_attn

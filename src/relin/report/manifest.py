@@ -99,8 +99,8 @@ def chain_files(paper: str, get: Get) -> dict[str, list[dict[str, str]]]:
 
 def lia_mtr_files(get: Get) -> dict[str, Any]:
     """LIA-MTR's report inputs: per bridge (and replica) its MME scores and answers and its two phases' histories,
-    the text-only reference (synthetic scenes have captions; MME's images do not), the bridge NIAH, memory and the
-    gate probe."""
+    the text-only reference and the per-patch probe (synthetic scenes have captions and questions per training
+    image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe."""
     seeds = get("seeds")
 
     def reps(listed: list[str], bridge: str) -> list[str]:
@@ -110,7 +110,8 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
     mme = [{"name": f"{b}{r}", "metrics": f"results/lia_mtr/mme/{b}{r}/metrics.json",
             "answers": f"results/lia_mtr/mme/{b}{r}/answers"}
            for b in bridges for r in reps(get("lia_mtr.replicated"), b)]
-    if get("lia_mtr.source") == "synthetic":
+    synthetic = get("lia_mtr.source") == "synthetic"
+    if synthetic:
         mme.append({"name": "text_reference", "metrics": "results/lia_mtr/mme/text_reference/metrics.json",
                     "answers": "results/lia_mtr/mme/text_reference/answers"})
     needles = [{"name": f"{b}{r}", **{key: f"results/lia_mtr/niah/{b}{r}/{file}" for key, file in
@@ -121,8 +122,11 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
                _entry("lia_mtr-llm", "results/lia_mtr/llm/history.csv")]
     history += [_entry(f"lia_mtr-{phase}-{b}", f"results/lia_mtr/{phase}/{b}/history.csv")
                 for phase in ("align", "instruct") for b in bridges]
-    return {"history": history, "lia_mtr": {"mme": mme, "niah": needles, "memory": "results/lia_mtr/memory/memory.csv",
-                                            "probe": "results/lia_mtr/probe/probe.json"}}
+    lia = {"mme": mme, "niah": needles, "memory": "results/lia_mtr/memory/memory.csv",
+           "memory_metrics": "results/lia_mtr/memory/metrics.json", "probe": "results/lia_mtr/probe/probe.json"}
+    if synthetic:  # the per-patch probe reads the drawn scenes' questions
+        lia["patch_probe"] = "results/lia_mtr/mme/patch_probe/metrics.json"
+    return {"history": history, "lia_mtr": lia}
 
 
 def paper_files(paper: str, get: Get) -> dict[str, Any]:

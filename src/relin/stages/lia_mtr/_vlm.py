@@ -28,7 +28,8 @@ def add_bridge_arguments(parser: argparse.ArgumentParser, start: str) -> None:
 def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list[int]], list[list[int]], list[int]]:
     """Phase 1 (``align``): LLaVA's plain rows, ``<image>`` then the caption. Phase 2 (``instruct``): the
     conversation through the chat template with ``<image>`` opening the first user turn, and for drawn scenes a
-    one-turn row per yes/no question of every MME category about the image (``train.qa``). Only the caption,
+    one-turn row per yes/no question of every MME category about the image (``train.qa``) and per open question
+    (``train.open``). Only the caption,
     or the assistant turns, are supervised. Returns ids, labels and each row's image (its index in the
     features): the scene's own image for drawn scenes, ``train.<phase>_images`` for imported data."""
     from ...models.vlm.chat import IMAGE, encode_caption, encode_chat, expand_image_tokens
@@ -43,8 +44,10 @@ def phase_rows(data, tokenizer, phase: str, num_patches: int) -> tuple[list[list
             messages = [dict(turns[0], content=f"{IMAGE} {turns[0]['content']}"), *turns[1:]]
             rows.append(encode_chat(tokenizer, messages))
         images = list(data.train.get("instruct_images", range(len(rows))))
-        for image, qa in enumerate(data.train.get("qa", [])):  # drawn scenes: MME's kind of question, asked first
-            for item in qa:
+        none = [[]] * len(data.train.get("qa", []))
+        # drawn scenes: MME's kind of question and the open ones behind it, each asked first
+        for image, (qa, open_) in enumerate(zip(data.train.get("qa", []), data.train.get("open", none))):
+            for item in (*qa, *open_):
                 rows.append(encode_chat(tokenizer, [{"role": "user", "content": f"{IMAGE} {item['question']}"},
                                                     {"role": "assistant", "content": item["answer"]}]))
                 images.append(image)

@@ -1,8 +1,8 @@
 """``relin bridge-memory``: each bridge's forward over N visual patches, N doubling: on the GPU when there
 is one (bf16, ``max_memory_allocated`` above the inputs, an out-of-memory recorded as ``oom``), else on the
 CPU (fp32, a forked child's RSS; small N). ``benchmarks/gpu/bridge_memory.py`` runs the paper's sizes alone.
-``memory.csv`` one row per point, ``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p),
-``memory.png`` peak against N."""
+``memory.csv`` one row per point, ``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p) and Lemma 2's
+numerical checks under each reading of the state (:mod:`relin.eval.lemma2`), ``memory.png`` peak against N."""
 from __future__ import annotations
 
 import argparse
@@ -28,6 +28,7 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from ...devices import compute_device, device_name
     from ...eval.bridge_memory import growth_exponent, measure_cpu, measure_cuda, variants
+    from ...eval.lemma2 import lemma2_checks
     from ...eval.plots import save_figure
     from ...io import atomic_write_csv, atomic_write_json
     from ...logs import progress
@@ -50,7 +51,9 @@ def run(args: argparse.Namespace, sections) -> None:
         metrics = {f"{b}{'' if impl == '-' else '_' + impl}": growth_exponent(
             [r for r in rows if r["bridge"] == b and r["impl"] == impl]) for b, impl in variants(cfg.bridges,
                                                                                                    cfg.mha_impls)}
-        atomic_write_json(args.metrics, {"growth_exponent": metrics, "device": device_name(device)})
+        lemma2 = lemma2_checks()
+        atomic_write_json(args.metrics, {"growth_exponent": metrics, "device": device_name(device),
+                                         "lemma2": lemma2})
     fig = Figure(figsize=(5, 3.5))
     ax = fig.add_subplot()
     for b, impl in variants(cfg.bridges, cfg.mha_impls):

@@ -3,8 +3,9 @@
 (the model, ``history.csv`` and ``train_metrics.json`` as every training stage writes them, resumable), then
 scored on the ``lengths`` x ``depths`` grid: ``niah.csv`` (length, depth, accuracy, n), ``items.csv`` (every
 test sequence's outcome), ``metrics.json`` (mean accuracy, per length, the worst cell, chance) and
-``niah.png`` (the heatmap). For the LIA-MTR family ``metrics.json`` also holds what its fixed decays allow at
-each cell (:mod:`relin.eval.retention_limit`)."""
+``niah.png`` (the heatmap). ``metrics.json`` also holds, per length, the norm of the state the bridge holds after
+the last position (``state``: Theorem 2, :mod:`relin.eval.bridge_state`) and, for the LIA-MTR family, what its
+fixed decays allow at each cell (:mod:`relin.eval.retention_limit`)."""
 from __future__ import annotations
 
 import argparse
@@ -14,6 +15,8 @@ from .._training import Setup, add_output_arguments, run_training
 
 # The test sequences, the same for every bridge and training seed, so their scores pair item by item.
 TEST_SEED = 0
+# Sequences per length whose final state the Theorem 2 probe measures (needle at depth 0.5).
+STATE_EXAMPLES = 8
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -51,6 +54,29 @@ def heatmap(rows: list[dict], title: str):
     return fig
 
 
+def final_state_norms(model, cfg) -> dict:
+    """Per evaluated length, the norm of the state the trained bridge holds after the last position
+    (:func:`relin.eval.bridge_state.state_norms`; Theorem 2), over ``STATE_EXAMPLES`` test sequences."""
+    import numpy as np
+    import torch
+
+    from ...devices import model_device
+    from ...eval.bridge_niah import niah_batch
+    from ...eval.bridge_state import state_norms
+
+    out = {}
+    device = model_device(model)
+    with torch.no_grad():
+        for length in cfg.lengths:
+            pairs, _ = niah_batch(np.random.default_rng([TEST_SEED, 3, length]), cfg, STATE_EXAMPLES, length, 0.5)
+            pairs = pairs.to(device)
+            found = state_norms(model.bridge, model.keys(pairs[..., 0]) + model.values(pairs[..., 1]))
+            if found is None:
+                return {}
+            out[str(length)] = found
+    return out
+
+
 def run(args: argparse.Namespace, sections) -> None:
     import torch
 
@@ -79,6 +105,7 @@ def run(args: argparse.Namespace, sections) -> None:
         scores.update({"bridge": args.bridge, "mean_accuracy": round(sum(r["accuracy"] for r in rows) / len(rows), 4),
                        "by_length": by_length, "min_accuracy": min(r["accuracy"] for r in rows),
                        "chance": round(1 / cfg.num_values, 6), "trained_lengths": sorted(cfg.train_lengths)})
+        scores["state"] = final_state_norms(getattr(model, "module", model), cfg)
         decays = getattr(getattr(model, "module", model).bridge.mixer, "log_decays", None)
         if decays is not None:  # the MTR family: what its fixed decays allow at each cell (eqs. 3-5)
             slowest = float(decays.double().exp().max())

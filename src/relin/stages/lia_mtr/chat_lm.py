@@ -22,13 +22,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
     """Per training image: its caption (all supervised), its conversation with the caption in place of the
-    image, and a one-turn row per yes/no question of every MME category about it (``train.qa``), asked after
-    the caption as the text-only reference asks (assistant tokens supervised)."""
+    image, and a one-turn row per yes/no question of every MME category about it (``train.qa``) and per open
+    question (``train.open``: the facts the yes/no questions compare, which the LLM learns to look up first),
+    asked after the caption as the text-only reference asks (assistant tokens supervised)."""
     from ...models.vlm.chat import encode_chat
 
     ids, labels = [], []
-    for caption, qa in zip(data.train["captions"], data.train.get("qa", [[]] * len(data.train["captions"]))):
-        for item in qa:
+    none = [[]] * len(data.train["captions"])
+    for caption, qa, open_ in zip(data.train["captions"], data.train.get("qa", none), data.train.get("open", none)):
+        for item in (*qa, *open_):
             row, lab = encode_chat(tokenizer, [{"role": "user", "content": f"{caption} . {item['question']}"},
                                                {"role": "assistant", "content": item["answer"]}])
             ids.append(row)

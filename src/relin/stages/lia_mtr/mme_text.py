@@ -37,7 +37,7 @@ def run(args: argparse.Namespace, sections) -> None:
     use_thread_budget()
     cfg = sections.get("eval")
     mme = VisionData.load(args.data).mme
-    captions = [caption(Scene(**scene)) for scene in mme["scenes"]]
+    captions = [caption(Scene.from_dict(scene)) for scene in mme["scenes"]]
     with stage_run("mme-text", sections.raw, inputs=[args.llm, args.data], outputs=[args.out, args.metrics]) as tracker:
         with atomic_dir(args.out) as tmp, torch.no_grad():
             llm = load_pretrained(args.llm).to(compute_device())
