@@ -32,13 +32,14 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     # issue #46: every name and combination the DAG uses, refused before the first job
     ({"teacher": {"train": {"task_weights": {"mqr": 1.0}}}},
      "teacher.train.task_weights: 'mqr' is not a task of the rows this stage trains on (expected names from: mqar, "
-     "niah_single, niah_multikey, niah_multiquery, arithmetic, filler, text)"),
+     "niah_single, niah_multikey, niah_multiquery, arithmetic, walk, filler, text)"),
     ({"opal": {"align": {"train": {"task_weights": {"niah-single": 0.0}}}}},
      "opal.align.train.task_weights: 'niah-single' is not a task of the rows this stage trains on"),
     ({"data": {"niah": {"families": ["multikey", "multiquery"]}}},
      "teacher.train.task_weights: 'niah_single' is not a task of the rows this stage trains on (expected names "
-     "from: mqar, niah_multikey, niah_multiquery, arithmetic, filler, text)"),
-    ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0, "text": 0.0}}}}},
+     "from: mqar, niah_multikey, niah_multiquery, arithmetic, walk, filler, text)"),
+    ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0, "text": 0.0,
+                                                    "walk": 0.0}}}}},
      "opal.align.train.task_weights: leaves no task with a positive weight"),
     ({"opal": {"onpolicy": {"train": {"task_weights": {"arithmetic": 2.0}}}}},
      "opal.onpolicy.train.task_weights: this stage draws no rows by task (it trains on rollouts of "
@@ -47,7 +48,7 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
      "lia_mtr.llm.train.task_weights: this stage draws no rows by task (its rows carry no task)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"arithmtic": 1.0}}}},
      "opal.onpolicy.prompt_tasks: unknown task 'arithmtic' (expected names from: mqar, niah_single, niah_multikey, "
-     "niah_multiquery, arithmetic, filler, text, corpus)"),
+     "niah_multiquery, arithmetic, walk, list_copy, list_reverse, filler, text, corpus)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"corpus": 1.0}}}},
      "opal.onpolicy.prompt_tasks: 'corpus' has a positive weight but OPAL's training data has no rows of it"),
     ({"opal": {"gdn": {"allow_neg_eigval": True}}},
@@ -139,12 +140,12 @@ def test_a_prompt_task_at_weight_zero_needs_no_rows():
 
 def test_a_prompt_task_whose_rows_are_not_generated_is_refused():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    del params["teacher"]["train"]["task_weights"]["filler"]
-    params["data"]["filler"]["train_examples"] = 0
-    with pytest.raises(ConfigError, match=r"^params.yaml: opal.onpolicy.prompt_tasks: 'filler' has a positive weight "
-                                          r"but OPAL's training data has no rows of it to draw prompts from \(expected "
-                                          r"a weight of 0, or tasks from: mqar, niah_single, niah_multikey, "
-                                          r"niah_multiquery, arithmetic, text\)$"):
+    del params["teacher"]["train"]["task_weights"]["walk"]
+    params["data"]["walk"]["train_examples"] = 0
+    with pytest.raises(ConfigError, match=r"^params.yaml: opal.onpolicy.prompt_tasks: 'walk' has a positive "
+                                          r"weight but OPAL's training data has no rows of it to draw prompts from "
+                                          r"\(expected a weight of 0, or tasks from: mqar, niah_single, niah_multikey, "
+                                          r"niah_multiquery, arithmetic, filler, text\)$"):
         load_layers([("params.yaml", params)], check)
 
 
@@ -260,6 +261,9 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
             "niah": {"lengths": [96], "train_lengths": [96], "depths": [0.5], "num_keys": 2, "train_examples": 1,
                      "test_examples_per_depth": 1},
             "arithmetic": {"train_examples": 2, "test_examples": 1},
+            "walk": {"items": 4, "vocab_size": 16, "max_stride": 2, "train_examples": 2, "test_examples": 1},
+            "lists": {"ops": ["copy", "reverse"], "items": 4, "vocab_size": 8, "train_examples": 2,
+                      "test_examples": 1},
             "filler": {"vocab_size": 8, "train_examples": 2, "test_examples": 1, "seq_len": 16},
             "tokenizer": "bpe", "text": {"train_lengths": [16], "train_examples": 2, "test_files": 1}}
     params = build(Params, {"data": data, "opal": {"keep_every": 2}})  # the 2-layer default teacher
@@ -269,6 +273,8 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
     fewer = build(Params, {"data": {**data, "mqar": {**data["mqar"], "train": []},
                                     "niah": {**data["niah"], "families": ["multiquery"]},
                                     "filler": {**data["filler"], "train_examples": 0},
+                                    "walk": {**data["walk"], "train_examples": 0},
+                                    "lists": {**data["lists"], "train_examples": 0},
                                     "text": {**data["text"], "train_examples": 0}},
                            "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"arithmetic": 1.0}}}})
     rows = generate_rows(fewer.data, build_tokenizer("word", vocabulary_words(fewer.data)))["train"]

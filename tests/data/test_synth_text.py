@@ -7,7 +7,7 @@ from relin.data.rows import COLUMNS, IGNORE_INDEX
 from relin.data.synth_text import build_synth_text
 from relin.errors import ConfigError
 
-TASKS = {"mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "filler"}
+TASKS = {"mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "walk", "filler"}
 
 
 def _rows(data) -> dict[str, list[dict]]:

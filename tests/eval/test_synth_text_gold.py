@@ -37,6 +37,6 @@ def test_gold_answers_of_every_family_score_one(smoke_data):
 
     metrics = evaluate_lm(NextTokenOracle(len(tokenizer)), rows, tokenizer, cfg, name="gold",
                           generator=generator).metrics()
-    assert set(metrics["accuracy"]) == {"mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic"}
+    assert set(metrics["accuracy"]) == {"mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "walk"}
     assert all(acc == 1.0 for acc in metrics["accuracy"].values()), metrics["accuracy"]
     assert metrics["perplexity"] < 1.001

@@ -127,3 +127,28 @@ def test_a_target_budget_batch_holds_exactly_its_targets_from_the_steps_rows(tok
         assert all(n == inner.lengths[i] for i, n in zip(drawn[:-1], lengths[:-1]))
     with pytest.raises(ConfigError, match="one micro-batch"):
         source.micro_batches(1, 2)
+
+
+def test_row_lengths_count_every_row_the_run_draws_by_power_of_two_bin(tokenizer):
+    """The histogram a run of 2A/2B reports is the rows its micro-batches held (every rank's), binned; 2A's
+    curriculum keeps it below its max_len."""
+    from collections import Counter
+
+    from relin.train.batching import RowLengths, length_bin
+
+    assert [length_bin(n) for n in (1, 2, 16, 17, 100, 128, 129, 512)] == [
+        "1-1", "2-2", "9-16", "17-32", "65-128", "65-128", "129-256", "257-512"]
+    curriculum = [CurriculumStage(until_step=4, max_len=9)]
+    source = RowLengths(_batches(tokenizer, curriculum=curriculum), steps=7, grad_accum=2)
+    seen = Counter()
+    for step in range(1, 8):
+        for batch in source.micro_batches(step, 2):
+            for n in batch["attention_mask"].sum(1).tolist():
+                seen[length_bin(n)] += 1
+                seen[length_bin(n), "tokens"] += n
+    histogram = source.budget()["row_lengths"]
+    assert histogram == {b: {"rows": seen[b], "tokens": seen[b, "tokens"]} for b in histogram}
+    assert sum(c["rows"] for c in histogram.values()) == 7 * 2 * 8
+    split = [RowLengths(_batches(tokenizer, curriculum=curriculum, rank=r, world_size=2), 7, 2) for r in (0, 1)]
+    assert split[0].budget() == split[1].budget(), "every rank reports the run's rows"
+    assert sum(c["rows"] for c in split[0].budget()["row_lengths"].values()) == 7 * 2 * 8 * 2

@@ -77,8 +77,10 @@ def test_rollouts_target_the_sampled_tokens_and_repeat_per_step(tokenizer, model
     assert source.generated_tokens == int((batch["labels"] != IGNORE_INDEX).sum()) + \
         int((other["labels"] != IGNORE_INDEX).sum())
     logged = source.observe(4, {"kl": 0.3})
-    assert logged == {"horizon": 6}
-    assert source.budget() == {"rollout_tokens": source.generated_tokens, "horizons": [6]}
+    lengths = (other["labels"] != IGNORE_INDEX).sum(1).tolist()  # each rollout's tokens, its eos included
+    assert logged == {"horizon": 6, "rollout_len_mean": sum(lengths) / len(lengths), "rollout_len_max": max(lengths)}
+    assert source.observe(5, {"kl": 0.3}) == {"horizon": 6}, "a step not rolled out here logs no lengths"
+    assert source.budget() == {"rollout_tokens": source.generated_tokens, "horizons": [6, 6]}
 
 
 def test_kl_by_position_adds_up_to_the_total(tokenizer, models):

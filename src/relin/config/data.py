@@ -83,6 +83,46 @@ class ArithmeticConfig:
 
 
 @dataclass(kw_only=True)
+class WalkConfig:
+    """Walks on a cycle of item words (task ``walk``): from a start item, ``items`` steps of a stride the prompt gives;
+    long answers, every token checkable, scored by greedy generation and exact match (OPAL's Table 3 family)."""
+
+    items: int = option(48, "steps of every walk: each answer is this many tokens and eos", minimum=1)
+    vocab_size: int = option(64, "items on the cycle", minimum=2)
+    max_stride: int = option(8, "largest stride (strides 1..max_stride)", minimum=1)
+    train_examples: int = option(4000, "training walks (start and stride pairs apart from the test ones)", minimum=0)
+    test_examples: int = option(50, "test walks", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        if self.max_stride >= self.vocab_size:
+            raise ConfigError(f"{prefix}.max_stride: expected < vocab_size ({self.vocab_size}), got "
+                              f"{self.max_stride}")
+
+
+@dataclass(kw_only=True)
+class ListsConfig:
+    """Lists written out, then copied or reversed (task ``list_<op>``): long answers, every token checkable, scored by
+    greedy generation and exact match. None by default (a named variant lists the operations)."""
+
+    ops: list[Literal["copy", "reverse"]] = option([], "operations, one task each (list_copy: the items as written; "
+                                                       "list_reverse: last first); none: no list rows")
+    items: int = option(48, "items of every test list: each held-out answer is this many tokens and eos", minimum=1)
+    min_items: int = option(4, "fewest items of a training list (training lists hold min_items..items)", minimum=1)
+    vocab_size: int = option(64, "distinct item words (a list draws its items without replacement)", minimum=2)
+    train_examples: int = option(4000, "training examples per operation", minimum=0)
+    test_examples: int = option(50, "test examples per operation", minimum=1)
+
+    def validate(self, prefix: str) -> None:
+        if self.min_items > self.items:
+            raise ConfigError(f"{prefix}.min_items: expected <= items ({self.items}), got {self.min_items}")
+        if self.items > self.vocab_size:
+            raise ConfigError(f"{prefix}.items: {self.items} distinct items need vocab_size >= {self.items}, got "
+                              f"{self.vocab_size}")
+        if len(set(self.ops)) != len(self.ops):
+            raise ConfigError(f"{prefix}.ops: expected distinct operations, got {self.ops}")
+
+
+@dataclass(kw_only=True)
 class FillerConfig:
     """Filler 'language' for haystacks and perplexity: a small word grammar."""
 
@@ -123,5 +163,7 @@ class DataConfig:
     mqar: MQARConfig = option(default_factory=MQARConfig, help="multi-query associative recall")
     niah: NIAHConfig = option(default_factory=NIAHConfig, help="needle in a haystack (RULER families)")
     arithmetic: ArithmeticConfig = option(default_factory=ArithmeticConfig, help="arithmetic word problems")
+    walk: WalkConfig = option(default_factory=WalkConfig, help="walks on a cycle of items (long exact answers)")
+    lists: ListsConfig = option(default_factory=ListsConfig, help="lists copied or reversed (long exact answers)")
     filler: FillerConfig = option(default_factory=FillerConfig, help="filler language")
     text: TextConfig = option(default_factory=TextConfig, help="real-text rows (tokenizer bpe)")

@@ -87,9 +87,9 @@ class OnPolicyConfig:
     plateau_window: int = option(30, "steps over which the KL gain is measured", minimum=2)
     plateau_gain: float = option(0.02, "the horizon doubles when the relative KL gain over the window is below this",
                                  minimum=0)
-    prompt_tasks: dict[str, float] = option({"niah_single": 1.0, "niah_multikey": 1.0, "niah_multiquery": 1.0,
-                                             "arithmetic": 1.0, "filler": 1.0},
-                                            "task -> weight of the prompts rolled out (filler: a text prefix)")
+    prompt_tasks: dict[str, float] = option({"walk": 1.0},
+                                            "task -> weight of the prompts rolled out (filler, text: a prefix); the "
+                                            "scored ones among them are Table 3's families")
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-3 training (batch_size = prompts per step)")
 
     def validate(self, prefix: str) -> None:

@@ -30,7 +30,8 @@ from .train import TrainConfig
 # The tasks of the synthetic rows (each row's ``task``), in the order synth_text generates them (relin.data.*), and
 # of a corpus's rows (relin.data.corpus.TASK): the names task_weights and prompt_tasks may give. They live here, not
 # in the data config, so that checking them reruns no stage.
-TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "filler", "text")
+TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "walk", "list_copy", "list_reverse",
+         "filler", "text")
 CORPUS_TASK = "corpus"
 # The GDN options opal_export (a target of every full DAG run: rule all) needs, each with the reason
 # relin.models.export.qwen3_5.export_problems refuses another value: Qwen3.5's Gated DeltaNet has no counterpart.
@@ -147,6 +148,8 @@ class Params:
             return [CORPUS_TASK]
         data = self.data
         rows = {"mqar": bool(data.mqar.train), "arithmetic": data.arithmetic.train_examples > 0,
+                "walk": data.walk.train_examples > 0,
+                **{f"list_{op}": data.lists.train_examples > 0 for op in data.lists.ops},
                 "filler": data.filler.train_examples > 0, "text": data.text.train_examples > 0,
                 **{f"niah_{family}": data.niah.train_examples > 0 for family in data.niah.families}}
         return [task for task in TASKS if rows.get(task)]

@@ -12,18 +12,21 @@ import numpy as np
 from ..config.data import DataConfig
 from .arithmetic import arithmetic_words, generate_arithmetic
 from .filler import FillerLanguage, generate_filler
+from .lists import generate_lists, item_words, list_words
 from .mqar import generate_mqar, mqar_vocabulary
 from .niah import generate_niah, niah_words
 from .rows import COLUMNS
 from .text_rows import text_test_rows, text_train_rows
 from .tokenizer import WordEncoder, build_tokenizer
+from .walk import generate_walks, walk_words
 
 
 def vocabulary_words(cfg: DataConfig) -> list[str]:
     """Every word any generator can emit, in a fixed order (the tokenizer's vocabulary order)."""
     keys, values = mqar_vocabulary(cfg.mqar.num_keys, cfg.mqar.num_values)
     filler = FillerLanguage(cfg.filler.vocab_size).vocabulary
-    return list(dict.fromkeys([*filler, *niah_words(), *arithmetic_words(), *keys, *values]))
+    return list(dict.fromkeys([*filler, *niah_words(), *arithmetic_words(), *keys, *values,
+                               *walk_words(cfg.walk.vocab_size), *list_words(cfg.lists.vocab_size)]))
 
 
 def filler_perplexity_floor(cfg: DataConfig, tokenizer) -> float:
@@ -33,8 +36,9 @@ def filler_perplexity_floor(cfg: DataConfig, tokenizer) -> float:
 
 
 def longest_answer_tokens(cfg: DataConfig, tokenizer=None) -> dict[str, int]:
-    """Tokens of the longest gold answer each generated task family can have under ``tokenizer`` (default: the
-    project's ``data.tokenizer``), from the config alone.
+    """Tokens of the longest gold answer each task family generated up to ``eval.max_new_tokens`` can have under
+    ``tokenizer`` (default: the project's ``data.tokenizer``), from the config alone. The list families are not among
+    them, nor the walks: each generates as many tokens as its own answer and eos (:mod:`relin.eval.tasks`).
 
     NIAH answers are ``value_digits``-digit values (multi-query: all ``num_keys`` of them, joined by
     ``", "``); an arithmetic answer is at most ``max_operand * (max(steps) + 1)`` (every step adds).
@@ -82,6 +86,16 @@ def generate_rows(cfg: DataConfig, tokenizer, texts: dict[str, list[str]] | None
     for split, count in (("train", arith.train_examples), ("test", arith.test_examples)):
         splits[split] += generate_arithmetic(count, arith.steps, arith.max_operand, encoder,
                                              _rng(cfg.seed, "arithmetic", split))
+    walks = cfg.walk
+    for split, count in (("train", walks.train_examples), ("test", walks.test_examples)):
+        splits[split] += generate_walks(count, walks.items, walks.max_stride, item_words(walks.vocab_size), split,
+                                        encoder, _rng(cfg.seed, "walk", split))
+    lists = cfg.lists
+    for op in lists.ops:
+        for split, count, fewest in (("train", lists.train_examples, lists.min_items),
+                                     ("test", lists.test_examples, lists.items)):
+            splits[split] += generate_lists(op, count, fewest, lists.items, item_words(lists.vocab_size), encoder,
+                                            _rng(cfg.seed, "lists", op, split))
     for split, count in (("train", cfg.filler.train_examples), ("test", cfg.filler.test_examples)):
         splits[split] += generate_filler(count, cfg.filler.seq_len, language, encoder,
                                          _rng(cfg.seed, "filler", split))

@@ -1,9 +1,9 @@
 """The evaluation of one causal LM on the ``synth_text`` test split.
 
 Perplexity of the held-out real-text files (token-weighted, overall and by position in the file; the filler
-passages where the data has no text rows), MQAR accuracy at the labelled positions
-(teacher-forced), NIAH string-match and arithmetic exact match of greedy continuations; every score
-grouped per task family, context length and needle depth.
+passages where the data has no text rows), MQAR accuracy at the labelled positions (teacher-forced), NIAH
+string-match and arithmetic exact match of greedy continuations, the walks' and lists' exact match token by token;
+every score grouped per task family, context length and needle depth.
 """
 from __future__ import annotations
 
@@ -101,6 +101,14 @@ def _task_results(model, generator: Generator, tokenizer, task: str, chosen: lis
                                     cfg.batch_size)
         return [(s.correct, s.count) for s in label_scores]
     prompts = [r["input_ids"][:r["prompt_len"]] for r in chosen]
+    if scoring.kind == "exact":  # each row's own answer length, the tokens kept past eos: scored in ids
+        scores = [0.0] * len(chosen)
+        for need in sorted({scoring.budget(r) for r in chosen}):
+            picked = [i for i, r in enumerate(chosen) if scoring.budget(r) == need]
+            generated = continuations(generator, [prompts[i] for i in picked], need, cfg.batch_size, None)
+            for i, tokens in zip(picked, generated):
+                scores[i] = scoring.score_tokens(tokens, chosen[i])
+        return [(score, 1.0) for score in scores]
     generated = continuations(generator, prompts, cfg.max_new_tokens, cfg.batch_size, tokenizer.eos_token_id)
     texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
     return [(scoring.score(text, r), 1.0) for text, r in zip(texts, chosen)]

@@ -1,6 +1,8 @@
 """The report's OPAL section (seed 002): the claims with their verdicts, the Table 4 analogue (NIAH and
 reasoning recovery of every model), SWA inside and outside its window, the Table 3 analogue with the three
-budgets side by side, the stage-3 curves, and decode memory/throughput.
+budgets side by side on the families stage 3 prompts (each arm's distance from its parent, stage 2B), stage 3's
+rollouts (horizon, lengths, the log-prob gap between sampling and training paths), the row lengths stages 2A and 2B
+drew, the stage-3 curves, and decode memory/throughput.
 
 Recovery is OPAL's Table 1 definition, a ratio of averages over the families the teacher masters
 (:mod:`relin.report.lm_scores`); every number a verdict uses carries its 95% interval.
@@ -14,6 +16,7 @@ from matplotlib.figure import Figure
 
 from ..config.opal import CONTROLS, MODELS, NIAH_TASKS
 from ..config.report import PreconditionsConfig
+from ..eval.tasks import TASKS as SCORING
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, niah_depth_figure
 from .inputs import NamedJson, NamedRows
@@ -22,9 +25,12 @@ from .margins import default_margins
 from .page import FigureRef, Section
 from .table import Table
 
+# The families scored by exact match of a long generated answer (the walks; the lists copied or reversed): Table 3's,
+# where a student's errors compound over its own generation.
+EXACT_TASKS = tuple(task for task, scoring in SCORING.items() if scoring.kind == "exact")
 # Every family the students are scored on: MQAR (recall, the teacher's strongest), the needles, arithmetic (the
-# reasoning family, as the paper's math).
-TASKS = ("mqar", *NIAH_TASKS, "arithmetic")
+# reasoning family, as the paper's math), the walks and lists (long generated answers).
+TASKS = ("mqar", *NIAH_TASKS, "arithmetic", *EXACT_TASKS)
 # Paper, Table 4 (Qwen3-4B, NIAH at 32K, %): teacher, SWA(256, 4), GDN after 2B on-policy tokens.
 PAPER_TABLE4 = {"teacher": (100.0, 99.8, 100.0), "swa": (0.0, 1.0, 0.2), "gdn": (100.0, 99.6, 100.0)}
 # Paper, Table 3 (MATH-500 at 400M tokens, %): on-policy vs off-policy on dataset traces.
@@ -33,6 +39,10 @@ PAPER_TABLE3 = {"onpolicy": 87.0, "offpolicy": 78.1}
 RECOVERS, COLLAPSES = 90.0, 10.0
 # Table 3's arms continue from this stage (2B).
 PARENT = "offpolicy_long"
+# Table 3 is judged only where the teacher generates the family's answers: at least this exact match (issue 48).
+TABLE3_TEACHER = 0.9
+# The stages whose drawn row lengths the report shows (2A short, 2B long).
+LENGTH_STAGES = ("offpolicy_short", "offpolicy_long")
 
 
 @dataclass(frozen=True)
@@ -71,13 +81,15 @@ def learned(scores: ItemScores, s: OpalSettings, model: str) -> vd.Precondition:
                            rec.estimate is not None and rec.estimate.value >= s.pre.learned)
 
 
-def teacher_competent(scores: ItemScores, s: OpalSettings, families, where=None) -> vd.Precondition:
+def teacher_competent(scores: ItemScores, s: OpalSettings, families, where=None,
+                      threshold: float | None = None) -> vd.Precondition:
     return vd.competent("the teacher", {f: scores.accuracy(s.teacher, f, where).value for f in families
-                                        if scores.count(f, where)}, s.mastery)
+                                        if scores.count(f, where)}, s.mastery if threshold is None else threshold)
 
 
 def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
-           histories: dict[str, NamedRows] | None = None) -> list[vd.Claim]:
+           histories: dict[str, NamedRows] | None = None,
+           train: dict[str, NamedJson] | None = None) -> list[vd.Claim]:
     out = []
     paper = "OPAL"
     if name("onpolicy") in scores:
@@ -102,7 +114,7 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
     for control, what in (("offpolicy_matched", "off-policy on dataset text"),
                           ("offpolicy_teacher", "off-policy on the teacher's continuations")):
         if name("onpolicy") in scores and name(control) in scores:
-            out.append(table3_claim(scores, s, control, what, histories or {}))
+            out.append(table3_claim(scores, s, control, what, histories or {}, train or {}))
     if speed is not None:
         longest = max(r["context"] for r in speed.rows)
         at = {r["model"]: r for r in speed.rows if r["context"] == longest}
@@ -114,22 +126,35 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
     return out
 
 
-def horizon_reached(histories: dict[str, NamedRows]) -> float:
-    rows = histories.get(name("onpolicy"))
+def horizon_reached(histories: dict[str, NamedRows], train: dict[str, NamedJson] | None = None,
+                    model: str | None = None) -> float:
+    """The longest horizon stage 3 rolled out to: exact from its budget's per-step horizons (``train_metrics.json``),
+    else the largest logged one (an interval's mean)."""
+    model = model or name("onpolicy")
+    horizons = ((train or {}).get(model).data.get("budget", {}).get("horizons") if model in (train or {}) else None)
+    if horizons:
+        return float(max(horizons))
+    rows = histories.get(model)
     return max((float(r["horizon"]) for r in rows.rows if r.get("horizon") == r.get("horizon")), default=0.0) \
         if rows is not None else 0.0
 
 
+def table3_families(scores: ItemScores, s: OpalSettings) -> list[str]:
+    """The families Table 3 is read on: those stage 3 prompts that the students are scored on and train on."""
+    return [f for f in s.prompt_tasks if f in trained_families(scores, s)]
+
+
 def table3_claim(scores: ItemScores, s: OpalSettings, control: str, what: str,
-                 histories: dict[str, NamedRows]) -> vd.Claim:
+                 histories: dict[str, NamedRows], train: dict[str, NamedJson] | None = None) -> vd.Claim:
     """On-policy beats ``control`` in recovery over the families stage 3 prompts, when the run could show it: the
-    teacher masters those families, both arms moved from their common parent (2B) by more than the margin, the
-    rollouts reached the horizon where errors compound, each arm has enough seeds, and the metric has headroom."""
+    teacher generates those families' answers (≥ :data:`TABLE3_TEACHER` exact), both arms moved from their common
+    parent (2B) by more than the margin, the rollouts reached the horizon where errors compound, each arm has enough
+    seeds, and the metric has headroom."""
     margin = s.margins[f"opal.onpolicy_vs_{control}"]
     arms = (name("onpolicy"), name(control))
-    families = [f for f in s.prompt_tasks if f in trained_families(scores, s)]
+    families = table3_families(scores, s)
     rec = {m: scores.recovery(m, s.teacher, families, s.mastery) for m in (*arms, name(PARENT))}
-    pre = [teacher_competent(scores, s, families)]
+    pre = [teacher_competent(scores, s, families, threshold=max(s.mastery, TABLE3_TEACHER))]
     text = "–"
     if rec[arms[0]].estimate is not None:
         used = rec[arms[0]].families
@@ -141,7 +166,8 @@ def table3_claim(scores: ItemScores, s: OpalSettings, control: str, what: str,
         difference = rec[arms[0]].estimate - rec[arms[1]].estimate
         text = (f"{rec[arms[0]].text()} vs {rec[arms[1]].text()} over {', '.join(used)}; difference "
                 f"{difference.text('+.1f')} points")
-    pre.append(vd.reached("stage 3's rollout horizon", horizon_reached(histories), s.pre.opal_horizon, " tokens"))
+    pre.append(vd.reached("stage 3's rollout horizon", horizon_reached(histories, train), s.pre.opal_horizon,
+                          " tokens"))
     verdict = vd.judged(pre, lambda: vd.beats(difference, margin, ("on-policy", "off-policy")))
     return vd.Claim("OPAL", f"On-policy beats {what} at a matched budget", "87.0 vs 78.1 (Table 3, MATH-500)", text,
                     verdict, tuple(pre), seeds=min(rec[m].estimate.seeds for m in arms) if text != "–" else None,
@@ -181,18 +207,19 @@ def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) ->
 def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
     rows = []
     note = ""
+    tasks = [t for t in TASKS if t in NIAH_TASKS or scores.count(t)]
     for model in [s.teacher, *names]:
-        rec = scores.recovery(model, s.teacher, TASKS, s.mastery)
+        rec = scores.recovery(model, s.teacher, tasks, s.mastery)
         note = excluded_note(rec, s.mastery)
-        rows.append([model, *(scores.accuracy(model, t).text(".2f") for t in TASKS),
+        rows.append([model, *(scores.accuracy(model, t).text(".2f") for t in tasks),
                      scores.perplexity(model).text(".2f"), rec.text()])
-    paper = [[f"paper: Qwen3-4B {k}", None, *(f"{x:.1f}" for x in v), None, None, None]
-             for k, v in PAPER_TABLE4.items()]
+    paper = [[f"paper: Qwen3-4B {k}", *(f"{dict(zip(NIAH_TASKS, v))[t]:.1f}" if t in NIAH_TASKS else None
+                                         for t in tasks), None, None] for k, v in PAPER_TABLE4.items()]
     protocol = ("NIAH zero-shot: no NIAH row or prompt in any distillation stage (the paper's protocol)"
                 if s.niah_protocol == "zero_shot" else
                 "NIAH in-distribution: the distillation stages trained on NIAH rows (not the paper's protocol)")
     return Table(title="OPAL Table 4 analogue: the teacher, SWA and the GDN hybrid after each stage",
-                 columns=["model", *TASKS, "perplexity", "recovery %"], rows=rows + paper,
+                 columns=["model", *tasks, "perplexity", "recovery %"], rows=rows + paper,
                  note=f"Ours: accuracy in [0, 1] over the evaluated lengths [95% interval]; recovery = ratio of "
                       f"averages over the families the teacher masters (≥ {s.mastery:g}), as the paper's Table 1. "
                       f"{protocol}. Paper rows: NIAH at 32K in %." + note)
@@ -216,23 +243,105 @@ def window_table(scores: ItemScores, s: OpalSettings) -> Table:
                       f"SWA claim uses those items only. Items inside/beyond: {counts}.")
 
 
-def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson]) -> Table | None:
+def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson],
+           histories: dict[str, NamedRows] | None = None) -> Table | None:
+    """The three arms at their budgets, with their common parent (2B): exact match on each family stage 3 prompts,
+    recovery over them and each arm's distance from the parent in points of recovery (the "moved" precondition)."""
     names = [m for m in ("onpolicy", *CONTROLS) if name(m) in scores and name(m) in train]
     if len(names) < 2:
         return None
+    families = table3_families(scores, s)
+    parent = scores.recovery(name(PARENT), s.teacher, families, s.mastery) if name(PARENT) in scores else None
     rows = []
-    for model in names:
-        budget = train[name(model)].data.get("budget", {})
-        rec = scores.recovery(name(model), s.teacher, TASKS, s.mastery)
-        rows.append([MODELS[model], budget.get("optimizer_steps"), budget.get("forward_tokens"),
-                     budget.get("target_tokens"), rec.text()])
+    for model in ([PARENT] if parent is not None else []) + names:
+        budget = train[name(model)].data.get("budget", {}) if name(model) in train else {}
+        rec = scores.recovery(name(model), s.teacher, families, s.mastery)
+        moved = (None if model == PARENT or parent is None or parent.estimate is None or rec.estimate is None
+                 else (rec.estimate - parent.estimate).text("+.1f"))
+        label = f"{MODELS[model]} (the arms' parent)" if model == PARENT else MODELS[model]
+        rows.append([label, budget.get("optimizer_steps"), budget.get("forward_tokens"), budget.get("target_tokens"),
+                     *(scores.accuracy(name(model), f).text(".2f") for f in families), rec.text(), moved,
+                     continuation_kl(train, scores, name(model), families)])
+    seeds = {m: len(scores.replicas.get(name(m), [name(m)])) for m in names}
+    horizon = horizon_reached(histories or {}, train)
     return Table(title="OPAL Table 3 analogue: on-policy vs off-policy at a matched budget",
                  columns=["model", "optimizer steps", "student forward tokens", "teacher-scored tokens",
-                          "recovery %"], rows=rows,
-                 note=f"All three continue from stage 2B. Budgets counted exactly by the training loop (forward tokens "
-                      f"include prompts; teacher-scored tokens are the positions the loss compares with the "
-                      f"teacher). Paper (MATH-500, 400M tokens): on-policy {PAPER_TABLE3['onpolicy']}, off-policy on "
-                      f"dataset traces {PAPER_TABLE3['offpolicy']}.")
+                          *(f"{f} exact" for f in families), "recovery %", "Δ from 2B (points)",
+                          "KL on the teacher's continuations"], rows=rows, formats={
+                              "KL on the teacher's continuations": ".3g"},
+                 note=f"All three continue from stage 2B, each with {', '.join(f'{m} {n}' for m, n in seeds.items())} "
+                      f"seed(s): accuracy, recovery and Δ are means over the seeds [95% interval]; budgets (the first "
+                      f"seed's) counted exactly by the training loop (forward tokens include prompts; teacher-scored "
+                      f"tokens are the positions the loss compares with the teacher). Families: those stage 3 prompts "
+                      f"({', '.join(families) or 'none scored'}), scored by greedy generation, an answer right only "
+                      f"when every token is; beside it the per-token KL(teacher ‖ student) on the teacher's greedy "
+                      f"continuations of the held-out prompts (mean over the seeds). Stage 3's horizon reached "
+                      f"{horizon:g} tokens. Paper (MATH-500, 400M "
+                      f"tokens): on-policy {PAPER_TABLE3['onpolicy']}, off-policy on dataset traces "
+                      f"{PAPER_TABLE3['offpolicy']}.")
+
+
+def continuation_kl(train: dict[str, NamedJson], scores: ItemScores, model: str, families) -> float | None:
+    """Per-token KL(teacher ‖ model) on the teacher's continuations of the held-out prompts of ``families`` (the
+    ``teacher_continuation_kl`` of each seed's ``train_metrics.json``), averaged over families and seeds."""
+    values = []
+    for run in scores.replicas.get(model, [model]):
+        kl = train[run].data.get("teacher_continuation_kl", {}) if run in train else {}
+        if found := [kl[f] for f in families if f in kl]:
+            values.append(sum(found) / len(found))
+    return sum(values) / len(values) if values else None
+
+
+def _finite(rows: list[dict], key: str) -> list[float]:
+    return [r[key] for r in rows if isinstance(r.get(key), (int, float)) and r[key] == r[key]]
+
+
+def rollouts_table(histories: dict[str, NamedRows], train: dict[str, NamedJson]) -> Table | None:
+    """Stage 3's rollouts per seed: the horizon reached, how long the rollouts were, and the log-prob gap between
+    the sampling path (recurrent decode) and the training forward (chunk kernel) over them."""
+    base = name("onpolicy")
+    runs = [n for n in histories if (n == base or (n.startswith(base + "-s") and n[len(base) + 2:].isdigit()))
+            and histories[n].rows]
+    if not runs:
+        return None
+    rows = []
+    for run in runs:
+        logged = histories[run].rows
+        horizons = train[run].data.get("budget", {}).get("horizons", []) if run in train else []
+        top = horizon_reached(histories, train, run)
+        at_top = sum(1 for h in horizons if h >= top) if horizons else None
+        means, longest = _finite(logged, "rollout_len_mean"), _finite(logged, "rollout_len_max")
+        gap, peak, seq = (_finite(logged, k) for k in ("logprob_gap_mean", "logprob_gap_max", "logprob_gap_seq_max"))
+        rows.append([run, top, at_top, sum(means) / len(means) if means else None, max(longest) if longest else None,
+                     sum(gap) / len(gap) if gap else None, max(peak) if peak else None, max(seq) if seq else None])
+    return Table(title="OPAL stage 3: rollouts and the sampling/training log-prob gap",
+                 columns=["model", "horizon reached", "steps at it", "rollout tokens (mean)", "longest rollout",
+                          "|Δ log p| per token (mean)", "|Δ log p| per token (max)", "per rollout |Σ Δ log p| (max)"],
+                 rows=rows, formats={"horizon reached": ".0f", "rollout tokens (mean)": ".1f", "longest rollout": ".0f",
+                                     **{c: ".2g" for c in ("|Δ log p| per token (mean)", "|Δ log p| per token (max)",
+                                                           "per rollout |Σ Δ log p| (max)")}},
+                 note="A rollout ends at eos or at the horizon. Δ log p: the log-prob the sampler drew each token with "
+                      "(the recurrent decode step) against the training forward's (the chunk kernel) on the same "
+                      "tokens, read over every rollout the run trained on (history.csv's logprob_gap_* columns).")
+
+
+def row_lengths_table(train: dict[str, NamedJson]) -> Table | None:
+    """Stages 2A and 2B: how many rows (and tokens) of each length, by power-of-two bin, each drew over its run."""
+    found = {m: train[name(m)].data.get("budget", {}).get("row_lengths") for m in LENGTH_STAGES if name(m) in train}
+    found = {m: h for m, h in found.items() if h}
+    if not found:
+        return None
+    bins = sorted({b for h in found.values() for b in h}, key=lambda b: int(b.split("-")[0]))
+    rows = []
+    for model, histogram in found.items():
+        total = sum(c["rows"] for c in histogram.values())
+        tokens = sum(c["tokens"] for c in histogram.values())
+        rows.append([MODELS[model], total, *(f"{histogram[b]['rows']} ({100 * histogram[b]['tokens'] / tokens:.0f}%)"
+                                             if b in histogram else None for b in bins)])
+    return Table(title="OPAL stages 2A and 2B: the lengths of the rows each drew",
+                 columns=["stage", "rows", *(f"{b} tokens" for b in bins)], rows=rows,
+                 note="Rows drawn over the whole run by length (bos and eos included), in power-of-two bins; in "
+                      "brackets each bin's share of the tokens. 2A runs under a length curriculum, 2B on every row.")
 
 
 def layers_table(record: dict) -> Table:
@@ -323,13 +432,14 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     names = [name(m) for m in MODELS if scores is not None and name(m) in scores]
     if scores is None or s.teacher not in scores or not names:
         return None
-    found = claims(scores, s, speed, histories)
+    found = claims(scores, s, speed, histories, train)
     if (selection := selection_claim(scores, s, layers)) is not None:
         found.append(selection)
     blocks: list = [*vd.verdict_tables(found, "OPAL"), table4(scores, s, names),
                     *([layers_table(layers)] if layers else []), window_table(scores, s)]
-    if (t3 := table3(scores, s, train)) is not None:
-        blocks.append(t3)
+    for extra in (table3(scores, s, train, histories), rollouts_table(histories, train), row_lengths_table(train)):
+        if extra is not None:
+            blocks.append(extra)
     shown = [s.teacher, *(name(m) for m in ("swa", "gdn", "onpolicy", *CONTROLS) if name(m) in scores)]
     lengths = accuracy_by_length_figure([evals[m] for m in shown if m in evals], figure_dir / "opal_by_length.png")
     blocks.append(FigureRef(f"{prefix}/{lengths.name}", "OPAL: accuracy against context length per task family "

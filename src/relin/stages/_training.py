@@ -217,13 +217,14 @@ def write_outputs(args: argparse.Namespace, model, tokenizer, history: list[dict
 
 def run_training(stage: str, module: str, args: argparse.Namespace, sections, train_cfg,
                  setup: Callable[["DistEnv"], Setup], *, inputs: list[str | Path],
-                 tags: dict[str, str] | None = None, finish: Callable[[Any, Any], None] | None = None,
+                 tags: dict[str, str] | None = None, finish: Callable[[Any, Any], dict | None] | None = None,
                  outputs: list[str | Path] = ()) -> None:
     """Build (``setup``), train and save one model inside the stage's MLflow run.
 
     ``module`` is the stage module's name: its code, with the config sections and the digests of
     ``inputs``, keys the checkpoints (:func:`~relin.train.checkpoint.run_identity`). ``finish(model,
-    tracker)`` (rank 0) evaluates the trained model on its device before it is saved, writing ``outputs``.
+    tracker)`` (rank 0) evaluates the trained model on its device before it is saved, writing ``outputs``; what it
+    returns (a dict, or None) joins ``train_metrics.json``.
     """
     from ..tracking import stage_run
     from ..train.checkpoint import release, run_directory, run_identity
@@ -244,13 +245,12 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
                        tracker=tracker, env=env)
         tracker.record({"wall_s": round(result.wall_s, 2), "resumed_from": result.resumed_from})
         if env.is_main:
-            if finish is not None:
-                finish(result.model, tracker)
+            measured = finish(result.model, tracker) if finish is not None else None
             last = result.history[-1] if result.history else {}
             summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
                        "backend": train_cfg.backend,
                        **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)},
-                       "budget": result.budget}
+                       **(measured or {}), "budget": result.budget}
             write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker,
                           dataset=getattr(args, "data", None))
         release(run_dir, env)

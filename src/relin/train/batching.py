@@ -121,11 +121,15 @@ class StepBatches:
         bucket = rng.choice(len(pool.buckets), p=pool.bucket_probs)
         return rng.choice(pool.buckets[bucket], size=rows, p=pool.row_probs[bucket])
 
+    def drawn(self, step: int, count: int) -> np.ndarray:
+        """The row indices of optimizer step ``step``'s ``count`` micro-batches, every rank's (rank order)."""
+        return self._draw(step, self.rows_per_micro_batch(step) * count * self.world_size)
+
     def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
         """The ``count`` micro-batches of optimizer step ``step`` for this rank."""
         size = self.rows_per_micro_batch(step)
         per_rank = size * count
-        chosen = self._draw(step, per_rank * self.world_size)
+        chosen = self.drawn(step, count)
         mine = chosen[self.rank * per_rank:(self.rank + 1) * per_rank]
         return [self.collate(mine[i * size:(i + 1) * size]) for i in range(count)]
 
@@ -156,6 +160,41 @@ class StepBatches:
             input_ids[row, :n], labels[row, :n], mask[row, :n] = self.rows[i][:n], self.labels[i][:n], 1
         return {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels),
                 "attention_mask": torch.from_numpy(mask)}
+
+
+def length_bin(tokens: int) -> str:
+    """The power-of-two bin of a row of ``tokens`` tokens: ``"65-128"`` for 65 to 128."""
+    top = 1 << max(0, int(tokens) - 1).bit_length()
+    return f"{top // 2 + 1}-{top}"
+
+
+class RowLengths:
+    """:class:`StepBatches` that also reports, as its part of the run's budget, the lengths of the rows a run of
+    ``steps`` optimizer steps of ``grad_accum`` micro-batches draws (every rank's) by power-of-two bin:
+    ``{"row_lengths": {"65-128": {"rows": r, "tokens": t}, ...}}``, shortest bin first. Counted from the seeded
+    draws themselves, so a resumed run reports its whole run; padding is not counted."""
+
+    def __init__(self, inner: StepBatches, steps: int, grad_accum: int = 1):
+        self.inner, self.steps, self.grad_accum = inner, steps, grad_accum
+
+    def micro_batches(self, step: int, count: int) -> list[dict[str, torch.Tensor]]:
+        return self.inner.micro_batches(step, count)
+
+    def max_len(self, step: int) -> int:
+        return self.inner.max_len(step)
+
+    def histogram(self) -> dict[str, dict[str, int]]:
+        bins: dict[int, dict[str, int]] = {}
+        for step in range(1, self.steps + 1):
+            for tokens in self.inner.lengths[self.inner.drawn(step, self.grad_accum)].tolist():
+                top = 1 << max(0, tokens - 1).bit_length()
+                counts = bins.setdefault(top, {"rows": 0, "tokens": 0})
+                counts["rows"] += 1
+                counts["tokens"] += tokens
+        return {length_bin(top): bins[top] for top in sorted(bins)}
+
+    def budget(self) -> dict:
+        return {"row_lengths": self.histogram()}
 
 
 class TargetBudget:

@@ -57,6 +57,7 @@ class OnPolicyRollouts:
         self.seed, self.rank, self.world_size, self.logprobs = seed, rank, world_size, logprobs
         self.generated_tokens = 0
         self.horizons: list[int] = []
+        self._lengths: dict[int, list[int]] = {}  # step -> tokens of each of its rollouts (eos included)
         self.longest_prompt = max(len(p) for rows in self.prompts.values() for p in rows)
         self._static = None
 
@@ -106,19 +107,23 @@ class OnPolicyRollouts:
                          eos_token_id=self.eos_id, pad_token_id=self.pad_id, temperature=self.temperature,
                          top_p=self.top_p, generator=generator, return_logprobs=self.logprobs)
             new, logprobs = out if self.logprobs else (out, None)
-            batches.append(self._batch(prompts, new.cpu(), None if logprobs is None else logprobs.cpu()))
+            batches.append(self._batch(prompts, new.cpu(), None if logprobs is None else logprobs.cpu(),
+                                       self._lengths.setdefault(step, [])))
         self.model.train(was_training)
         return batches
 
-    def _batch(self, prompts: list[list[int]], new: torch.Tensor,
-               logprobs: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def _batch(self, prompts: list[list[int]], new: torch.Tensor, logprobs: torch.Tensor | None = None,
+               lengths: list[int] | None = None) -> dict[str, torch.Tensor]:
         """Right-padded ``prompt + continuation`` rows; labels on the continuation up to its eos; with
-        ``logprobs [B, N]`` (the sampler's, per generated token) ``sampled_logprobs`` at the same positions."""
+        ``logprobs [B, N]`` (the sampler's, per generated token) ``sampled_logprobs`` at the same positions. Each
+        rollout's length (eos included) is appended to ``lengths``."""
         rows, labels = [], []
         for prompt, tokens in zip(prompts, new.tolist()):
             ends = [i for i, t in enumerate(tokens) if t == self.eos_id]
             tokens = tokens[:ends[0] + 1] if ends else tokens
             self.generated_tokens += len(tokens)
+            if lengths is not None:
+                lengths.append(len(tokens))
             rows.append(prompt + tokens)
             labels.append([IGNORE_INDEX] * len(prompt) + tokens)
         width = max(map(len, rows))
@@ -136,11 +141,18 @@ class OnPolicyRollouts:
         return batch
 
     def observe(self, step: int, metrics: dict[str, float]) -> dict[str, float]:
-        """Feed the step's per-token KL to the curriculum; returns the horizon the step rolled out to log."""
+        """Feed the step's per-token KL to the curriculum; returns what to log: the horizon the step rolled out to,
+        and its rollouts' mean and longest length in tokens (``rollout_len_mean``, ``rollout_len_max``: a rollout
+        stops at eos, so it may end before the horizon)."""
         horizon = self.curriculum.horizon
         self.horizons.append(horizon)
         self.curriculum.observe(step, metrics["kl"])
-        return {"horizon": horizon}
+        lengths = self._lengths.pop(step, [])
+        self._lengths = {s: v for s, v in self._lengths.items() if s > step}
+        out = {"horizon": horizon}
+        if lengths:
+            out.update(rollout_len_mean=sum(lengths) / len(lengths), rollout_len_max=max(lengths))
+        return out
 
     def budget(self) -> dict:
         """Tokens this rank sampled, and the horizon of every step (a control replays them)."""

@@ -3,6 +3,8 @@
 - ``labels``: teacher-forced argmax accuracy at the labelled positions (MQAR, as in Zoology);
 - ``generate``: a greedy continuation of ``input_ids[:prompt_len]``, decoded to text and scored
   against the row's gold answer by the family's ``score(prediction, row) -> [0, 1]``;
+- ``exact``: a greedy continuation as long as the row's own answer and eos (``budget(row)``), scored in token ids
+  by ``score_tokens(generated, row) -> {0, 1}``: one wrong token and the answer scores 0 (the walks and lists);
 - the perplexity corpus carries no accuracy: the held-out real-text files (``text``) where the data has them, else
   the filler passages.
 
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Literal, Sequence
 
-from . import arithmetic, niah
+from . import arithmetic, exact, niah
 
 # The perplexity corpus: the first of these the test split holds.
 PERPLEXITY_TASKS = ("text", "filler")
@@ -25,9 +27,11 @@ PERPLEXITY_TASKS = ("text", "filler")
 class TaskScoring:
     """The scoring of one task family: its kind and, for generation, the answer scorer."""
 
-    kind: Literal["labels", "generate"]
+    kind: Literal["labels", "generate", "exact"]
     score: Callable[[str, dict[str, Any]], float] | None = None
     chance: Callable[[Sequence[dict[str, Any]]], float] = lambda rows: 0.0
+    score_tokens: Callable[[Sequence[int], dict[str, Any]], float] | None = None
+    budget: Callable[[dict[str, Any]], int] | None = None
 
 
 def _one_of_the_labelled_values(rows: Sequence[dict[str, Any]]) -> float:
@@ -42,6 +46,8 @@ TASKS: dict[str, TaskScoring] = {
     "niah_multikey": TaskScoring("generate", niah.score),
     "niah_multiquery": TaskScoring("generate", niah.score),
     "arithmetic": TaskScoring("generate", arithmetic.score),
+    **{task: TaskScoring("exact", score_tokens=exact.score_tokens, budget=exact.budget)
+       for task in ("walk", "list_copy", "list_reverse")},
 }
 
 KNOWN_TASKS = (*TASKS, *PERPLEXITY_TASKS)

@@ -1,12 +1,16 @@
 """``relin opal-offpolicy --phase short|long|matched|teacher``: OPAL stage 2A / 2B, all parameters distilled
 on the dataset's text against the frozen teacher (``kd``, chunked vocabulary), the context capped by the
-phase's curriculum; and the two controls of Table 3, each continuing stage 2B with stage 3's budget
-(``--budget``: stage 3's ``train_metrics.json``):
+phase's curriculum (the lengths of the rows each drew, by power-of-two bin, go into its budget: ``row_lengths``);
+and the two controls of Table 3, each continuing stage 2B with stage 3's budget (``--budget``: stage 3's
+``train_metrics.json``):
 
 - ``matched``: dataset text, as many optimizer steps as stage 3 and, step by step, as many teacher-scored
   tokens (the rows a step draws, the last cut to fit);
 - ``teacher``: the teacher's own continuations of the prompts stage 3 drew, at stage 3's horizon of each step
   (sequence-level distillation on teacher traces), scored at the continuation tokens.
+
+Every phase's ``train_metrics.json`` also holds its per-token KL to the teacher on the teacher's continuations of the
+held-out prompts of the exact-match families, the walks (:mod:`._continuation_kl`).
 """
 from __future__ import annotations
 
@@ -59,10 +63,13 @@ def run(args: argparse.Namespace, sections) -> None:
         train_cfg = dataclasses.replace(train_cfg, steps=steps, warmup_steps=min(train_cfg.warmup_steps, steps),
                                         grad_accum=1)
 
+    held = {}
+
     def setup(env):
         data = TextData.load(args.data)
         teacher = FrozenTeacher(data.model(args.teacher, load_saved))
         student = data.model(args.student, load_saved)
+        held.update(teacher=teacher.module, tokenizer=data.tokenizer)
         if args.phase == "teacher":
             from ...train.curriculum import ReplayedHorizons
             from ...train.rollouts import stage3_rollouts
@@ -75,8 +82,17 @@ def run(args: argparse.Namespace, sections) -> None:
             from ...train.batching import TargetBudget
 
             batches = TargetBudget(batches, budget["targets_per_step"])
+        else:
+            from ...train.batching import RowLengths
+
+            batches = RowLengths(batches, train_cfg.steps, train_cfg.grad_accum)
         return Setup(student, data.tokenizer, Distillation(teacher, cfg.divergence), batches)
 
     inputs = [args.teacher, args.student, args.data, *([args.budget] if args.budget else [])]
+    def finish(model, tracker) -> dict:
+        from ._continuation_kl import measured
+
+        return measured(held["teacher"], model, args.data, held["tokenizer"])
+
     run_training("opal-offpolicy", __name__, args, sections, train_cfg, setup, inputs=inputs,
-                 tags={"relin.phase": args.phase})
+                 tags={"relin.phase": args.phase}, finish=finish)

@@ -3,7 +3,9 @@
 sampled position, and the loss is the position-wise reverse KL (``onpolicy``); the rollout horizon
 doubles when the KL plateaus (:class:`~relin.train.curriculum.HorizonCurriculum`). The horizon, the
 KL by position and the log-prob gap between the sampling (recurrent) and training (chunk) paths on the
-step's rollouts (``logprob_gap_*``, :mod:`relin.train.objectives.onpolicy`) are logged per step."""
+step's rollouts (``logprob_gap_*``, :mod:`relin.train.objectives.onpolicy`) are logged per step; the per-token KL to
+the teacher on its continuations of the held-out walk prompts joins ``train_metrics.json`` (:mod:`._continuation_kl`).
+"""
 from __future__ import annotations
 
 import argparse
@@ -30,15 +32,23 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("opal.onpolicy")
     without = held_out(sections.get("opal.niah_protocol"))
 
+    held = {}
+
     def setup(env):
         data = TextData.load(args.data)
         student = data.model(args.student, load_saved)
         curriculum = HorizonCurriculum(cfg.initial_horizon, cfg.max_horizon, cfg.plateau_window, cfg.plateau_gain)
         rollouts = stage3_rollouts(student, data.prompts(), data.tokenizer, cfg, curriculum, env, without,
                                    logprobs=True)
-        objective = OnPolicyDistillation(FrozenTeacher(data.model(args.teacher, load_saved)), cfg.divergence)
-        return Setup(student, data.tokenizer, objective, rollouts)
+        teacher = FrozenTeacher(data.model(args.teacher, load_saved))
+        held.update(teacher=teacher.module, tokenizer=data.tokenizer)
+        return Setup(student, data.tokenizer, OnPolicyDistillation(teacher, cfg.divergence), rollouts)
+
+    def finish(model, tracker) -> dict:
+        from ._continuation_kl import measured
+
+        return measured(held["teacher"], model, args.data, held["tokenizer"])
 
     run_training("opal-onpolicy", __name__, args, sections, cfg.train, setup,
-                 inputs=[args.teacher, args.student, args.data])
+                 inputs=[args.teacher, args.student, args.data], finish=finish)
 

@@ -1,0 +1,58 @@
+"""Walks on a cycle of item words: from a start item, ``items`` steps of a stride given in the prompt.
+
+    walk from xbc by 6: xbi xc xi xo ... <eos>
+
+The ``vocab_size`` items ``xa, xb, ...`` (:func:`relin.data.lists.item_words`) stand on a fixed cycle; each answer
+item is the item ``stride`` places after the one before it. The cycle is learnt in the weights (no retrieval from the
+context beyond the stride), every answer is ``items`` tokens and eos, checkable token by token, and one wrong item
+puts every later one off the gold walk: a long generation where errors compound. (start, stride) pairs are split
+between train and test (``(start + stride) % TEST_EVERY == 0`` are held out), so no held-out walk is a training one.
+Only the answer and eos are supervised.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .lists import item_words
+from .rows import answer_row
+
+TASK = "walk"
+WORDS = ("walk", "from", "by")
+TEST_EVERY = 8
+
+
+def walk_words(vocab_size: int) -> list[str]:
+    """Every word the family emits besides digits and ``:`` (for the tokenizer vocabulary)."""
+    return [*WORDS, *item_words(vocab_size)]
+
+
+def walk(start: int, stride: int, items: int, vocabulary: list[str]) -> list[str]:
+    """The ``items`` items after ``vocabulary[start]``, each ``stride`` places after the one before (cyclic)."""
+    return [vocabulary[(start + stride * (i + 1)) % len(vocabulary)] for i in range(items)]
+
+
+def parse_prompt(text: str) -> tuple[str, int]:
+    """``(start item, stride)`` of a prompt's text ``walk from X by S:`` (an independent reading, for checks)."""
+    words = text.strip().split()
+    if len(words) != 5 or words[:2] != ["walk", "from"] or words[3] != "by" or not words[4].endswith(":"):
+        raise ValueError(f"not a walk prompt: {text!r}")
+    return words[2], int(words[4][:-1])
+
+
+def held_out(start: int, stride: int) -> bool:
+    return (start + stride) % TEST_EVERY == 0
+
+
+def generate_walks(count: int, items: int, max_stride: int, vocabulary: list[str], split: str, encoder,
+                   rng: np.random.Generator) -> list[dict]:
+    """``count`` rows of ``split`` (``train`` or ``test``); a row's ``length`` is its tokens (bos and eos in)."""
+    rows = []
+    while len(rows) < count:
+        start, stride = int(rng.integers(len(vocabulary))), int(rng.integers(1, max_stride + 1))
+        if held_out(start, stride) != (split == "test"):
+            continue
+        answer = " ".join(walk(start, stride, items, vocabulary))
+        prompt, answer_ids = encoder.ids(f"walk from {vocabulary[start]} by {stride}:"), encoder.ids(answer)
+        rows.append(answer_row(TASK, encoder.bos, encoder.eos, prompt, answer_ids, answer=answer, answers=[answer],
+                               length=len(prompt) + len(answer_ids) + 2))
+    return rows
