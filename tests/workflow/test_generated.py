@@ -186,8 +186,8 @@ def test_every_declared_model_is_a_dag_target_and_a_report_input():
     """A paper's table in config/<paper>.py is the one place a model is declared: each is built by a job, scored,
     and read by the report."""
     from relin.config.hedgemamba import MODELS as HEDGEMAMBA
-    from relin.config.lia_mtr import LiaMtrConfig
     from relin.config.opal import MODELS as OPAL
+    from relin.config.params import load_params
 
     jobs = gen_dvc.snakemake_jobs(ROOT)
     built = {str(path) for job in jobs for path in job.output}
@@ -196,7 +196,7 @@ def test_every_declared_model_is_a_dag_target_and_a_report_input():
         for name in models:
             assert f"results/{paper}/{name}/model" in built, (paper, name)
             assert {f"results/eval/{paper}-{name}/metrics.json", f"results/eval/{paper}-{name}/items.csv"} <= report
-    for bridge in LiaMtrConfig().bridges:
+    for bridge in load_params(ROOT / "params.yaml").lia_mtr.bridges:
         assert f"results/lia_mtr/instruct/{bridge}/model" in built, bridge
         assert f"results/lia_mtr/mme/{bridge}/answers" in report, bridge
 
