@@ -29,21 +29,21 @@ def read_caption(caption: str, question: str) -> str:
     words = caption.split()
     layout, rest = words[0], words[2:]
     split = next(i for i, w in enumerate(rest) if w in synth.COUNT_WORDS)
-    things = [(f"{rest[i]} {rest[i + 1]}", rest[i + 2]) for i in range(0, split, 3)]
+    things = [(rest[i], rest[i + 1]) for i in range(0, split, 2)]
     names = [name for name, _ in things]
     where = dict(things)
     stated = {rest[i + 1].rstrip("s"): rest[i] for i in range(split, len(rest), 2)}
     q = question.removesuffix(f" ? {synth.PROMPT_SUFFIX}")
-    if m := re.fullmatch(r"is there a (\w+ \w+)", q):
+    if m := re.fullmatch(r"is there a (\w+)", q):
         return "yes" if m[1] in names else "no"
     if m := re.fullmatch(r"are there (\w+) (\w+)", q):
         return "yes" if stated.get(m[2].rstrip("s")) == m[1] else "no"
-    if m := re.fullmatch(r"is the (\w+ \w+) (left|right) of the (\w+ \w+)", q):
+    if m := re.fullmatch(r"is the (\w+) (left|right) of the (\w+)", q):
         first = "left" if where[m[1]] == "left" else "right"      # a third apart: one on each side
         return "yes" if first == m[2] else "no"
     if m := re.fullmatch(r"is the (leftmost|rightmost) object (\w+)", q):
         end = names[0] if m[1] == "leftmost" else names[-1]       # listed left to right
-        return "yes" if end.split()[0] == m[2] else "no"
+        return "yes" if end.startswith(m[2]) else "no"
     if m := re.fullmatch(r"is this a (\w+) scene", q):
         return "yes" if m[1] == layout else "no"
     raise AssertionError(f"unexpected question {question!r}")

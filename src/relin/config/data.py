@@ -84,10 +84,11 @@ class ArithmeticConfig:
 
 @dataclass(kw_only=True)
 class WalkConfig:
-    """Walks on a cycle of item words (task ``walk``): from a start item, ``items`` steps of a stride the prompt gives;
-    long answers, every token checkable, scored by greedy generation and exact match (OPAL's Table 3 family)."""
+    """Walks on a cycle of item words (task ``walk``): a start item, then steps of a stride the prompt gives; long
+    answers, every token checkable, scored by greedy generation and exact match (OPAL's Table 3 family)."""
 
-    items: int = option(48, "steps of every walk: each answer is this many tokens and eos", minimum=1)
+    items: int = option(48, "items of every walk, the start included: each answer is this many tokens and eos",
+                        minimum=1)
     vocab_size: int = option(64, "items on the cycle", minimum=2)
     max_stride: int = option(8, "largest stride (strides 1..max_stride)", minimum=1)
     train_examples: int = option(4000, "training walks (start and stride pairs apart from the test ones)", minimum=0)

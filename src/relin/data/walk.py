@@ -1,13 +1,16 @@
-"""Walks on a cycle of item words: from a start item, ``items`` steps of a stride given in the prompt.
+"""Walks on a cycle of item words: from a start item, written first, ``items - 1`` steps of a stride the prompt gives.
 
-    walk from xbc by 6: xbi xc xi xo ... <eos>
+    walk from xbc by 6: xbc xbi xc xi xo ... <eos>
 
-The ``vocab_size`` items ``xa, xb, ...`` (:func:`relin.data.lists.item_words`) stand on a fixed cycle; each answer
-item is the item ``stride`` places after the one before it. The cycle is learnt in the weights (no retrieval from the
-context beyond the stride), every answer is ``items`` tokens and eos, checkable token by token, and one wrong item
-puts every later one off the gold walk: a long generation where errors compound. (start, stride) pairs are split
-between train and test (``(start + stride) % TEST_EVERY == 0`` are held out), so no held-out walk is a training one.
-Only the answer and eos are supervised.
+The ``vocab_size`` items ``xa, xb, ...`` (:func:`relin.data.lists.item_words`) stand on a fixed cycle; the answer
+writes the start item out, then each item is the one ``stride`` places after the item before it. The cycle is learnt
+in the weights (no retrieval from the context beyond the start and the stride), every answer is ``items`` tokens and
+eos, checkable token by token, and one wrong item puts every later one off the gold walk: a long generation where
+errors compound. (start, stride) pairs are split between train and test (``(start + stride) % TEST_EVERY == 0`` are
+held out), so no held-out walk is a training one; since every step, the first included, goes from an item of the
+answer, a held-out walk asks for the steps the training walks take, from a start and stride never paired there (a
+teacher trained on walks that stepped from the prompt's item learnt the first step of each pair by heart: 0.72 exact,
+36 of its 50 held-out walks wrong at the first step). Only the answer and eos are supervised.
 """
 from __future__ import annotations
 
@@ -27,8 +30,8 @@ def walk_words(vocab_size: int) -> list[str]:
 
 
 def walk(start: int, stride: int, items: int, vocabulary: list[str]) -> list[str]:
-    """The ``items`` items after ``vocabulary[start]``, each ``stride`` places after the one before (cyclic)."""
-    return [vocabulary[(start + stride * (i + 1)) % len(vocabulary)] for i in range(items)]
+    """``items`` items from ``vocabulary[start]`` on, each ``stride`` places after the one before (cyclic)."""
+    return [vocabulary[(start + stride * i) % len(vocabulary)] for i in range(items)]
 
 
 def parse_prompt(text: str) -> tuple[str, int]:

@@ -6,10 +6,11 @@ A scene is 3 to ``max_objects`` objects (a shape and a colour each, no two alike
 a tinted, noisy background; their heights from left to right follow a layout (a level row, rising, falling, an
 arch). The five categories keep MME's names; the synthetic rule behind each (:data:`RULES`):
 
-- existence: "is there a red circle": some object is both red and a circle. The false question names a colour
+- existence: "is there a redcircle" (one word per colour-shape pair): some object is both red and a circle. The false
+  question names a colour
   and a shape that are both in the image, never on one object (colour and shape alone do not decide it).
 - count: "are there two circles": the number of objects of one shape across the image (1 to 3, uniform).
-- position: "is the red circle left of the blue square": two named objects, one in the left third of the image,
+- position: "is the redcircle left of the bluesquare": two named objects, one in the left third of the image,
   the other in the right third (at least a third of the image apart); the false question swaps them.
 - color: "is the leftmost object red": the colour of the object at one end, which only comparing every object's
   position finds; the false question names the colour of the nearest object of another colour.
@@ -45,11 +46,11 @@ CATEGORIES = ("existence", "count", "position", "color", "scene")
 PROMPT_SUFFIX = "answer yes or no ."
 # The synthetic rule behind each of MME's category names (the report's Table I note and docs/papers/lia_mtr.md).
 RULES = {
-    "existence": "is there a <colour> <shape>: some object has both; the false question names a colour and a shape "
+    "existence": "is there a <colour><shape>: some object has both; the false question names a colour and a shape "
                  "that are both in the image, never on one object",
     "count": "are there <n> <shape>s: the number of objects of that shape across the image (1-3, uniform)",
-    "position": "is the <A> left (right) of the <B>: two named objects, one in the left third of the image and one "
-                "in the right third; the false question swaps them",
+    "position": "is the <A> left (right) of the <B> (each a <colour><shape>): two named objects, one in the left third "
+                "of the image and one in the right third; the false question swaps them",
     "color": "is the leftmost (rightmost) object <colour>: the colour of the object at that end, found by comparing "
              "every object's position; the false question names the colour of the nearest object of another colour",
     "scene": "is this a <layout> scene: the objects' heights from left to right (row: level; rising; falling; arch: "
@@ -68,7 +69,10 @@ class Thing:
 
     @property
     def name(self) -> str:
-        return f"{self.colour} {self.shape}"
+        """One word per colour-shape pair ("redcircle"): a caption and a question name an object by one token, so
+        the tiny chat LLM matches objects by a word, not by binding two (it did not learn the binding in its
+        budget: docs/papers/lia_mtr.md)."""
+        return f"{self.colour}{self.shape}"
 
 
 @dataclass(frozen=True)
@@ -193,8 +197,8 @@ def _plural(count: int, word: str) -> str:
 
 def caption(s: Scene) -> str:
     """Every fact a question asks, tersely (a tiny LLM finds a fact sooner in a short caption): the layout, the
-    objects left to right each with its third, the count of each shape present, e.g. ``rising scene red circle left
-    blue square middle yellow circle right two circles one square``."""
+    objects left to right each with its third, the count of each shape present, e.g. ``rising scene redcircle left
+    bluesquare middle yellowcircle right two circles one square``."""
     things = " ".join(f"{t.name} {s.third(t)}" for t in s.objects)
     counts = " ".join(f"{COUNT_WORDS[s.count(shape)]} {_plural(s.count(shape), shape)}" for shape in SHAPES
                       if s.count(shape))
@@ -208,7 +212,7 @@ def exists(s: Scene, colour: str, shape: str) -> bool:
 
 
 def left_of(s: Scene, a: str, b: str) -> bool:
-    """Whether the object named ``a`` ("red circle") lies left of the one named ``b``."""
+    """Whether the object named ``a`` ("redcircle") lies left of the one named ``b``."""
     things = {t.name: t for t in s.objects}
     return things[a].x < things[b].x
 
@@ -251,7 +255,7 @@ def yes_no_pair(s: Scene, category: str, rng: np.random.Generator) -> list[tuple
         true = s.objects[int(rng.integers(0, len(s.objects)))]
         pairs = _absent_pairs(s)
         colour, shape = pairs[int(rng.integers(0, len(pairs)))]
-        return [(ask(f"is there a {true.name}"), "yes"), (ask(f"is there a {colour} {shape}"), "no")]
+        return [(ask(f"is there a {true.name}"), "yes"), (ask(f"is there a {colour}{shape}"), "no")]
     if category == "count":
         k = s.count(s.focus)
         wrong = int(rng.choice([n for n in range(1, MAX_COUNT + 1) if n != k]))
@@ -320,7 +324,8 @@ def vocabulary() -> list[str]:
     """Every word the captions, questions and answers use."""
     words = ["a", "scene", "at", "and", "the", "is", "there", "are", "this", "what", "where",
              "how", "many", "colour", "object", "of", "answer", "yes", "or", "no", "user", "assistant", "system"]
-    words += [*COLOURS, *SHAPES, *(s + "s" for s in SHAPES), *LAYOUTS, *THIRDS, *ENDS, *COUNT_WORDS]
+    words += [*COLOURS, *SHAPES, *(s + "s" for s in SHAPES), *LAYOUTS, *THIRDS, *ENDS, *COUNT_WORDS,
+              *(colour + shape for colour in COLOURS for shape in SHAPES)]
     return list(dict.fromkeys(words))
 
 
