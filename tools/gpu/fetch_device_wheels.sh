@@ -40,7 +40,7 @@ if [ "$wheels" != dag ]; then
   "${fetch[@]}" --platform manylinux_2_25_x86_64 nvidia-cuda-sanitizer-api==13.0.85
 fi
 if [ "$wheels" != kernels ]; then
-  "${fetch[@]}" datasets==5.2.0 dill multiprocess \
+  "${fetch[@]}" datasets==5.2.0 dill multiprocess lm_eval==0.4.13 \
     pydantic==2.14.4 pydantic-core==2.50.5 annotated-types typing-inspection \
     mlflow==3.17.2 mlflow-skinny==3.17.2 mlflow-tracing==3.17.2 SQLAlchemy==2.0.58 alembic==1.20.1 Mako greenlet \
     opentelemetry-api==1.45.2 opentelemetry-sdk==1.45.2 opentelemetry-proto==1.45.2 \
