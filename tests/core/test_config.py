@@ -32,12 +32,12 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     # issue #46: every name and combination the DAG uses, refused before the first job
     ({"teacher": {"train": {"task_weights": {"mqr": 1.0}}}},
      "teacher.train.task_weights: 'mqr' is not a task of the rows this stage trains on (expected names from: mqar, "
-     "niah_single, niah_multikey, niah_multiquery, arithmetic, walk, filler, text)"),
+     "niah_single, niah_multikey, niah_multiquery, arithmetic, walk, filler, text, or a weight of 0)"),
     ({"opal": {"align": {"train": {"task_weights": {"niah-single": 0.0}}}}},
      "opal.align.train.task_weights: 'niah-single' is not a task of the rows this stage trains on"),
     ({"data": {"niah": {"families": ["multikey", "multiquery"]}}},
      "teacher.train.task_weights: 'niah_single' is not a task of the rows this stage trains on (expected names "
-     "from: mqar, niah_multikey, niah_multiquery, arithmetic, walk, filler, text)"),
+     "from: mqar, niah_multikey, niah_multiquery, arithmetic, walk, filler, text, or a weight of 0)"),
     ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0, "text": 0.0,
                                                     "walk": 0.0}}}}},
      "opal.align.train.task_weights: leaves no task with a positive weight"),
@@ -141,6 +141,7 @@ def test_a_prompt_task_at_weight_zero_needs_no_rows():
 def test_a_prompt_task_whose_rows_are_not_generated_is_refused():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     del params["teacher"]["train"]["task_weights"]["walk"]
+    params["opal"]["offpolicy_matched"]["train"]["task_weights"] = {"walk": 0.0}
     params["data"]["walk"]["train_examples"] = 0
     with pytest.raises(ConfigError, match=r"^params.yaml: opal.onpolicy.prompt_tasks: 'walk' has a positive "
                                           r"weight but OPAL's training data has no rows of it to draw prompts from "
@@ -280,3 +281,15 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
     rows = generate_rows(fewer.data, build_tokenizer("word", vocabulary_words(fewer.data)))["train"]
     assert list(dict.fromkeys(row["task"] for row in rows)) == fewer.train_tasks("teacher") == [
         "niah_multiquery", "arithmetic"]
+
+
+def test_a_zero_weight_may_name_a_known_task_the_rows_lack():
+    """An overlay cannot delete a key of params.yaml's mixture: when it changes the data, a zero weight keeps a
+    known family out of the draw (a name no rows carry is still refused, above)."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["data"]["walk"]["train_examples"] = 0
+    params["teacher"]["train"]["task_weights"]["walk"] = 0.0
+    params["opal"]["offpolicy_matched"]["train"]["task_weights"] = {"walk": 0.0}
+    params["opal"]["onpolicy"]["prompt_tasks"] = {"walk": 0.0, "mqar": 1.0}
+    loaded = load_layers([("params.yaml", params)], check)
+    assert loaded.teacher.train.task_weights["walk"] == 0.0

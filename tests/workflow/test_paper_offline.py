@@ -37,7 +37,7 @@ def paper_run(tmp_path_factory):
     files = {"corpus": {"files": [str(write_corpus(root / "data" / "corpus.jsonl"))], "seq_len": 64, "test_rows": 2},
              "opal": {"train_data": "corpus", "onpolicy": {"prompt_tasks": {"corpus": 1.0, "walk": 0.0}},
                       # the matched control trains on the rows stage 3 prompts: here the corpus's
-                      "offpolicy_matched": {"train": {"task_weights": {}}}},
+                      "offpolicy_matched": {"train": {"task_weights": {"walk": 0.0}}}},
              "lia_mtr": {"source": "llava", "llava": {**write_llava(root / "data" / "llava"), "image_size": 32,
                                                      "mme_folder": write_mme(root / "data" / "mme")}}}
     (root / "real_data.yaml").write_text(yaml.safe_dump(files))

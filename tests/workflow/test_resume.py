@@ -144,5 +144,5 @@ def test_deleted_report_input_is_rebuilt_by_the_plain_command(smoke_run, tmp_pat
     assert relin_lines(out)[:1] == ["relin: rebuilding 1 missing or unfinished output(s) and what depends on them: "
                                     f"{deleted} (missing)"], out.stderr
     ran = {line.split()[-1] for line in (out.stdout + out.stderr).splitlines() if line.startswith("localrule ")}
-    assert ran == {"bridge_probe:", "report:", "all:"}, out.stderr
+    assert ran == {"bridge_probe:", "report_manifest:", "report:", "all:"}, out.stderr
     assert not _differ(before, _results(repo)), _differ(before, _results(repo))

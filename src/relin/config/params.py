@@ -169,10 +169,13 @@ class Params:
                                   f"would be ignored; expected {{}}")
             return
         tasks = self.train_tasks(source)
-        unknown = [task for task in weights if task not in tasks]
+        # a zero weight draws nothing: it may name a known task these rows lack (an overlay cannot delete a key
+        # of params.yaml's mixture when it changes the data), never a name no rows carry
+        unknown = [task for task, weight in weights.items()
+                   if task not in tasks and (weight > 0 or task not in (*TASKS, CORPUS_TASK))]
         if unknown:
             raise ConfigError(f"{key}.task_weights: {unknown[0]!r} is not a task of the rows this stage trains on "
-                              f"(expected names from: {', '.join(tasks)})")
+                              f"(expected names from: {', '.join(tasks)}, or a weight of 0)")
         held_out = self._held_out(source)
         if not any(weights.get(task, 1.0) > 0 for task in tasks if task not in held_out):
             also = f"; {', '.join(held_out)} are held out by opal.niah_protocol zero_shot" if held_out else ""

@@ -23,9 +23,14 @@ def run(args: argparse.Namespace, sections) -> None:
     import json
     import sys
 
+    from .. import tracking
+    from ..config.loader import as_dict
     from ..io import atomic_write_text
     from ..report.manifest import manifest, paths
 
     listed = manifest(args.paper, sections.get)
-    atomic_write_text(args.out, json.dumps(listed, indent=1, sort_keys=True) + "\n")
+    params = {name: as_dict(sections.get(name)) for name in SECTIONS(args)}
+    # a child run like every stage's: the lineage runs from each evaluation through its manifest to the report
+    with tracking.stage_run("report-manifest", params, inputs=paths(listed["files"]), outputs=[args.out]):
+        atomic_write_text(args.out, json.dumps(listed, indent=1, sort_keys=True) + "\n")
     print(f"report manifest of {args.paper}: {len(paths(listed['files']))} files -> {args.out}", file=sys.stderr)

@@ -80,7 +80,8 @@ class StepBatches:
             return np.ones(len(self.rows))
         if tasks is None or len(tasks) != len(self.rows):
             raise InputError("task_weights: needs the task of every training row")
-        unknown = set(task_weights) - set(tasks)
+        # a zero weight draws nothing, so it may name a task these rows lack (a mixture kept across datasets)
+        unknown = {task for task, weight in task_weights.items() if weight > 0} - set(tasks)
         if unknown:
             raise ConfigError(f"task_weights: no training rows of task(s) {', '.join(sorted(unknown))} "
                               f"(tasks present: {', '.join(sorted(set(tasks)))})")
