@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from .conftest import SMOKE, copy_repository, run
 
@@ -22,8 +23,12 @@ def test_a_dag_runs_through_the_slurm_executor_with_each_rules_resources(tmp_pat
     state = tmp_path / "slurm"
     install(tmp_path / "bin", state)
     path = os.pathsep.join([str(tmp_path / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
+    # the word tokenizer and no real-text rows: the teacher's chain is two jobs (each waits out a status poll)
+    words = tmp_path / "words.yaml"
+    words.write_text(yaml.safe_dump({"data": {"tokenizer": "word", "text": {"train_examples": 0}},
+                                     "teacher": {"train": {"task_weights": {"text": 0.0}}}}))
     run(["snakemake", "results/teacher/gpt_neox/model", "--workflow-profile", "workflow/profiles/slurm",
-         "--configfile", SMOKE, "--default-resources", "slurm_account=test", "slurm_partition=gpu",
+         "--configfile", SMOKE, str(words), "--default-resources", "slurm_account=test", "slurm_partition=gpu",
          "--slurm-init-seconds-before-status-checks", "1"], repo, PATH=path)
     assert (repo / "results/teacher/gpt_neox/model/config.json").is_file()
     calls = [json.loads(line) for line in (state / "calls.log").read_text().splitlines()]

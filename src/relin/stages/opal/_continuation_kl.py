@@ -76,13 +76,16 @@ def _kl_sum(teacher, student, sequences: list[tuple[list[int], list[int]]], pad_
 
 
 def test_rows(data: str | Path) -> list[dict]:
-    """The test split's rows of the exact-match families (task, input_ids, prompt_len, labels)."""
+    """The test split's rows of the exact-match families (task, input_ids, prompt_len, labels); none for data whose
+    rows carry no such family (a corpus: its rows have no prompt to continue)."""
+    from ...data.loaders import load_split
     from ...eval.data import load_eval_split
 
-    split = load_eval_split(data)
-    keep = [i for i, task in enumerate(split["task"]) if task in exact_families()]
+    tasks = load_split(data, "test", ("task",))["task"]
+    keep = [i for i, task in enumerate(tasks) if task in exact_families()]
     if not keep:
         return []
+    split = load_eval_split(data)
     return split.select(keep).select_columns(["task", "input_ids", "prompt_len", "labels"]).to_list()
 
 
