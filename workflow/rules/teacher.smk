@@ -13,6 +13,9 @@ rule teacher_lm:
         "logs/teacher_lm/{arch}.log",
     benchmark:
         "results/benchmarks/teacher_lm/{arch}.tsv"
+    # every student waits on a teacher (OPAL's chain, the critical path, on Qwen3's): both start before LIA-MTR's
+    # priority-5 jobs take the cores
+    priority: 20
     threads: 1
     conda:
         "../envs/relin.yaml"
