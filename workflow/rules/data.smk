@@ -18,6 +18,8 @@ rule synth_text:
         "logs/synth_text.log",
     benchmark:
         "results/benchmarks/synth_text.tsv"
+    # upstream of the teachers (priority 20): priority does not reach a job's inputs by itself
+    priority: 20
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -91,6 +93,8 @@ rule real_text:
         "logs/real_text.log",
     benchmark:
         "results/benchmarks/real_text.tsv"
+    # upstream of the teachers (priority 20): priority does not reach a job's inputs by itself
+    priority: 20
     threads: 1
     conda:
         "../envs/relin.yaml"
@@ -113,6 +117,8 @@ rule bpe_tokenizer:
         "logs/bpe_tokenizer.log",
     benchmark:
         "results/benchmarks/bpe_tokenizer.tsv"
+    # upstream of the teachers (priority 20): priority does not reach a job's inputs by itself
+    priority: 20
     threads: 1
     conda:
         "../envs/relin.yaml"
