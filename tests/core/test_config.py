@@ -30,6 +30,9 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     ({"opal": {"align": {"train": {"gradient_checkpointing": True}}}},
      "opal.align.train.gradient_checkpointing: stage 1 feeds each GDN layer the teacher's layer inputs"),
     # issue #46: every name and combination the DAG uses, refused before the first job
+    ({"hedgemamba": {"finetune": {"train": {"steps": 150}}}},
+     "hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's and stage 2's 4000 rows in "
+     "150 equal updates, and 150 does not divide 4000"),
     ({"teacher": {"train": {"task_weights": {"mqr": 1.0}}}},
      "teacher.train.task_weights: 'mqr' is not a task of the rows this stage trains on (expected names from: mqar, "
      "niah_single, niah_multikey, niah_multiquery, arithmetic, walk, filler, text, or a weight of 0)"),
@@ -68,7 +71,8 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
      "opal.keep_every: 5 keeps none of the 4 layers of teacher.models.qwen3"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
-        "image_size vs patch_size", "checkpointing in stage 1", "task_weights typo", "task_weights typo at 0",
+        "image_size vs patch_size", "checkpointing in stage 1", "HedgeMamba controls' uneven updates",
+        "task_weights typo", "task_weights typo at 0",
         "task_weights of a family not generated", "task_weights all held out", "task_weights ignored by stage 3",
         "task_weights ignored by LIA-MTR", "prompt_tasks typo", "prompt task without rows",
         "allow_neg_eigval vs export", "qk_norm vs export", "conv_activation vs export", "duplicate attention layer",
@@ -212,8 +216,9 @@ def test_a_key_given_twice_names_the_file_line_and_key(tmp_path, text, line, key
 
 def test_a_key_given_twice_in_params_yaml_is_refused(tmp_path):
     params = tmp_path / "params.yaml"
-    params.write_text((ROOT / "params.yaml").read_text().replace("  train:\n    steps: 2500\n",
-                                                                  "  train:\n    steps: 2500\n    steps: 25\n", 1))
+    text = (ROOT / "params.yaml").read_text()
+    at = text.index("\n    steps: ", text.index("\nteacher:"))  # teacher.train.steps, the first at that depth
+    params.write_text(text[:at] + "\n    steps: 25" + text[at:])
     with pytest.raises(ConfigError, match=rf"^{params}: line \d+: teacher.train.steps given twice"):
         load_params(params)
 

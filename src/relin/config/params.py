@@ -90,6 +90,13 @@ class Params:
         if self.teacher.models[hedgemamba].family != "gpt_neox":
             raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
                               f"({self.teacher.models[hedgemamba].family})")
+        match, finetune = self.hedgemamba.match.train, self.hedgemamba.finetune.train
+        rows = sum(cfg.steps * cfg.batch_size * cfg.grad_accum for cfg in (match, finetune))
+        if rows % finetune.steps:
+            # the controls built from the teacher read HedgeMamba's rows in its number of updates (arm_budget)
+            raise ConfigError(f"hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's "
+                              f"and stage 2's {rows} rows in {finetune.steps} equal updates, and {finetune.steps} "
+                              f"does not divide {rows}; expected a step count or batch sizes that split them evenly")
         if self.data.tokenizer != "bpe" and self.data.text.train_examples and not all(
                 self.teacher.models[arch].pretrained for arch in self.teacher.archs):
             raise ConfigError(f"data.text.train_examples: real-text rows need a tokenizer learnt on text "
