@@ -67,7 +67,9 @@ def run(args: argparse.Namespace, sections) -> None:
                                       **rules),
         lia_mtr=LiaSettings(cfg.mastery, cfg.resamples, **rules))
     head, date = commit()
-    with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=inputs.paths(), outputs=[args.out]) as tracker:
+    # its inputs are the manifests (each a run whose inputs are the files it lists): the lineage reads
+    # evaluation -> manifest -> report, as the DAG does
+    with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=args.manifest, outputs=[args.out]) as tracker:
         out = build_report(inputs, settings, Provenance(tuple(args.configs), head, date), args.out)
         tracker.log_artifact(out, "report")
     print(f"report: {out / 'index.html'} ({len(inputs.evals)} evaluations, {len(inputs.histories)} histories)",
