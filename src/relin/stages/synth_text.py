@@ -8,9 +8,8 @@ MLflow and the manifest beside ``DIR``.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import argparse
+from pathlib import Path
 
 from ..config.data import DataConfig
 
