@@ -47,6 +47,10 @@ class DeepSpeedEngine:
         from deepspeed.utils import logger as ds_logger
 
         ds_logger.setLevel("WARNING")
+        if device.type != "cuda":
+            # CPU ranks reduce through gloo: DeepSpeed's shared-memory all-reduce would otherwise be compiled from
+            # C++ on first use (about a minute of two cores on every fresh install) for no gain at this scale.
+            deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
         deepspeed.init_distributed(dist_backend="nccl" if device.type == "cuda" else "gloo")
         self.env, self.device = env, device
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
