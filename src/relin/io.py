@@ -138,6 +138,17 @@ def manifest_path(path: str | Path) -> Path:
     return path.with_name(path.name + MANIFEST_SUFFIX)
 
 
+def producing_output(path: str | Path) -> Path:
+    """The stage output that holds ``path``: ``path`` itself when a manifest describes it, else the nearest folder
+    above it that has one (``results/data/bpe/tokenizer`` is part of what the BPE stage wrote); ``path`` when no
+    stage wrote it."""
+    path = Path(path)
+    for candidate in (path, *path.parents):
+        if candidate.name and manifest_path(candidate).is_file():
+            return candidate
+    return path
+
+
 def read_manifest(path: str | Path) -> dict:
     """The producing stage's record (run id, stage, digest) of an output, if any."""
     candidate = manifest_path(path)

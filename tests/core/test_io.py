@@ -30,3 +30,16 @@ def test_a_failed_atomic_directory_leaves_the_previous_output(tmp_path):
             (tmp / "new.txt").write_text("new")
             raise RuntimeError("the stage failed")
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["kept.txt"]
+
+
+def test_a_path_inside_a_stage_output_is_attributed_to_that_output(tmp_path):
+    from relin.io import atomic_write_json, manifest_path, producing_output
+
+    out = tmp_path / "results" / "bpe"
+    (out / "tokenizer").mkdir(parents=True)
+    assert producing_output(out / "tokenizer") == out / "tokenizer", "no stage wrote it: the path itself"
+    atomic_write_json(manifest_path(out), {"stage": "bpe-tokenizer", "run_id": "r"})
+    assert producing_output(out / "tokenizer") == out
+    assert producing_output(out) == out
+    atomic_write_json(manifest_path(out / "tokenizer"), {"stage": "other", "run_id": "s"})
+    assert producing_output(out / "tokenizer") == out / "tokenizer", "its own manifest first"

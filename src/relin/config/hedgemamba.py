@@ -119,6 +119,12 @@ class FinetuneConfig:
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-2 training (the controls use it too)")
 
 
+def stage_rows(match: TrainConfig, finetune: TrainConfig) -> int:
+    """Rows HedgeMamba reads over stages 1 and 2: what each control built from the teacher reads in
+    ``finetune.steps`` equal all-parameter updates (``relin.stages.hedgemamba.finetune.arm_budget``)."""
+    return sum(cfg.steps * cfg.batch_size * cfg.grad_accum for cfg in (match, finetune))
+
+
 @dataclass(kw_only=True)
 class HedgeMambaConfig:
     """HedgeMamba: which teacher, the layers' options, and both stages' training."""

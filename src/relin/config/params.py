@@ -17,7 +17,7 @@ import yaml
 from .corpus import CorpusConfig
 from .data import DataConfig
 from .eval import EvalConfig
-from .hedgemamba import HedgeMambaConfig
+from .hedgemamba import HedgeMambaConfig, stage_rows
 from .lia_mtr import LiaMtrConfig
 from .loader import ConfigError, _check_bounds, _type_hints, build, convert, option
 from .opal import NIAH_TASKS, OpalConfig
@@ -91,7 +91,7 @@ class Params:
             raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
                               f"({self.teacher.models[hedgemamba].family})")
         match, finetune = self.hedgemamba.match.train, self.hedgemamba.finetune.train
-        rows = sum(cfg.steps * cfg.batch_size * cfg.grad_accum for cfg in (match, finetune))
+        rows = stage_rows(match, finetune)
         if rows % finetune.steps:
             # the controls built from the teacher read HedgeMamba's rows in its number of updates (arm_budget)
             raise ConfigError(f"hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's "

@@ -9,7 +9,6 @@ MLflow and the manifest beside ``DIR``.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..config.data import DataConfig
 
@@ -80,9 +79,7 @@ def run(args: argparse.Namespace, sections) -> None:
     checkpoint = load_tokenizer(args.tokenizer) if args.tokenizer else None
     texts = read_texts(args.real_text) if args.real_text else None
     params = {"data": as_dict(cfg), "tokenizer": args.tokenizer or cfg.tokenizer}
-    # the lineage names what the BPE stage wrote (its folder, whose tokenizer/ --bpe points into)
-    bpe = str(Path(args.bpe).parent) if args.bpe and Path(args.bpe).name == "tokenizer" else args.bpe
-    inputs = [p for p in (bpe, args.real_text) if p]
+    inputs = [p for p in (args.bpe, args.real_text) if p]
     with stage_run("synth-text", params, inputs=inputs, outputs=[args.out]) as tracker:
         start = time.perf_counter()
         data, tokenizer = build_synth_text(cfg, checkpoint, args.bpe or None, texts)

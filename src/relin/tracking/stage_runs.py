@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..config.tracking import TrackingConfig
-from ..io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, read_manifest
+from ..io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, producing_output, read_manifest
 from ..ranks import dist_env
 from .client import _process_tags, git_commit, project_path, tracking_config
 from .outbox import Outbox
@@ -97,8 +97,9 @@ class Tracker(NullTracker):
 
     def log_input(self, path: str | Path, name: str | None = None) -> None:
         """Record an artifact this stage read: a model another stage logged as a model input, anything else as a
-        dataset with its digest and the run that produced it."""
-        path = Path(path)
+        dataset with its digest and the run that produced it. A path inside another stage's output is recorded as
+        that output, so the lineage reaches the run that wrote it."""
+        path = producing_output(path)
         producer = read_manifest(path)
         self._input_digests[str(path)] = digest(path)[:36]
         self._outbox.push({"op": "log_input", "source": project_path(path), "name": name or str(path),

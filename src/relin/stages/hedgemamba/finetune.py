@@ -23,7 +23,7 @@ import argparse
 import dataclasses
 import math
 
-from ...config.hedgemamba import FinetuneConfig, HedgehogLayerConfig, MambaBlockConfig
+from ...config.hedgemamba import FinetuneConfig, HedgehogLayerConfig, MambaBlockConfig, stage_rows
 from ...config.train import TrainConfig
 from ...models.saved import load_saved
 from .._training import Setup, TextData, add_output_arguments, run_training
@@ -70,7 +70,7 @@ def arm_budget(variant: str, match: TrainConfig, finetune: TrainConfig) -> Train
 
     if variant not in FROM_TEACHER:
         return finetune
-    rows = sum(cfg.steps * cfg.batch_size * cfg.grad_accum for cfg in (match, finetune))
+    rows = stage_rows(match, finetune)
     per_update, rest = divmod(rows, finetune.steps)
     if rest:
         raise ConfigError(f"hedgemamba: the {variant} control cannot read HedgeMamba's {rows} rows (stage 1's "
