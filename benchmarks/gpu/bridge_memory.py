@@ -2,11 +2,13 @@
 
 One bridge maps N patch features ``[1, N, d_in]`` to ``[1, N, d_out]`` (default d_in 1024 -> d_out 2048, the
 paper's CLIP-L -> 2B-LLM widths; S = 8 scales), N doubling from ``--min-n`` (1024) to ``--max-n``
-(262,144); LIA-MTR alone continues to ``--lia-max-n`` (1,048,576). Variants:
+(262,144); the LIA-MTR readings alone continue to ``--lia-max-n`` (1,048,576). Variants:
 
 - ``lia_mtr``: eqs. 1-5 (:class:`relin.layers.mtr_bridge.MTRBridge`, diagonal state, token gate), on the
   fused Triton kernel ``multiscale_diag_retention`` (backend ``auto`` on CUDA tensors): the per-scale memories
   ``M_{t,s}`` [N, S, C] are never stored, so the forward holds O(N·C) activations, no N x N and no N x C x S;
+- ``lia_mtr_head_matrix``: the same bridge with eq. 3's state read as a K x V matrix per head, one
+  ``chunk_decayed_linear_attn`` call per scale (chunk states, no N x N);
 - ``mha/naive``: softmax attention with the N x N scores formed (8 heads) -- run until it is out of memory;
   once a size is out of memory the larger ones are not tried;
 - ``mha/sdpa``: ``F.scaled_dot_product_attention`` with ``is_causal`` (flash kernel: no N x N in memory);
@@ -72,7 +74,7 @@ def run(args) -> tuple[dict, list[dict]]:
     dtype = getattr(torch, args.dtype) if args.device == "cuda" else torch.float32
     rows = []
     for name, impl in variants(args.bridges, ["naive", "sdpa"]):
-        top = args.lia_max_n if name == "lia_mtr" else args.max_n
+        top = args.lia_max_n if name.startswith("lia_mtr") else args.max_n
         for n in sizes(args.min_n, top if args.device == "cuda" else min(top, args.max_n)):
             if args.device == "cuda":
                 point = measure_cuda(name, impl, n, args.d_in, args.d_out, args.num_scales, dtype=dtype,
@@ -93,12 +95,12 @@ def run(args) -> tuple[dict, list[dict]]:
 
 
 def table(rows: list[dict]) -> str:
-    lines = [f"{'bridge':<12} {'impl':<6} {'N':>9} {'status':<7} {'peak GiB':>9} {'abs GiB':>8} {'ms':>9}"]
+    lines = [f"{'bridge':<20} {'impl':<6} {'N':>9} {'status':<7} {'peak GiB':>9} {'abs GiB':>8} {'ms':>9}"]
     for r in rows:
         def gib(key):
             return f"{r[key] / GIB:.3f}" if r.get(key) is not None else "-"
         ms = f"{r['ms']:.3f}" if r.get("ms") is not None else "-"
-        lines.append(f"{r['bridge']:<12} {r['impl']:<6} {r['n']:>9} {r['status']:<7} {gib('peak_bytes'):>9} "
+        lines.append(f"{r['bridge']:<20} {r['impl']:<6} {r['n']:>9} {r['status']:<7} {gib('peak_bytes'):>9} "
                      f"{gib('peak_abs_bytes'):>8} {ms:>9}")
     return "\n".join(lines)
 
@@ -114,8 +116,8 @@ def main() -> None:
     parser.add_argument("--min-n", type=int, default=1024)
     parser.add_argument("--max-n", type=int, default=262_144, help="largest N of the baselines (and of the CPU)")
     parser.add_argument("--lia-max-n", type=int, default=1_048_576, help="largest N of LIA-MTR on CUDA")
-    parser.add_argument("--bridges", nargs="+", default=["lia_mtr", "mha", "linear_attn", "mlp2x_gelu"],
-                        choices=["lia_mtr", "mha", "linear_attn", "mlp2x_gelu"])
+    bridges = ["lia_mtr", "lia_mtr_head_matrix", "mha", "linear_attn", "mlp2x_gelu"]
+    parser.add_argument("--bridges", nargs="+", default=bridges, choices=bridges)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cpu-max-bytes", type=int, default=2_000_000_000,
                         help="CPU: naive MHA points whose scores alone pass this are skipped")
