@@ -14,7 +14,8 @@ from .toydata import word_tokenizer
 PATTERN = {"opal.layer_selection": "every_n", "opal.keep_every": 4, "opal.attention_layers": [],
            "opal.kernel_backend": "auto"}
 GDN = {**PATTERN, "opal.gdn": {"conv_size": 4, "conv_activation": "silu", "qk_norm": True, "allow_neg_eigval": False}}
-SWA = {"opal.swa": {"window": 8, "sinks": 2}, "opal.kernel_backend": "auto"}
+SWA = {"opal.swa": {"window": 8, "sinks": 2, "layout": "all"}, "opal.kernel_backend": "auto"}
+SWA_HYBRID = {**SWA, "opal.swa": {**SWA["opal.swa"], "layout": "hybrid"}}
 
 
 @pytest.fixture(autouse=True)
@@ -48,18 +49,28 @@ def test_paper_config_resolves_a_local_qwen3_and_converts_it_offline(checkpoint,
     assert main(["teacher-lm", "--config", json.dumps(config), "--arch", "qwen3", "--data", str(toy_dataset),
                  "--out", str(teacher), "--history", str(tmp_path / "h.csv"), "--metrics", str(tmp_path / "m.json"),
                  "--checkpoints", str(tmp_path / "ckpt")]) == 0
-    for mixer, expected, config, inputs in (
-            ("gdn", ["gdn", "gdn", "gdn", "attention"] * 2, GDN, ("--data", toy_dataset)),
-            ("swa", ["swa", "swa", "swa", "attention"] * 2, SWA, ("--layers", tmp_path / "gdn/layers.json"))):
-        out = tmp_path / mixer
+    teacher_model = load_pretrained(str(teacher))
+    for out, mixer, expected, config, inputs in (
+            ("gdn", "gdn", ["gdn", "gdn", "gdn", "attention"] * 2, GDN, ("--data", toy_dataset)),
+            ("swa", "swa", ["swa"] * 8, SWA, ("--layers", tmp_path / "gdn/layers.json")),
+            ("swa_hybrid", "swa", ["swa", "swa", "swa", "attention"] * 2, SWA_HYBRID,
+             ("--layers", tmp_path / "gdn/layers.json"))):
+        out = tmp_path / out
         assert _convert(config, teacher, mixer, out, *inputs) == 0
         hybrid = load_pretrained(str(out / "model"))
         assert hybrid.config.mixer_types == expected and (out / "model/tokenizer.json").is_file()
         record = json.loads((out / "layers.json").read_text())
-        assert record["kept"] == [3, 7] and len(record["conversion_kl"]) == 8
-        teacher_model = load_pretrained(str(teacher))
+        assert record["kept"] == [i for i, t in enumerate(expected) if t == "attention"]
+        assert len(record["conversion_kl"]) == 8
+        # every layer keeps the teacher's q projection: attention as it was, SWA with the same weights
         kept = hybrid.model.layers[3].self_attn.q_proj.weight
         assert kept.equal(teacher_model.model.layers[3].self_attn.q_proj.weight)
+
+
+def test_the_hybrid_swa_layout_without_the_gdn_layers_is_one_clear_error(checkpoint, tmp_path, capsys):
+    assert _convert(SWA_HYBRID, checkpoint, "swa", tmp_path / "swa") != 0
+    assert "opal.swa.layout: all" in capsys.readouterr().err
+    assert not (tmp_path / "swa").exists()
 
 
 def test_kl_guided_keeps_the_layer_whose_conversion_costs_the_most(toy_dataset, tmp_path):

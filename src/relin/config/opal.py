@@ -48,6 +48,10 @@ class SWAConfig:
 
     window: int = option(64, "tokens each query sees back", minimum=1)
     sinks: int = option(4, "first tokens every query also sees", minimum=0)
+    # The paper's SWA rows score 0.0 on every NIAH family beyond the window, which a model keeping full-attention
+    # layers would not: its baseline is read as every layer SWA. "hybrid" keeps the GDN conversion's layers.
+    layout: Literal["all", "hybrid"] = option("all", "every layer SWA (all), or the GDN conversion's kept layers "
+                                                     "full attention and the rest SWA (hybrid)")
 
 
 @dataclass(kw_only=True)

@@ -33,6 +33,9 @@ EXACT_TASKS = tuple(task for task, scoring in SCORING.items() if scoring.kind ==
 TASKS = ("mqar", *NIAH_TASKS, "arithmetic", *EXACT_TASKS)
 # Paper, Table 4 (Qwen3-4B, NIAH at 32K, %): teacher, SWA(256, 4), GDN after 2B on-policy tokens.
 PAPER_TABLE4 = {"teacher": (100.0, 99.8, 100.0), "swa": (0.0, 1.0, 0.2), "gdn": (100.0, 99.6, 100.0)}
+SWA_LAYOUTS = {"all": "SWA: every layer SWA({window}, sinks), the paper's baseline",
+               "hybrid": "SWA: the hybrid layout (the GDN hybrid's kept layers full attention, the rest SWA({window}, "
+                         "sinks)), not the paper's baseline"}
 # Paper, Table 3 (MATH-500 at 400M tokens, %): on-policy vs off-policy on dataset traces.
 PAPER_TABLE3 = {"onpolicy": 87.0, "offpolicy": 78.1}
 # "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
@@ -47,13 +50,15 @@ LENGTH_STAGES = ("offpolicy_short", "offpolicy_long")
 
 @dataclass(frozen=True)
 class OpalSettings:
-    """What the OPAL section needs of the config: the teacher's eval name, SWA's window, the NIAH protocol, the
-    mastery threshold, the families stage 3 prompts, the claims' margins and the preconditions' thresholds."""
+    """What the OPAL section needs of the config: the teacher's eval name, SWA's window and layout, the NIAH
+    protocol, the mastery threshold, the families stage 3 prompts, the claims' margins and the preconditions'
+    thresholds."""
 
     teacher: str
     swa_window: int
     niah_protocol: str
     mastery: float
+    swa_layout: str = "all"
     prompt_tasks: tuple[str, ...] = ("arithmetic",)
     margins: dict[str, vd.Margin] = field(default_factory=default_margins)
     pre: PreconditionsConfig = field(default_factory=PreconditionsConfig)
@@ -222,7 +227,8 @@ def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
                  columns=["model", *tasks, "perplexity", "recovery %"], rows=rows + paper,
                  note=f"Ours: accuracy in [0, 1] over the evaluated lengths [95% interval]; recovery = ratio of "
                       f"averages over the families the teacher masters (≥ {s.mastery:g}), as the paper's Table 1. "
-                      f"{protocol}. Paper rows: NIAH at 32K in %." + note)
+                      f"{protocol}. {SWA_LAYOUTS[s.swa_layout].format(window=s.swa_window)}. Paper rows: NIAH at "
+                      f"32K in %." + note)
 
 
 def window_table(scores: ItemScores, s: OpalSettings) -> Table:

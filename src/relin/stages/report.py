@@ -60,7 +60,7 @@ def run(args: argparse.Namespace, sections) -> None:
     settings = ReportSettings(
         title=cfg.title, mastery=cfg.mastery, resamples=cfg.resamples, min_steps=cfg.min_steps,
         opal=OpalSettings(teacher=f"teacher-{sections.get('opal.teacher')}",
-                          swa_window=sections.get("opal.swa").window,
+                          swa_window=sections.get("opal.swa").window, swa_layout=sections.get("opal.swa").layout,
                           niah_protocol=sections.get("opal.niah_protocol"), mastery=cfg.mastery,
                           prompt_tasks=tuple(task for task, weight in prompts.items() if weight > 0), **rules),
         hedgemamba=HedgeMambaSettings(teacher=f"teacher-{sections.get('hedgemamba.teacher')}", mastery=cfg.mastery,

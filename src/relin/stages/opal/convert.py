@@ -5,7 +5,8 @@ see :mod:`relin.models.convert.opal`. No training: the output is the converted m
 The GDN conversion decides which layers stay attention (``opal.layer_selection``: every keep_every-th, the
 listed ones, or KL-guided) and writes ``layers.json``: the kept layers, the selection, and per layer the KL its
 conversion alone costs on training rows (scored for every selection, so the report can show what a KL-guided
-choice would keep). The SWA conversion reads those kept layers (``--layers``), so both baselines keep the same.
+choice would keep). The SWA conversion makes every layer SWA (``opal.swa.layout: all``, the paper's baseline) or,
+as the ``hybrid`` variant, reads those kept layers (``--layers``) and keeps them full attention.
 """
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--teacher", required=True, help="teacher model directory (relin teacher-lm)")
     parser.add_argument("--mixer", required=True, choices=("gdn", "swa"), help="what replaces the converted layers")
     parser.add_argument("--data", help="gdn: synth-text dataset directory (the rows the per-layer KL is scored on)")
-    parser.add_argument("--layers", help="layers.json of the GDN conversion: swa keeps its layers; gdn reuses its "
-                                         "per-layer scores (a selection variant) instead of scoring on --data")
+    parser.add_argument("--layers", help="layers.json of the GDN conversion: the hybrid swa keeps its layers; gdn "
+                                         "reuses its per-layer scores (a selection variant) instead of scoring on "
+                                         "--data")
     parser.add_argument("--record", required=True, help="layers.json to write (kept layers and their scores)")
     parser.add_argument("--out", required=True, help="model directory to write")
 
@@ -108,11 +110,14 @@ def run(args: argparse.Namespace, sections) -> None:
             scores = (earlier["conversion_kl"] if earlier is not None
                       else score_layers(sections, teacher, args.teacher, args.data))
             record = choose_layers(sections, teacher.config.num_hidden_layers, scores)
+        elif sections.get("opal.swa").layout == "all":
+            record = {"selection": "none (every layer SWA)", "kept": [],
+                      "conversion_kl": earlier["conversion_kl"] if earlier is not None else None}
         elif earlier is not None:
             record = earlier
         else:
-            raise InputError("--layers: the SWA conversion keeps the GDN conversion's layers (expected its "
-                             "layers.json)")
+            raise InputError("--layers: the hybrid SWA layout keeps the GDN conversion's layers (expected its "
+                             "layers.json, or opal.swa.layout: all)")
         types = ["attention" if i in record["kept"] else args.mixer for i in range(teacher.config.num_hidden_layers)]
         student = convert(teacher, types, kernel_backend=sections.get("opal.kernel_backend"),
                           **{args.mixer: sections.get(f"opal.{args.mixer}")})
