@@ -10,10 +10,11 @@ marks its JSON ``"dirty": true``::
     ...
     envelope.write(out / "kernels.json", {"rows": rows})    # {"envelope": {...}, "rows": [...]}
 
-The tree is the git checkout of the current directory. A lent GPU machine gets the tree without ``.git``: there
-``RELIN_GIT_COMMIT`` and ``RELIN_GIT_DIRTY`` name it, as ``python -m relin.envelope`` prints them where the
-checkout is. Untracked files that git does not ignore count too: a new benchmark script, or a module it imports,
-is no part of the commit the JSON would name.
+The tree is the git checkout of the current directory, unless ``RELIN_GIT_COMMIT`` and ``RELIN_GIT_DIRTY`` name
+it, as ``python -m relin.envelope`` prints them where the checkout is: a lent GPU machine gets the tree without
+``.git``, or with a ``.git`` of another commit under the copied files, so a commit named there wins. Untracked
+files that git does not ignore count too: a new benchmark script, or a module it imports, is no part of the commit
+the JSON would name.
 """
 from __future__ import annotations
 
@@ -35,14 +36,15 @@ VERSIONS = ("torch", "triton", "transformers")
 
 
 def git_state(root: str | Path = ".") -> tuple[str | None, bool | None]:
-    """(commit, dirty) of the checkout at ``root``; without one, from the environment; None where unknown."""
+    """(commit, dirty) as the environment names them, else of the checkout at ``root``; None where unknown."""
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
                               check=True).stdout.strip()
-    try:
-        return git("rev-parse", "HEAD"), bool(git("status", "--porcelain"))
-    except (OSError, subprocess.CalledProcessError):
-        pass
+    if not os.environ.get(COMMIT_ENV):
+        try:
+            return git("rev-parse", "HEAD"), bool(git("status", "--porcelain"))
+        except (OSError, subprocess.CalledProcessError):
+            pass
     dirty = os.environ.get(DIRTY_ENV, "").strip().lower()
     return (os.environ.get(COMMIT_ENV) or None,
             {"0": False, "false": False, "1": True, "true": True}.get(dirty))

@@ -102,6 +102,17 @@ def test_without_git_the_environment_names_the_tree(no_checkout, monkeypatch):
     assert (envelope.commit, envelope.dirty) == ("abc1234", False)
 
 
+def test_a_commit_named_in_the_environment_wins_over_a_stale_checkout(checkout, monkeypatch):
+    """The lent machine copies the working tree over a ``.git`` of an older commit: what the variables name wins."""
+    (checkout / "bench.py").write_text("print(2)\n")      # the copied files differ from the stale .git's HEAD
+    with pytest.raises(SystemExit, match="differs"):
+        Envelope.start("demo", root=checkout)
+    monkeypatch.setenv(COMMIT_ENV, "abc1234")
+    monkeypatch.setenv(DIRTY_ENV, "0")
+    envelope = Envelope.start("demo", root=checkout)
+    assert (envelope.commit, envelope.dirty) == ("abc1234", False)
+
+
 def test_the_variables_printed_here_name_this_checkout(checkout):
     line = subprocess.run([sys.executable, "-m", "relin.envelope"], cwd=checkout, capture_output=True, text=True,
                           check=True).stdout.strip()
