@@ -18,8 +18,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def smoke_data():
     params = load_params(ROOT / "params.yaml", [ROOT / "workflow" / "configs" / "smoke.yaml"])
     # the tasks' gold answers, in the word tokenizer (the BPE needs the DAG's real-text corpus; the scoring is the same)
+    # (niah_text, a needle in the corpus's files, is scored as niah_single is: tests/data/test_niah_text.py)
     data_cfg = dataclasses.replace(params.data, tokenizer="word",
-                                   text=dataclasses.replace(params.data.text, train_examples=0))
+                                   text=dataclasses.replace(params.data.text, train_examples=0),
+                                   niah=dataclasses.replace(params.data.niah, families=[
+                                       f for f in params.data.niah.families if f != "text"]))
     data, tokenizer = build_synth_text(data_cfg)
     return data["test"], tokenizer, params.eval
 

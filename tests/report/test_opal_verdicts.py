@@ -9,7 +9,9 @@ from relin.report.verdicts import CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE, REPR
 
 FAMILIES = ("niah_single", "niah_multikey", "niah_multiquery", "arithmetic")
 N = 80  # items per family
-SETTINGS = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8)
+# A teacher whose mix held no NIAH rows (the paper's protocol): every needle family is zero-shot for it too.
+SETTINGS = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8,
+                        teacher_zero_shot=FAMILIES[:3])
 
 
 def _items(name, accuracy: dict[str, float], distance=None, seed=0, offset=0) -> ModelItems:
@@ -63,6 +65,18 @@ def test_a_student_that_did_not_learn_its_own_tasks_makes_the_niah_claim_not_tes
     verdict = found["The GDN hybrid after OPAL recovers the teacher's NIAH retrieval"].verdict
     assert verdict.outcome == NOT_TESTABLE and "learned its training tasks" in verdict.reason
     assert "50% [" in verdict.reason, "the student's recovery on arithmetic, its training family here"
+
+
+def test_the_niah_claim_reads_only_needles_the_teacher_never_trained_on():
+    """Issue #48: a teacher that learnt the synthetic needles from its own rows proves nothing about zero-shot
+    retrieval; with only those scored, the claim is not testable however well both models retrieve them."""
+    models = [_items("teacher-qwen3", STRONG), _items("opal-onpolicy", STRONG)]
+    scores = ItemScores(models, resamples=200)
+    trained = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8)
+    claim = next(c for c in claims(scores, trained, None) if "NIAH retrieval" in c.claim)
+    assert claim.verdict.outcome == NOT_TESTABLE and "never trained on: none scored" in claim.verdict.reason
+    claim = next(c for c in claims(scores, SETTINGS, None) if "NIAH retrieval" in c.claim)
+    assert claim.verdict.outcome == REPRODUCED, claim.verdict.reason
 
 
 def test_the_swa_claim_scores_only_needles_beyond_the_window():

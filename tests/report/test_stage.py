@@ -5,7 +5,8 @@ from pathlib import Path
 from relin.cli import main
 
 SECTIONS = {"report": {"title": "Fixture report"}, "opal.teacher": "qwen3", "opal.swa": {"window": 32, "sinks": 4},
-            "opal.niah_protocol": "zero_shot", "opal.onpolicy": {}, "hedgemamba.teacher": "gpt_neox"}
+            "opal.niah_protocol": "zero_shot", "opal.onpolicy": {}, "hedgemamba.teacher": "gpt_neox",
+            "teacher.train": {}, "data.niah": {}}
 CONFIG = json.dumps(SECTIONS)
 
 

@@ -34,7 +34,7 @@ rule report:
         directory("results/report"),
     params:
         cfg=sections("report", "opal.teacher", "opal.swa", "opal.niah_protocol", "opal.onpolicy",
-                     "hedgemamba.teacher"),
+                     "hedgemamba.teacher", "teacher.train", "data.niah"),
         configs=REPORT_CONFIGS,
     log:
         "logs/report.log",

@@ -44,10 +44,13 @@ class MQARConfig:
 
 @dataclass(kw_only=True)
 class NIAHConfig:
-    """Needle-in-a-haystack in the three RULER families (single needle, multi-key, multi-query)."""
+    """Needle-in-a-haystack in the three RULER families (single needle, multi-key, multi-query), and ``text``: one
+    needle in the held-out real-text files, asked for in their own idiom, with no train rows (zero-shot for every
+    model: :mod:`relin.data.niah_text`)."""
 
-    families: list[Literal["single", "multikey", "multiquery"]] = option(
-        ["single", "multikey", "multiquery"], "RULER families to generate")
+    families: list[Literal["single", "multikey", "multiquery", "text"]] = option(
+        ["single", "multikey", "multiquery"], "NIAH families to generate: the RULER ones, and text (a needle in the "
+        "held-out real-text files, test rows only)")
     lengths: list[int] = option([128, 256, 512], "test context lengths in tokens (may exceed training)")
     train_lengths: list[int] = option([128, 256], "training context lengths in tokens (examples cycle through them)")
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "test needle depths as fractions of the haystack")
@@ -65,7 +68,7 @@ class NIAHConfig:
             if not 0.0 <= depth <= 1.0:
                 raise ConfigError(f"{prefix}.depths[{i}]: expected a fraction in [0, 1], got {depth}")
         if not self.families:
-            raise ConfigError(f"{prefix}.families: expected at least one of single, multikey, multiquery")
+            raise ConfigError(f"{prefix}.families: expected at least one of single, multikey, multiquery, text")
 
 
 @dataclass(kw_only=True)

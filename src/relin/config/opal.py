@@ -10,7 +10,7 @@ from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
 # The needle families a zero-shot protocol keeps out of every distillation stage.
-NIAH_TASKS = ("niah_single", "niah_multikey", "niah_multiquery")
+NIAH_TASKS = ("niah_single", "niah_multikey", "niah_multiquery", "niah_text")
 
 
 # The layer-selection rules of ``opal.layer_selection`` (pure: the report applies them too).

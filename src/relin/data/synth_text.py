@@ -15,6 +15,7 @@ from .filler import FillerLanguage, generate_filler
 from .lists import generate_lists, item_words, list_words
 from .mqar import generate_mqar, mqar_vocabulary
 from .niah import generate_niah, niah_words
+from .niah_text import generate_niah_text
 from .rows import COLUMNS
 from .text_rows import text_test_rows, text_train_rows
 from .tokenizer import WordEncoder, build_tokenizer
@@ -49,7 +50,7 @@ def longest_answer_tokens(cfg: DataConfig, tokenizer=None) -> dict[str, int]:
     proxy = "word" if cfg.tokenizer == "bpe" else cfg.tokenizer
     encoder = WordEncoder(tokenizer if tokenizer is not None else build_tokenizer(proxy, []))
     value = "9" * cfg.niah.value_digits
-    niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys)}
+    niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys), "text": value}
     answers = {f"niah_{family}": niah[family] for family in cfg.niah.families}
     answers["arithmetic"] = str(cfg.arithmetic.max_operand * (max(cfg.arithmetic.steps) + 1))
     return {task: len(encoder.ids(answer)) for task, answer in answers.items()}
@@ -73,6 +74,11 @@ def generate_rows(cfg: DataConfig, tokenizer, texts: dict[str, list[str]] | None
                                            _rng(cfg.seed, "mqar", split, i))
     niah = cfg.niah
     for family in niah.families:
+        if family == "text":
+            splits["test"] += generate_niah_text((texts or {}).get("test", []), niah.lengths, niah.depths,
+                                                 niah.test_examples_per_depth, niah.value_digits, tokenizer, encoder,
+                                                 _rng(cfg.seed, "niah", family, "test"))
+            continue
         rng = _rng(cfg.seed, "niah", family, "train")
         for i in range(niah.train_examples):
             length = niah.train_lengths[i % len(niah.train_lengths)]

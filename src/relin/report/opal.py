@@ -33,6 +33,7 @@ EXACT_TASKS = tuple(task for task, scoring in SCORING.items() if scoring.kind ==
 TASKS = ("mqar", *NIAH_TASKS, "arithmetic", *EXACT_TASKS)
 # Paper, Table 4 (Qwen3-4B, NIAH at 32K, %): teacher, SWA(256, 4), GDN after 2B on-policy tokens.
 PAPER_TABLE4 = {"teacher": (100.0, 99.8, 100.0), "swa": (0.0, 1.0, 0.2), "gdn": (100.0, 99.6, 100.0)}
+PAPER_NIAH = ("niah_single", "niah_multikey", "niah_multiquery")
 SWA_LAYOUTS = {"all": "SWA: every layer SWA({window}, sinks), the paper's baseline",
                "hybrid": "SWA: the hybrid layout (the GDN hybrid's kept layers full attention, the rest SWA({window}, "
                          "sinks)), not the paper's baseline"}
@@ -59,6 +60,9 @@ class OpalSettings:
     niah_protocol: str
     mastery: float
     swa_layout: str = "all"
+    # The NIAH families the teacher never trained on (its mix holds no rows of them): the paper's teacher retrieves
+    # from general pretraining, so Table 4's recovery claim is read on these alone.
+    teacher_zero_shot: tuple[str, ...] = ("niah_text",)
     prompt_tasks: tuple[str, ...] = ("arithmetic",)
     margins: dict[str, vd.Margin] = field(default_factory=default_margins)
     pre: PreconditionsConfig = field(default_factory=PreconditionsConfig)
@@ -98,9 +102,13 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
     out = []
     paper = "OPAL"
     if name("onpolicy") in scores:
-        rec = scores.recovery(name("onpolicy"), s.teacher, NIAH_TASKS, s.mastery)
+        zero_shot = [f for f in NIAH_TASKS if f in s.teacher_zero_shot and scores.count(f)]
+        rec = scores.recovery(name("onpolicy"), s.teacher, zero_shot, s.mastery)
         text = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "–"
-        pre = (teacher_competent(scores, s, rec.families or NIAH_TASKS), learned(scores, s, name("onpolicy")))
+        retrieves = (teacher_competent(scores, s, zero_shot) if zero_shot else
+                     vd.Precondition("a NIAH family the teacher never trained on", "none scored", False))
+        pre = (vd.Precondition(f"the teacher retrieves zero-shot: {retrieves.what}", retrieves.measured,
+                               retrieves.holds), learned(scores, s, name("onpolicy")))
         out.append(vd.Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
                             "99.9% (Table 4: 299.6 / 299.8)", text,
                             vd.judged(pre, lambda: vd.at_least(rec.estimate, RECOVERS)), pre,
@@ -218,7 +226,7 @@ def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
         note = excluded_note(rec, s.mastery)
         rows.append([model, *(scores.accuracy(model, t).text(".2f") for t in tasks),
                      scores.perplexity(model).text(".2f"), rec.text()])
-    paper = [[f"paper: Qwen3-4B {k}", *(f"{dict(zip(NIAH_TASKS, v))[t]:.1f}" if t in NIAH_TASKS else None
+    paper = [[f"paper: Qwen3-4B {k}", *(f"{dict(zip(PAPER_NIAH, v))[t]:.1f}" if t in PAPER_NIAH else None
                                          for t in tasks), None, None] for k, v in PAPER_TABLE4.items()]
     protocol = ("NIAH zero-shot: no NIAH row or prompt in any distillation stage (the paper's protocol)"
                 if s.niah_protocol == "zero_shot" else

@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import argparse
 
-from ..config.opal import OnPolicyConfig, SWAConfig
+from ..config.data import NIAHConfig
+from ..config.opal import NIAH_TASKS, OnPolicyConfig, SWAConfig
 from ..config.report import ReportConfig
+from ..config.train import TrainConfig
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
     return {"report": ReportConfig, "opal.teacher": str, "opal.swa": SWAConfig, "opal.niah_protocol": str,
-            "opal.onpolicy": OnPolicyConfig, "hedgemamba.teacher": str}
+            "opal.onpolicy": OnPolicyConfig, "hedgemamba.teacher": str, "teacher.train": TrainConfig,
+            "data.niah": NIAHConfig}
+
+
+def teacher_zero_shot(niah: NIAHConfig, teacher_train: TrainConfig) -> tuple[str, ...]:
+    """The NIAH families whose rows the teachers never draw: ``niah_text`` (test rows only), and a synthetic family
+    without train rows or with weight 0 in the teachers' mix (an unlisted task weighs 1)."""
+    weights = teacher_train.task_weights
+    return tuple(task for task in NIAH_TASKS if task == "niah_text" or niah.train_examples == 0
+                 or (weights and weights.get(task, 1.0) == 0))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,7 +73,9 @@ def run(args: argparse.Namespace, sections) -> None:
         opal=OpalSettings(teacher=f"teacher-{sections.get('opal.teacher')}",
                           swa_window=sections.get("opal.swa").window, swa_layout=sections.get("opal.swa").layout,
                           niah_protocol=sections.get("opal.niah_protocol"), mastery=cfg.mastery,
-                          prompt_tasks=tuple(task for task, weight in prompts.items() if weight > 0), **rules),
+                          prompt_tasks=tuple(task for task, weight in prompts.items() if weight > 0),
+                          teacher_zero_shot=teacher_zero_shot(sections.get("data.niah"),
+                                                              sections.get("teacher.train")), **rules),
         hedgemamba=HedgeMambaSettings(teacher=f"teacher-{sections.get('hedgemamba.teacher')}", mastery=cfg.mastery,
                                       **rules),
         lia_mtr=LiaSettings(cfg.mastery, cfg.resamples, **rules))

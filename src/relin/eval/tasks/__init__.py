@@ -45,6 +45,7 @@ TASKS: dict[str, TaskScoring] = {
     "niah_single": TaskScoring("generate", niah.score),
     "niah_multikey": TaskScoring("generate", niah.score),
     "niah_multiquery": TaskScoring("generate", niah.score),
+    "niah_text": TaskScoring("generate", niah.score),
     "arithmetic": TaskScoring("generate", arithmetic.score),
     **{task: TaskScoring("exact", score_tokens=exact.score_tokens, budget=exact.budget)
        for task in ("walk", "list_copy", "list_reverse")},
