@@ -175,3 +175,18 @@ def test_every_declared_opal_model_is_a_row_of_table4():
     scores = ItemScores(models, resamples=100)
     rows = [row[0] for row in table4(scores, SETTINGS, [name(m) for m in MODELS]).rows]
     assert rows[:len(MODELS) + 1] == ["teacher-qwen3", *(name(m) for m in MODELS)]
+
+
+def test_the_teachers_zero_shot_families_follow_their_mix():
+    """niah_text never has train rows; a synthetic family is zero-shot when the teachers' mix gives it weight 0 or
+    the data gives it no train rows (an unlisted task weighs 1)."""
+    from relin.config.data import NIAHConfig
+    from relin.config.train import TrainConfig
+    from relin.stages.report import teacher_zero_shot
+
+    niah = NIAHConfig()
+    assert teacher_zero_shot(niah, TrainConfig()) == ("niah_text",)
+    assert teacher_zero_shot(niah, TrainConfig(task_weights={"niah_single": 0.0, "mqar": 1.0})) == \
+        ("niah_single", "niah_text")
+    assert teacher_zero_shot(NIAHConfig(train_examples=0), TrainConfig()) == \
+        ("niah_single", "niah_multikey", "niah_multiquery", "niah_text")
