@@ -298,3 +298,11 @@ def test_a_zero_weight_may_name_a_known_task_the_rows_lack():
     params["opal"]["onpolicy"]["prompt_tasks"] = {"walk": 0.0, "mqar": 1.0}
     loaded = load_layers([("params.yaml", params)], check)
     assert loaded.teacher.train.task_weights["walk"] == 0.0
+
+
+@pytest.mark.parametrize("overlay", sorted(p.name for p in (ROOT / "workflow" / "configs").glob("*.yaml")))
+def test_every_shipped_overlay_loads_over_params_yaml_alone(overlay):
+    """Each overlay's own header runs it as ``--configfile workflow/configs/<overlay>`` over params.yaml: the rules
+    across fields (HedgeMamba's equal updates among them) must accept it before any job."""
+    path = ROOT / "workflow" / "configs" / overlay
+    load_layers([("params.yaml", PARAMS), (overlay, yaml.safe_load(path.read_text()))], check)
