@@ -33,12 +33,16 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     ({"hedgemamba": {"finetune": {"train": {"steps": 150}}}},
      "hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's and stage 2's 4000 rows in "
      "150 equal updates, and 150 does not divide 4000"),
+    ({"data": {"tokenizer": "word", "text": {"train_examples": 0}}},
+     "data.niah.families: text places its needles in the real-text corpus, which the word tokenizer over the task "
+     "words does not read"),
     ({"teacher": {"train": {"task_weights": {"mqr": 1.0}}}},
      "teacher.train.task_weights: 'mqr' is not a task of the rows this stage trains on (expected names from: mqar, "
      "niah_single, niah_multikey, niah_multiquery, arithmetic, walk, filler, text, or a weight of 0)"),
     ({"opal": {"align": {"train": {"task_weights": {"niah-single": 0.0}}}}},
      "opal.align.train.task_weights: 'niah-single' is not a task of the rows this stage trains on"),
-    ({"data": {"niah": {"families": ["multikey", "multiquery"]}}},
+    ({"data": {"niah": {"families": ["multikey", "multiquery"]}},
+      "teacher": {"train": {"task_weights": {"niah_single": 2.0}}}},
      "teacher.train.task_weights: 'niah_single' is not a task of the rows this stage trains on (expected names "
      "from: mqar, niah_multikey, niah_multiquery, arithmetic, walk, filler, text, or a weight of 0)"),
     ({"opal": {"align": {"train": {"task_weights": {"mqar": 0.0, "arithmetic": 0.0, "filler": 0.0, "text": 0.0,
@@ -72,7 +76,7 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
         "image_size vs patch_size", "checkpointing in stage 1", "HedgeMamba controls' uneven updates",
-        "task_weights typo", "task_weights typo at 0",
+        "niah text without a text tokenizer", "task_weights typo", "task_weights typo at 0",
         "task_weights of a family not generated", "task_weights all held out", "task_weights ignored by stage 3",
         "task_weights ignored by LIA-MTR", "prompt_tasks typo", "prompt task without rows",
         "allow_neg_eigval vs export", "qk_norm vs export", "conv_activation vs export", "duplicate attention layer",

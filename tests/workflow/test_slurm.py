@@ -25,7 +25,8 @@ def test_a_dag_runs_through_the_slurm_executor_with_each_rules_resources(tmp_pat
     path = os.pathsep.join([str(tmp_path / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
     # the word tokenizer and no real-text rows: the teacher's chain is two jobs (each waits out a status poll)
     words = tmp_path / "words.yaml"
-    words.write_text(yaml.safe_dump({"data": {"tokenizer": "word", "text": {"train_examples": 0}},
+    words.write_text(yaml.safe_dump({"data": {"tokenizer": "word", "text": {"train_examples": 0},
+                                              "niah": {"families": ["single", "multikey", "multiquery"]}},
                                      "teacher": {"train": {"task_weights": {"text": 0.0}}}}))
     run(["snakemake", "results/teacher/gpt_neox/model", "--workflow-profile", "workflow/profiles/slurm",
          "--configfile", SMOKE, str(words), "--default-resources", "slurm_account=test", "slurm_partition=gpu",

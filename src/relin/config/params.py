@@ -97,8 +97,13 @@ class Params:
             raise ConfigError(f"hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's "
                               f"and stage 2's {rows} rows in {finetune.steps} equal updates, and {finetune.steps} "
                               f"does not divide {rows}; expected a step count or batch sizes that split them evenly")
-        if self.data.tokenizer != "bpe" and self.data.text.train_examples and not all(
-                self.teacher.models[arch].pretrained for arch in self.teacher.archs):
+        text_tokenizer = self.data.tokenizer == "bpe" or all(
+            self.teacher.models[arch].pretrained for arch in self.teacher.archs)
+        if not text_tokenizer and "text" in self.data.niah.families:
+            raise ConfigError(f"data.niah.families: text places its needles in the real-text corpus, which the "
+                              f"{self.data.tokenizer} tokenizer over the task words does not read; expected "
+                              f"data.tokenizer: bpe (or pretrained teachers), or the family removed")
+        if not text_tokenizer and self.data.text.train_examples:
             raise ConfigError(f"data.text.train_examples: real-text rows need a tokenizer learnt on text "
                               f"(data.tokenizer bpe, or a pretrained teacher's), not the {self.data.tokenizer} "
                               f"tokenizer over the task words; expected data.tokenizer: bpe or "
