@@ -52,7 +52,7 @@ def generate_niah(family: str, length: int, depths: list[float | None], value_di
         depth = float(rng.random()) if depth is None else depth
         num_needles = 1 if family == "single" else num_keys
         keys = [NEEDLE_KEYS[i] for i in rng.choice(len(NEEDLE_KEYS), size=num_needles, replace=False)]
-        values = _distinct_values(num_needles, value_digits, rng)
+        values = distinct_values(num_needles, value_digits, rng)
         queried = slice(None) if family == "multiquery" else slice(0, 1)
         needles = [encoder.ids(NEEDLE.format(key=k, value=v)) for k, v in zip(keys, values)]
         tail = encoder.ids(_question(keys[queried]))
@@ -98,7 +98,8 @@ def _insert(sentences: list[list[int]], needles: list[list[int]], boundaries: li
     return prompt, ends
 
 
-def _distinct_values(count: int, digits: int, rng: np.random.Generator) -> list[str]:
+def distinct_values(count: int, digits: int, rng: np.random.Generator) -> list[str]:
+    """``count`` different ``digits``-digit needle values (as strings)."""
     low, high = 10 ** (digits - 1), 10 ** digits
     if high - low < count:
         raise ConfigError(f"data.niah.value_digits: {digits} digits give fewer than {count} distinct values")

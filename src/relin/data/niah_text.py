@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ConfigError
-from .niah import NEEDLE_KEYS, _distinct_values
+from .niah import NEEDLE_KEYS, distinct_values
 from .rows import answer_row
 
 TASK = "niah_text"
@@ -30,7 +30,8 @@ def _stream(texts: list[str], tokenizer) -> tuple[list[int], np.ndarray]:
     ids: list[int] = []
     for text in texts:
         ids += _ids(tokenizer, text.rstrip("\n") + "\n")
-    ends_line = [i + 1 for i, t in enumerate(ids) if "\n" in tokenizer.decode([t])]
+    newline_tokens = {t for t in set(ids) if "\n" in tokenizer.decode([t])}
+    ends_line = [i + 1 for i, t in enumerate(ids) if t in newline_tokens]
     return ids, np.asarray(ends_line, dtype=np.int64)
 
 
@@ -48,7 +49,7 @@ def generate_niah_text(texts: list[str], lengths: list[int], depths: list[float]
     for length in lengths:
         for depth in [d for d in depths for _ in range(per_depth)]:
             key = NEEDLE_KEYS[int(rng.integers(len(NEEDLE_KEYS)))]
-            value = _distinct_values(1, value_digits, rng)[0]
+            value = distinct_values(1, value_digits, rng)[0]
             # The needle's value tokens are the answer's own, so a model that copies them answers exactly.
             answer = _ids(tokenizer, " " + value)
             needle = [*_ids(tokenizer, NAME.format(key=key)), *answer, *newline]
