@@ -23,9 +23,8 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
 def teacher_zero_shot(niah: NIAHConfig, teacher_train: TrainConfig) -> tuple[str, ...]:
     """The NIAH families whose rows the teachers never draw: ``niah_text`` (test rows only), and a synthetic family
     without train rows or with weight 0 in the teachers' mix (an unlisted task weighs 1)."""
-    weights = teacher_train.task_weights
     return tuple(task for task in NIAH_TASKS if task == "niah_text" or niah.train_examples == 0
-                 or (weights and weights.get(task, 1.0) == 0))
+                 or teacher_train.task_weights.get(task, 1.0) == 0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
