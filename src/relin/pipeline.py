@@ -98,6 +98,7 @@ class Pipeline:
         self.config_overridden = not commits_dvc and not under_run_job
         self.lock: IO | None = None
         self.parent_run = ""
+        self.service = None
 
     def hold(self) -> None:
         """Take the checkout's pipeline lock (once; raises :class:`PipelineBusy`). An executing run takes it before
@@ -120,11 +121,12 @@ class Pipeline:
         from . import tracking
 
         self.hold()
-        if os.environ.get(tracking.PARENT_ENV):
-            return  # a caller (a test, an outer tool) owns the parent run
         cfg = tracking.tracking_config()
         if not cfg.enabled:
             return
+        if os.environ.get(tracking.PARENT_ENV):
+            self.service = tracking.start_service(cfg)
+            return  # a caller (a test, an outer tool) owns the parent run
         tracking.check_store(cfg)
         closed = tracking.close_dead_runs(cfg)
         if closed:
@@ -133,12 +135,17 @@ class Pipeline:
             print(f"relin: logged {replayed} saved tracking outbox(es)", file=sys.stderr)
         self.parent_run = tracking.init_pipeline(cfg)
         os.environ[tracking.PARENT_ENV] = self.parent_run
+        # The jobs' runs are written from here: no job pays for importing MLflow (relin.tracking.service).
+        self.service = tracking.start_service(cfg)
         print(f"relin: MLflow parent run {self.parent_run}", file=sys.stderr)
 
     def end(self, status: str, dag_stages: Iterable[str] = ()) -> None:
         """``dag_stages``: the DVC stage names (:func:`dvc_stage_name`) of the jobs in this run's DAG."""
         from . import tracking
 
+        if self.service is not None:
+            self.service.close()
+            self.service = None
         if self.parent_run:
             tracking.end_pipeline(tracking.tracking_config(), self.parent_run, status)
         if status == "FINISHED" and self.commits_dvc:

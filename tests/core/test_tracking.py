@@ -18,18 +18,6 @@ from relin.config.tracking import TrackingConfig
 from ..workflow.conftest import workflow_env
 
 
-@pytest.fixture
-def store(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    cfg = TrackingConfig(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", system_metrics=False, flush_every=5)
-    monkeypatch.setenv(tracking.CONFIG_ENV, json.dumps({"tracking_uri": cfg.tracking_uri, "system_metrics": False,
-                                                        "flush_every": 5}))
-    monkeypatch.delenv(tracking.PARENT_ENV, raising=False)
-    monkeypatch.delenv("RELIN_TRACKING", raising=False)
-    tracking.init_pipeline(cfg)  # creates the store before anything locks it
-    return cfg
-
-
 def _hold_exclusive_lock(db, seconds, locked):
     connection = sqlite3.connect(db, timeout=30)
     connection.execute("BEGIN EXCLUSIVE")
@@ -43,9 +31,13 @@ def _metric_steps(cfg, run_id, key):
     return [m.step for m in tracking._client(cfg).get_metric_history(run_id, key)]
 
 
-def test_a_locked_store_delays_writes_but_loses_none(store, tmp_path, monkeypatch):
+@pytest.mark.parametrize("writer", ["in-process", "service"])
+def test_a_locked_store_delays_writes_but_loses_none(store, tmp_path, monkeypatch, request, writer):
     monkeypatch.setattr(tracking.outbox, "RETRY_EVERY_S", 1.0)
+    if writer == "service":  # the pipeline's writer: the same queue, the store's errors sent back over its socket
+        request.getfixturevalue("service")
     with tracking.stage_run("probe", {"a": 1}) as tracker:
+        assert (tracker._outbox._service is not None) == (writer == "service")
         locked = threading.Event()
         holder = threading.Thread(target=_hold_exclusive_lock, args=(tmp_path / "mlflow.db", 8, locked))
         holder.start()

@@ -9,6 +9,8 @@
 - :mod:`.stage_runs`: :func:`stage_run` opens a stage's child run and returns a tracker (params, metrics,
   inputs with their producers, logged models); with tracking disabled or on a non-zero rank a
   :class:`NullTracker` that touches nothing.
+- :mod:`.service`: the pipeline's process writes every job's run (jobs reach it over a Unix socket and never
+  import MLflow); a stage run without one writes its own.
 - :mod:`.pipeline_runs`: the store checked, dead invocations' runs closed and the parent run created once,
   before parallel jobs start (:mod:`relin.pipeline`).
 """
@@ -18,8 +20,9 @@ from .client import _process_tags as _process_tags
 from .outbox import OUTBOX_DIR, replay_outboxes
 from .pipeline_runs import TrackingUnavailable, check_store, close_dead_runs, end_pipeline, init_pipeline
 from .pipeline_runs import _check_sqlite as _check_sqlite
+from .service import SERVICE_ENV, start_service
 from .stage_runs import PARENT_ENV, NullTracker, stage_run
 
-__all__ = ["CONFIG_ENV", "OUTBOX_DIR", "PARENT_ENV", "NullTracker", "TrackingUnavailable", "artifact_root",
-           "check_store", "close_dead_runs", "end_pipeline", "init_pipeline", "relocate_artifacts", "replay_outboxes",
-           "stage_run", "tracking_config"]
+__all__ = ["CONFIG_ENV", "OUTBOX_DIR", "PARENT_ENV", "SERVICE_ENV", "NullTracker", "TrackingUnavailable",
+           "artifact_root", "check_store", "close_dead_runs", "end_pipeline", "init_pipeline", "relocate_artifacts",
+           "replay_outboxes", "stage_run", "start_service", "tracking_config"]

@@ -32,6 +32,7 @@ from .client import (
     _retry,
     is_transient,
 )
+from .service import ServiceConnection
 
 OUTBOX_DIR = Path("logs/tracking-outbox")
 # How long the background writer waits before it tries a busy store again.
@@ -166,13 +167,16 @@ class Outbox:
     """The writes of one run, in order, drained by a background thread, so a busy store (MLflow waits up to 20 s
     on a locked SQLite file per statement) never holds up training. ``create_run`` (the first entry) is written
     before the constructor returns, waiting up to ``OPEN_PATIENCE_S``: the run id goes into the outputs' manifests.
+    The entries go to the pipeline's tracking service where one answers (:mod:`.service`: this process then never
+    imports MLflow), else to the store from this process.
     """
 
     def __init__(self, cfg: TrackingConfig, name: str, create_run: dict[str, Any]):
         self.cfg, self.name = cfg, name
         self.run_id = ""
         self.model_ids: dict[str, str] = {}  # logged models by their ``relin.path`` tag, for the manifests
-        self._client = None
+        self._service: ServiceConnection | None = None
+        self._write = None  # (entry, run id) -> run id: the service's or this process's writer
         self._ops: deque[dict[str, Any]] = deque([create_run])
         self._wake = threading.Condition()
         self._stopping = self._gave_up = False
@@ -185,9 +189,9 @@ class Outbox:
         """Write the oldest queued entry; ``False`` when the store is busy (the entry stays queued)."""
         op = self._ops[0]
         try:
-            if self._client is None:
-                self._client = _client(self.cfg)
-            run_id = _retry(lambda: _apply(self._client, op, self.run_id or None), patience_s)
+            if self._write is None:
+                self._write = self._writer()
+            run_id = _retry(lambda: self._write(op, self.run_id or None), patience_s)
         except Exception as err:  # noqa: BLE001 - tracking must never stop the stage
             if is_transient(err):
                 if not self._warned:
@@ -208,6 +212,26 @@ class Outbox:
             self._ops.popleft()
             self._wake.notify_all()
         return True
+
+    def _writer(self):
+        self._service = ServiceConnection.connect(self.cfg)
+        if self._service is not None:
+            return self._service.apply
+        client = _client(self.cfg)
+        return lambda op, run_id: _apply(client, op, run_id)
+
+    def sample_system_metrics(self, interval_s: float):
+        """Sample the machine's CPU, memory, disk, network and GPUs into this run every ``interval_s`` seconds (the
+        service samples while this outbox's connection is open); returns the call that stops it."""
+        if self._service is not None:
+            self._service.monitor(self.run_id, interval_s)
+            return lambda: None
+        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+        sampler = SystemMetricsMonitor(self.run_id, sampling_interval=interval_s,
+                                       tracking_uri=self.cfg.tracking_uri)
+        sampler.start()
+        return sampler.finish
 
     def _drain(self) -> None:
         """The background writer: entries in order, retried every ``RETRY_EVERY_S`` while the store is busy."""
@@ -239,6 +263,8 @@ class Outbox:
             self._gave_up = bool(self._ops)
             self._wake.notify_all()
         self._worker.join()  # a write in flight ends within the store's own timeout
+        if self._service is not None:
+            self._service.close()
         if not self._ops:
             return
         OUTBOX_DIR.mkdir(parents=True, exist_ok=True)

@@ -126,6 +126,10 @@ class Tracker(NullTracker):
                              "digest": self._input_digests.get(str(dataset)) or digest(Path(dataset))[:36]}
         self._outbox.push(op)
 
+    def sample_system_metrics(self, interval_s: float):
+        """Start sampling the machine's metrics into this run; returns the call that stops it."""
+        return self._outbox.sample_system_metrics(interval_s)
+
     def close(self, status: str) -> None:
         """Flush and end the run (:meth:`~.outbox.Outbox.close`: a busy store's leftovers are saved for the next
         pipeline invocation)."""
@@ -187,12 +191,9 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
     if parent := os.environ.get(PARENT_ENV, ""):
         tags["mlflow.parentRunId"] = parent
     tracker = Tracker(cfg, stage, tags, run_name(stage, outputs))
-    sampler = None
+    stop_sampling = None
     if cfg.system_metrics and tracker.run_id:
-        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
-
-        sampler = SystemMetricsMonitor(tracker.run_id, sampling_interval=cfg.system_metrics_interval)
-        sampler.start()
+        stop_sampling = tracker.sample_system_metrics(cfg.system_metrics_interval)
     status = "FAILED"
     try:
         with _terminate_as_interrupt():
@@ -206,8 +207,8 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
                 raise
         status = "FINISHED"
     finally:
-        if sampler is not None:
-            sampler.finish()
+        if stop_sampling is not None:
+            stop_sampling()
         tracker.close(status)
     _write_manifests(stage, tracker, outputs)
 
