@@ -9,6 +9,7 @@
 - :mod:`.stage_runs`: :func:`stage_run` opens a stage's child run and returns a tracker (params, metrics,
   inputs with their producers, logged models); with tracking disabled or on a non-zero rank a
   :class:`NullTracker` that touches nothing.
+- :mod:`.entries`: what each outbox entry does in the store (runs, batches, inputs, logged models).
 - :mod:`.service`: the pipeline's process writes every job's run (jobs reach it over a Unix socket and never
   import MLflow); a stage run without one writes its own.
 - :mod:`.pipeline_runs`: the store checked, dead invocations' runs closed and the parent run created once,

@@ -4,9 +4,9 @@ An :class:`Outbox` holds a run's writes in order and a background thread writes 
 locked SQLite file, a server that does not answer) is retried in the background of the step loop. What is still
 unwritten when the stage ends is saved under ``logs/tracking-outbox/``; :func:`replay_outboxes` logs it when the
 next pipeline invocation starts. An entry is a JSON-able dict (``create_run``, ``log_batch``, ``log_input``,
-``log_artifact``, ``log_model``, ``terminate``), carried out by :func:`_apply` whether live or replayed. A logged
-model is an output of its run, and a model a stage reads an input of the reader's run (found by the id the
-producer's manifest holds, or by its content digest), so MLflow draws the lineage model -> run -> model.
+``log_artifact``, ``log_model``, ``terminate``), carried out by :func:`.entries.apply` whether live or replayed:
+a logged model is an output of its run, and a model a stage reads an input of the reader's run, so MLflow draws
+the lineage model -> run -> model.
 """
 from __future__ import annotations
 
@@ -21,146 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from ..config.tracking import TrackingConfig
-from ..io import _default_modes, atomic_write_json
-from .client import (
-    CLOSE_PATIENCE_S,
-    OPEN_PATIENCE_S,
-    STEP_PATIENCE_S,
-    _client,
-    _experiment_id,
-    _first_line,
-    _retry,
-    is_transient,
-)
+from ..io import atomic_write_json
+from .client import CLOSE_PATIENCE_S, OPEN_PATIENCE_S, STEP_PATIENCE_S, _client, _first_line, _retry, is_transient
+from .entries import apply
 from .service import ServiceConnection
 
 OUTBOX_DIR = Path("logs/tracking-outbox")
 # How long the background writer waits before it tries a busy store again.
 RETRY_EVERY_S = 15.0
-
-
-def _apply(client, op: dict[str, Any], run_id: str | None) -> str | None:
-    """Carry out one outbox entry; returns the run id (set by ``create_run``)."""
-    from mlflow.entities import Metric, Param, RunTag
-
-    kind = op["op"]
-    if kind == "create_run":
-        run = client.create_run(_experiment_id(client, op["experiment"]), run_name=op["run_name"], tags=op["tags"])
-        return run.info.run_id
-    if run_id is None:
-        raise RuntimeError(f"outbox entry {kind} has no run (its create_run was lost)")
-    if kind == "log_batch":
-        client.log_batch(run_id, metrics=[Metric(k, v, ts, step) for k, v, ts, step in op.get("metrics", [])],
-                         params=[Param(k, v) for k, v in op.get("params", [])],
-                         tags=[RunTag(k, v) for k, v in op.get("tags", [])])
-    elif kind == "log_input":
-        _log_input(client, op, run_id)
-    elif kind == "log_artifact":
-        path = Path(op["path"])
-        if path.is_dir():
-            client.log_artifacts(run_id, str(path), op.get("artifact_path"))
-        elif path.is_file():
-            client.log_artifact(run_id, str(path), op.get("artifact_path"))
-        else:
-            return run_id
-        _umask_modes(client, run_id, op.get("artifact_path"))
-    elif kind == "log_model":
-        _log_model(client, op, run_id)
-    elif kind == "terminate":
-        client.set_terminated(run_id, status=op["status"])
-    else:
-        raise ValueError(f"unknown outbox entry {kind!r}")
-    return run_id
-
-
-def _written_once(write) -> None:
-    """``write()``; a row it finds already there (a retried write whose first attempt landed, or another stage's
-    insert of the same dataset row at the same moment: a second attempt links that row) is no error."""
-    try:
-        write()
-    except Exception as err:  # noqa: BLE001 - only a unique-key conflict is tolerated
-        if "UNIQUE constraint failed: datasets" in str(err):
-            write()
-        elif "UNIQUE constraint failed: inputs" not in str(err):
-            raise
-
-
-def _log_input(client, op: dict[str, Any], run_id: str) -> None:
-    """A model another stage logged is a model input of the run (the UI's lineage model -> run -> model); any
-    other input is a dataset with its digest and producing run."""
-    from mlflow.entities import LoggedModelInput
-
-    if op.get("model") and (model_id := _producer_model(client, op, run_id)):
-        _written_once(lambda: client.log_inputs(run_id, models=[LoggedModelInput(model_id)]))
-    else:
-        _written_once(lambda: client.log_inputs(run_id, datasets=[_dataset_input(op)]))
-
-
-def _producer_model(client, op: dict[str, Any], run_id: str) -> str | None:
-    """The id of the logged model a stage read: the one its manifest names, else (a producer whose writes reached
-    the store later, from its outbox) the newest with the input's content digest, the producing run's first."""
-    from mlflow.exceptions import MlflowException
-
-    if op.get("model_id"):
-        try:
-            return client.get_logged_model(op["model_id"]).model_id
-        except MlflowException:
-            pass  # an id of another store (one moved aside and started anew)
-    experiment_id = client.get_run(run_id).info.experiment_id
-    found = client.search_logged_models([experiment_id], filter_string=f"tags.`relin.digest` = '{op['digest']}'",
-                                        order_by=[{"field_name": "creation_time", "ascending": False}])
-    producers = [m for m in found if m.source_run_id == op.get("producer_run_id")]
-    return (producers or found)[0].model_id if found else None
-
-
-def _umask_modes(client, run_id: str, artifact_path: str | None) -> None:
-    """The folder an artifact was logged into takes the umask's modes like every output: MLflow's copy keeps the
-    source's, and a file some library wrote 0600 would be the one artifact other users cannot read."""
-    from mlflow.utils.file_utils import local_file_uri_to_path
-
-    uri = client.get_run(run_id).info.artifact_uri
-    if "://" in uri and not uri.startswith("file:"):
-        return  # a remote store keeps its own modes
-    _default_modes(Path(local_file_uri_to_path(uri), artifact_path or ""))
-
-
-def _log_model(client, op: dict[str, Any], run_id: str) -> None:
-    """A ``LoggedModel`` of run ``run_id``: created once (its id kept in ``op``, so a retried or replayed entry
-    makes no second one), an output of the run, its metrics linked, finalised READY."""
-    from mlflow.entities import LoggedModelOutput, Metric
-
-    if not op.get("model_id"):
-        experiment_id = client.get_run(run_id).info.experiment_id
-        op["model_id"] = client.create_logged_model(experiment_id, name=op["name"], source_run_id=run_id,
-                                                    tags=op["tags"], params=op["params"],
-                                                    model_type=op["model_type"]).model_id
-    model_id = op["model_id"]
-    _written_once(lambda: client.log_outputs(run_id, [LoggedModelOutput(model_id, op.get("step", 0))]))
-    dataset = op.get("dataset") or {}
-    metrics = [Metric(k, v, op["timestamp"], op.get("step", 0), model_id=model_id, run_id=run_id,
-                      dataset_name=dataset.get("name"), dataset_digest=dataset.get("digest"))
-               for k, v in op["metrics"].items()]
-    if metrics:
-        client.log_batch(run_id, metrics=metrics)
-    client.finalize_logged_model(model_id, "READY")
-
-
-def _dataset_input(op: dict[str, Any]):
-    import warnings
-
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-    from mlflow.data.meta_dataset import MetaDataset
-    from mlflow.entities import DatasetInput, InputTag
-
-    with warnings.catch_warnings():  # "source can be interpreted in multiple ways": harmless
-        warnings.simplefilter("ignore")
-        source = resolve_dataset_source(op["source"])
-    dataset = MetaDataset(source=source, name=op["name"], digest=op["digest"])
-    tags = [InputTag("mlflow.data.context", "input")]
-    if op.get("producer_run_id"):
-        tags += [InputTag("relin.producer_run_id", op["producer_run_id"]),
-                 InputTag("relin.producer_stage", op.get("producer_stage", ""))]
-    return DatasetInput(dataset._to_mlflow_entity(), tags)
 
 
 class Outbox:
@@ -218,7 +86,7 @@ class Outbox:
         if self._service is not None:
             return self._service.apply
         client = _client(self.cfg)
-        return lambda op, run_id: _apply(client, op, run_id)
+        return lambda op, run_id: apply(client, op, run_id)
 
     def sample_system_metrics(self, interval_s: float):
         """Sample the machine's CPU, memory, disk, network and GPUs into this run every ``interval_s`` seconds (the
@@ -292,7 +160,7 @@ def replay_outboxes(cfg: TrackingConfig) -> int:
         run_id, ops = box.get("run_id") or None, deque(box["ops"])
         try:
             while ops:
-                run_id = _retry(lambda: _apply(client, ops[0], run_id), OPEN_PATIENCE_S)
+                run_id = _retry(lambda: apply(client, ops[0], run_id), OPEN_PATIENCE_S)
                 ops.popleft()
         except Exception as err:  # noqa: BLE001 - keep what is left for the next invocation
             atomic_write_json(path, {**box, "run_id": run_id or "", "ops": list(ops)})

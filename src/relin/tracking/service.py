@@ -10,7 +10,7 @@ before. The service samples system metrics for each run a job asks it to (CPU, m
 the machine's, whichever process reads them) and stops when that job's connection closes.
 
 Wire format: one JSON object per line. ``{"op": entry, "run_id": id}`` is answered ``{"run_id": id, "op": entry}``
-(the entry as :func:`~.outbox._apply` left it: a logged model's id is set there) or ``{"error": "Type: message"}``;
+(the entry as :func:`~.entries.apply` left it: a logged model's id is set there) or ``{"error": "Type: message"}``;
 ``{"monitor": run_id, "interval": s}`` is answered ``{}``; ``{"store": uri}`` with the service's store (a job
 configured for another store writes its own).
 """
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.tracking import TrackingConfig
+from .entries import apply
 
 SERVICE_ENV = "RELIN_TRACKING_SERVICE"
 # How long a job waits to reach the service before it writes in-process.
@@ -97,11 +98,9 @@ class TrackingService:
         return self
 
     def apply(self, op: dict[str, Any], run_id: str | None) -> dict[str, Any]:
-        from .outbox import _apply
-
         try:
             with self._lock:
-                run_id = _apply(self._client, op, run_id)
+                run_id = apply(self._client, op, run_id)
         except Exception as err:  # noqa: BLE001 - every error goes back to the job's outbox, which decides
             return {"error": f"{type(err).__name__}: {err}"}
         return {"run_id": run_id, "op": op}
@@ -173,7 +172,7 @@ class ServiceConnection:
         return json.loads(line)
 
     def apply(self, op: dict[str, Any], run_id: str | None) -> str | None:
-        """:func:`~.outbox._apply` of ``op``, carried out by the service: ``op`` is updated as it would be
+        """:func:`~.entries.apply` of ``op``, carried out by the service: ``op`` is updated as it would be
         in-process; a store error is raised as :class:`ServiceError` with the store's text."""
         reply = self._ask({"op": op, "run_id": run_id})
         if "error" in reply:
