@@ -1,9 +1,12 @@
 """The pipeline's tracking service writes a job's run as the job would itself, the job never importing MLflow;
 a job that cannot reach it writes its own (a busy store behind it: test_tracking's locked-store test)."""
 import json
+import os
 import socket
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -33,7 +36,7 @@ print(json.dumps({"run_id": t.run_id, "mlflow": sorted(m for m in sys.modules if
 def _run_stage(tmp_path, store, sleep_s=0.0, **cfg):
     env = workflow_env(**{tracking.CONFIG_ENV: json.dumps({"tracking_uri": store.tracking_uri, "flush_every": 5,
                                                            "system_metrics": False, **cfg})})
-    if address := __import__("os").environ.get(tracking.SERVICE_ENV):
+    if address := os.environ.get(tracking.SERVICE_ENV):
         env[tracking.SERVICE_ENV] = address
     done = subprocess.run([sys.executable, "-c", STAGE.replace("SLEEP", str(sleep_s))], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=300)
@@ -90,3 +93,14 @@ def test_a_job_configured_for_another_store_writes_its_own(service, store, tmp_p
     other.tracking_uri = f"sqlite:///{tmp_path / 'other.db'}"
     assert tracking.service.ServiceConnection.connect(other) is None
     tracking.service.ServiceConnection.connect(store).close()  # the same service answers a job of its store
+
+
+def test_the_socket_folder_of_a_killed_pipeline_is_removed_and_a_live_one_kept(service, tmp_path):
+    dead = Path(tempfile.mkdtemp(prefix=tracking.service.FOLDER_PREFIX))
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.bind(str(dead / "socket"))  # closed without unlinking: what SIGKILL leaves
+    live = service.path.parent
+    for folder in (dead, live):
+        os.utime(folder, (0, 0))
+    assert dead in tracking.service.remove_dead_services()
+    assert not dead.exists() and live.is_dir()

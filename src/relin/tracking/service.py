@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import shutil
 import socket
@@ -25,6 +26,7 @@ import socketserver
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from ..config.tracking import TrackingConfig
 from .entries import apply
 
 SERVICE_ENV = "RELIN_TRACKING_SERVICE"
+FOLDER_PREFIX = "relin-tracking-"
 # How long a job waits to reach the service before it writes in-process.
 CONNECT_TIMEOUT_S = 5.0
 
@@ -78,8 +81,10 @@ class TrackingService:
 
         self.cfg = cfg
         self._client = _client(cfg)
+        # a sampler's start and stop are the job's business, not lines of the pipeline's console
+        logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)
         self._lock = threading.Lock()
-        self._folder = Path(tempfile.mkdtemp(prefix="relin-tracking-"))
+        self._folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         self.path = self._folder / "socket"
         self._server = _Server(str(self.path), _Handler)
         self._server.service = self
@@ -121,8 +126,31 @@ class TrackingService:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+def remove_dead_services(min_age_s: float = 60.0) -> list[Path]:
+    """Remove this user's service folders that no process listens on: those of pipelines killed outright (SIGKILL
+    runs no exit handler). A folder younger than ``min_age_s`` may be a service still binding its socket."""
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid() or time.time() - folder.stat().st_mtime < min_age_s:
+                continue
+        except OSError:
+            continue
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(1.0)
+            try:
+                probe.connect(str(folder / "socket"))
+            except (ConnectionRefusedError, FileNotFoundError):
+                shutil.rmtree(folder, ignore_errors=True)
+                removed.append(folder)
+            except OSError:
+                pass  # busy or unreadable: not known to be dead
+    return removed
+
+
 def start_service(cfg: TrackingConfig) -> TrackingService:
     """Start the service on a thread of this process and export its address to the processes it starts."""
+    remove_dead_services()
     service = TrackingService(cfg).start()
     os.environ[SERVICE_ENV] = service.address
     return service
