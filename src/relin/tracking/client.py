@@ -86,6 +86,16 @@ def _client(cfg: TrackingConfig):
     return MlflowClient(tracking_uri=cfg.tracking_uri)
 
 
+def start_system_metrics(tracking_uri: str, run_id: str, interval_s: float):
+    """MLflow's sampler of the machine's CPU, memory, disk, network and GPUs, logging into ``run_id`` every
+    ``interval_s`` seconds; started (``finish()`` stops it)."""
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    sampler = SystemMetricsMonitor(run_id, sampling_interval=interval_s, tracking_uri=tracking_uri)
+    sampler.start()
+    return sampler
+
+
 def _experiment_id(client, name: str) -> str:
     """The experiment's id (created when missing), its artifact locations under :func:`artifact_root`."""
     exp = client.get_experiment_by_name(name)

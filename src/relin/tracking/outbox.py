@@ -22,7 +22,16 @@ from typing import Any
 
 from ..config.tracking import TrackingConfig
 from ..io import atomic_write_json
-from .client import CLOSE_PATIENCE_S, OPEN_PATIENCE_S, STEP_PATIENCE_S, _client, _first_line, _retry, is_transient
+from .client import (
+    CLOSE_PATIENCE_S,
+    OPEN_PATIENCE_S,
+    STEP_PATIENCE_S,
+    _client,
+    _first_line,
+    _retry,
+    is_transient,
+    start_system_metrics,
+)
 from .entries import apply
 from .service import ServiceConnection
 
@@ -94,12 +103,7 @@ class Outbox:
         if self._service is not None:
             self._service.monitor(self.run_id, interval_s)
             return lambda: None
-        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
-
-        sampler = SystemMetricsMonitor(self.run_id, sampling_interval=interval_s,
-                                       tracking_uri=self.cfg.tracking_uri)
-        sampler.start()
-        return sampler.finish
+        return start_system_metrics(self.cfg.tracking_uri, self.run_id, interval_s).finish
 
     def _drain(self) -> None:
         """The background writer: entries in order, retried every ``RETRY_EVERY_S`` while the store is busy."""

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.tracking import TrackingConfig
+from .client import _client, start_system_metrics
 from .entries import apply
 
 SERVICE_ENV = "RELIN_TRACKING_SERVICE"
@@ -77,8 +78,6 @@ class TrackingService:
     store takes one writer anyway)."""
 
     def __init__(self, cfg: TrackingConfig):
-        from .client import _client
-
         self.cfg = cfg
         self._client = _client(cfg)
         # a sampler's start and stop are the job's business, not lines of the pipeline's console
@@ -111,11 +110,7 @@ class TrackingService:
         return {"run_id": run_id, "op": op}
 
     def monitor(self, run_id: str, interval_s: float):
-        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
-
-        sampler = SystemMetricsMonitor(run_id, sampling_interval=interval_s, tracking_uri=self.cfg.tracking_uri)
-        sampler.start()
-        return sampler
+        return start_system_metrics(self.cfg.tracking_uri, run_id, interval_s)
 
     def close(self) -> None:
         if self._closed:
