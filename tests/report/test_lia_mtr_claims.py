@@ -74,10 +74,15 @@ def test_a_caption_reference_below_90_percent_makes_the_category_untestable():
 
 def test_the_category_table_shows_rule_probe_reference_and_status_per_category():
     scores = mme({"lia_mtr": {}, "mlp2x_gelu": {}}, seeds=1)
-    table = lm.category_table(scores, probe({**{c: 0.5 for c in CATS}, "count": 0.7, "control": 0.98}))
+    pixels = probe({**{c: 0.5 for c in CATS}, "count": 0.7, "control": 0.98})
+    # the tower's tokens decide colour: shown beside, not a precondition (the category's property is the pixels')
+    table = lm.category_table(scores, {**pixels, "tower": probe({**{c: 0.5 for c in CATS}, "color": 0.75,
+                                                                 "control": 0.99})})
     rows = {row[0]: row for row in table.rows}
     assert list(rows) == [*CATS, "control: background tint"]
     assert rows["existence"][-1] == "✓" and "one patch decides it" in rows["count"][-1]
+    tower = table.columns.index("per-token probe (tower)")
+    assert rows["color"][tower].startswith("75%") and "one patch decides it" not in rows["color"][-1]
     assert all(lm.RULES[c] == rows[c][1] for c in CATS)
     assert rows["control: background tint"][-1] == "✓"
 

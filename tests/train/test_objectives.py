@@ -120,3 +120,26 @@ def test_unknown_objective_and_missing_batch_keys_are_one_line(tokenizer):
         build_objective("kl")
     with pytest.raises(InputError, match=r"^objective ce: the batches lack labels \(it needs"):
         build_objective("ce").check_batch({"input_ids": 0, "attention_mask": 0})
+
+
+def test_row_mean_ce_weighs_every_row_alike_and_equals_ce_when_rows_hold_as_many_targets(tokenizer):
+    """``ce_row_mean``: the mean over rows of each row's mean token loss (a 1-target row counts as much as a 5-target
+    one), against a loop over rows; with equal target counts per row it is ``ce`` exactly; rows without a target
+    are neither counted nor scored."""
+    import torch.nn.functional as F
+
+    model = _model(tokenizer)
+    ids = torch.randint(4, model.config.vocab_size, (3, 8), generator=torch.Generator().manual_seed(0))
+    labels = torch.full_like(ids, -100)
+    labels[0, 7] = ids[0, 7]                      # one target
+    labels[1, 3:] = ids[1, 3:]                    # five targets
+    batch = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}   # row 2: none
+    ce, row_mean = build_objective("ce"), build_objective("ce_row_mean")
+    assert row_mean.count_targets(batch) == 2 and ce.count_targets(batch) == 6
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=batch["attention_mask"]).logits.float()
+        expected = sum(F.cross_entropy(logits[r, :-1][labels[r, 1:] != -100], labels[r, 1:][labels[r, 1:] != -100])
+                       for r in (0, 1))
+        assert torch.allclose(row_mean(model, batch).loss_sum, expected, rtol=1e-5)
+        even = dict(batch, labels=torch.where(torch.arange(8) >= 6, ids, -100))            # two targets per row
+        assert torch.allclose(row_mean(model, even).loss_sum * 2, ce(model, even).loss_sum, rtol=1e-5)

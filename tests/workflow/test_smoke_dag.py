@@ -188,8 +188,8 @@ def test_lia_mtr_stages_run_and_reach_the_report(smoke_run):
                                                           ("mlp2x_gelu", "-")}
     lemma2 = json.loads((root / "memory/metrics.json").read_text())["lemma2"]
     assert {"head_matrix_error", "map_dimensions"} <= set(lemma2)
-    patch_probe = json.loads((root / "mme/patch_probe/metrics.json").read_text())["tasks"]
-    assert set(patch_probe) == MME_CATEGORIES | {"control"}
+    patch_probe = json.loads((root / "mme/patch_probe/metrics.json").read_text())
+    assert set(patch_probe["tasks"]) == set(patch_probe["tower"]["tasks"]) == MME_CATEGORIES | {"control"}
     assert {int(r["n"]) for r in memory} == {64, 128}
     probe = json.loads((root / "probe/probe.json").read_text())
     assert {"gate_mean", "gate_std", "half_lives", "mixer_mean"} <= set(probe)

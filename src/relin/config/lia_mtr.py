@@ -97,6 +97,10 @@ class LLMConfig:
     initializer_range: float = option(0.1, "std of the initial weights: at width 64 the usual 0.02 leaves attention "
                                            "near uniform, and a yes/no that compares two words stays at chance for "
                                            "thousands of steps", exclusive_minimum=0)
+    objective: Literal["ce", "ce_row_mean"] = option(
+        "ce_row_mean", "the text-only training loss: ce (mean over supervised tokens) or ce_row_mean (each row's mean, "
+                       "then over rows, so a one-word yes/no weighs as much as a caption; under ce the captions' "
+                       "tokens outweigh the answers and position's two hops are not learnt in the default budget)")
     train: TrainConfig = option(default_factory=TrainConfig, help="text-only training of the tiny LLM")
 
     def validate(self, prefix: str) -> None:

@@ -161,13 +161,13 @@ def probe_accuracy(patch_probe: dict | None, task: str) -> vd.Estimate | None:
 
 
 def whole_image(patch_probe: dict | None, used) -> vd.Precondition | None:
-    """No single patch decides the categories used: the per-patch probe at most ``PROBE_MAX`` on each (none
-    without a probe: MME's own images have no drawn rule)."""
+    """No single patch decides the categories used: the per-patch probe on pixels at most ``PROBE_MAX`` on each
+    (none without a probe: MME's own images have no drawn rule)."""
     if not patch_probe:
         return None
     found = {c: probe_accuracy(patch_probe, c) for c in used}
     shown = ", ".join(f"{c} {e.value:.2f}" if e else f"{c} –" for c, e in found.items())
-    return vd.Precondition(f"the category needs the whole image (per-patch probe ≤ {PROBE_MAX:g})", shown,
+    return vd.Precondition(f"the category needs the whole image (per-patch probe on pixels ≤ {PROBE_MAX:g})", shown,
                            all(e is not None and e.value <= PROBE_MAX for e in found.values()))
 
 
@@ -211,13 +211,15 @@ def category_table(mme: MMEScores | None, patch_probe: dict | None) -> Table | N
     rows = []
     for task in (*CATEGORIES, "control"):
         probe = probe_accuracy(patch_probe, task)
+        tower = probe_accuracy((patch_probe or {}).get("tower"), task)
+        tower_text = tower.text(".0f", 100, "%") if tower else "–"
         reference = mme.accuracy(TEXT, "text", task) if (
             mme is not None and task in CATEGORIES and (TEXT, "text") in mme and mme.questions(task)) else None
         if task == "control":
             if probe is None:
                 continue
             rows.append(["control: background tint", "one patch decides it (shows the probe can)",
-                         probe.text(".0f", 100, "%"), (patch_probe["tasks"][task]["position"]), "–",
+                         probe.text(".0f", 100, "%"), (patch_probe["tasks"][task]["position"]), tower_text, "–",
                          "✓" if probe.value >= REFERENCE_MIN else "✗ the probe cannot decide one patch's content"])
             continue
         ok_probe = probe is not None and probe.value <= PROBE_MAX
@@ -226,18 +228,22 @@ def category_table(mme: MMEScores | None, patch_probe: dict | None) -> Table | N
             [*([] if ok_probe else [f"one patch decides it (> {PROBE_MAX:g})"]),
              *([] if ok_ref else [f"the caption reference fails it (< {REFERENCE_MIN:g})"])])
         rows.append([task, RULES[task], probe.text(".0f", 100, "%") if probe else "–",
-                     patch_probe["tasks"][task]["position"] if probe else None,
+                     patch_probe["tasks"][task]["position"] if probe else None, tower_text,
                      reference.text(".0f", 100, "%") if reference else "–", status])
     return Table(title="LIA-MTR MME-style categories: the rule behind each name, what one patch decides, what the "
                        "caption decides",
-                 columns=["category", "synthetic rule (relin.data.vision.synth.RULES)", "per-patch probe",
-                          "best patch", "caption reference (LLM)", "preconditions"], rows=rows,
+                 columns=["category", "synthetic rule (relin.data.vision.synth.RULES)", "per-patch probe (pixels)",
+                          "best patch", "per-token probe (tower)", "caption reference (LLM)", "preconditions"],
+                 rows=rows,
                  note=f"Every category is a relation between objects in different patches. Per-patch probe: for each "
                       f"patch position a logistic regression of that one patch's features, bilinear in the "
                       f"question's words; the position chosen on held-out training images, its accuracy [Wilson 95%] "
-                      f"on others (chance 50%); it must stay ≤ {PROBE_MAX:.0%}. Caption reference: the chat LLM "
-                      f"answering the MME-style set from each image's caption, which states what the questions ask; "
-                      f"it must reach ≥ {REFERENCE_MIN:.0%}. Both are preconditions of every Table I verdict.")
+                      f"on others (chance 50%); on pixels it must stay ≤ {PROBE_MAX:.0%}. The same probe on the "
+                      f"vision tower's tokens (what the bridges read) shows what the tower's self-attention already "
+                      f"mixed into one token, which a per-token bridge could pass on (not a precondition). Caption "
+                      f"reference: the chat LLM answering the MME-style set from each image's caption, which states "
+                      f"what the questions ask; it must reach ≥ {REFERENCE_MIN:.0%}. The probe on pixels and the "
+                      f"reference are preconditions of every Table I verdict.")
 
 
 def niah_estimates(items: dict[str, list[dict]], resamples: int

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace, sections) -> None:
         batches = StepBatches(ids, labels, batch_size=cfg.train.batch_size, pad_id=tokenizer.pad_token_id,
                               seed=cfg.train.seed, curriculum=cfg.train.curriculum,
                               bucket_by_length=cfg.train.bucket_by_length, rank=env.rank, world_size=env.world_size)
-        return Setup(build_llm(cfg, tokenizer, seed=cfg.train.seed), tokenizer, build_objective("ce"), batches)
+        return Setup(build_llm(cfg, tokenizer, seed=cfg.train.seed), tokenizer, build_objective(cfg.objective),
+                     batches)
 
     run_training("chat-lm", __name__, args, sections, cfg.train, setup, inputs=[args.data])
