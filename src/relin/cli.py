@@ -64,10 +64,24 @@ def _sections(args, stage):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``relin <argv>``: a stage runs in a child of the pipeline's job server when one is exported
+    (:mod:`relin.jobserver`: its imports are done once), else here."""
+    argv = sys.argv[1:] if argv is None else argv
+    from .stages import STAGES
+
+    if argv and argv[0] in STAGES:
+        from .jobserver import submit
+
+        if (code := submit(argv)) is not None:
+            return code
+    return run(argv)
+
+
+def run(argv: list[str]) -> int:
+    """Run ``relin <argv>`` in this process."""
     from ._auto import cancel_pending
 
     cancel_pending()
-    argv = sys.argv[1:] if argv is None else argv
     args = _parser(argv[0] if argv else None).parse_args(argv)
     try:
         if args.command == "schema":

@@ -99,6 +99,7 @@ class Pipeline:
         self.lock: IO | None = None
         self.parent_run = ""
         self.service = None
+        self.jobs = None
 
     def hold(self) -> None:
         """Take the checkout's pipeline lock (once; raises :class:`PipelineBusy`). An executing run takes it before
@@ -119,8 +120,10 @@ class Pipeline:
 
     def start(self) -> None:
         from . import tracking
+        from .jobserver import start_server
 
         self.hold()
+        self.jobs = start_server()
         cfg = tracking.tracking_config()
         if not cfg.enabled:
             return
@@ -146,6 +149,9 @@ class Pipeline:
         if self.service is not None:
             self.service.close()
             self.service = None
+        if self.jobs is not None:
+            self.jobs.close()
+            self.jobs = None
         if self.parent_run:
             tracking.end_pipeline(tracking.tracking_config(), self.parent_run, status)
         if status == "FINISHED" and self.commits_dvc:

@@ -1,0 +1,294 @@
+"""The job server: stage processes forked from one that has already imported torch and transformers.
+
+A stage process spends ~3.5 s of CPU importing torch and transformers' modelling code before it does anything
+(transformers pulls torch._dynamo, torch.distributed.tensor, sympy and scipy.optimize at import); a default DAG of
+~140 jobs on 2 cores pays ~8 minutes of CPU for it. :meth:`relin.pipeline.Pipeline.start` starts this server (a
+separate process: the ``snakemake`` process has threads, and a process with threads must not fork) and exports
+its socket as ``RELIN_JOB_SERVER``. A ``relin <stage>`` command then hands its argv, working directory,
+environment and standard streams (the file descriptors themselves, over the Unix socket) to the server, which
+forks a child that runs the stage exactly as the command would have, and answers with the child's exit status.
+The command forwards SIGINT, SIGTERM and SIGHUP to the child; a child whose command is gone (killed outright)
+stops itself. Only third-party modules are pre-imported: relin's own code is read from disk by each child.
+
+A command runs in-process, as before, when no server is exported, under a distributed launcher (each rank is the
+launcher's process), when the server's socket is not there yet (it binds once its imports are done), and, after
+one stderr line, when the server does not answer.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import tempfile
+from pathlib import Path
+
+SERVER_ENV = "RELIN_JOB_SERVER"
+FOLDER_PREFIX = "relin-jobs-"
+HEADER = struct.Struct("!I")
+STREAMS = (0, 1, 2)
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Modules every stage imports, loaded once in the server; relin's own code is not (a child reads it from disk).
+PRELOAD = ("numpy", "torch", "safetensors.torch", "transformers", "transformers.modeling_utils",
+           "transformers.models.qwen2.modeling_qwen2", "transformers.models.qwen3.modeling_qwen3",
+           "transformers.models.gpt_neox.modeling_gpt_neox", "transformers.models.llama.modeling_llama")
+
+
+# --- the command's side -------------------------------------------------------------------------------------------
+
+def submit(argv: list[str]) -> int | None:
+    """Run ``relin <argv>`` in a child of the exported server and return its exit status (128 + n for a child
+    killed by signal n, as a shell reports it); ``None`` when this command should run in-process."""
+    path = os.environ.get(SERVER_ENV, "")
+    if not path or any(k in os.environ for k in ("LOCAL_RANK", "RANK")) or not Path(path).exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        socket.send_fds(sock, [HEADER.pack(len(payload))], list(STREAMS))
+        sock.sendall(payload)
+        reader = sock.makefile("rb")
+        pid = json.loads(reader.readline())["pid"]
+    except (OSError, ValueError, KeyError):
+        sock.close()
+        print(f"relin: job server at {path} does not answer; this command runs in-process", file=sys.stderr)
+        return None
+    previous = {sig: signal.signal(sig, lambda signum, _frame: _forward(pid, signum)) for sig in FORWARDED}
+    try:
+        line = reader.readline()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sock.close()
+    if not line:
+        print(f"relin: job server at {path} closed before the job's exit status", file=sys.stderr)
+        return 1
+    return int(json.loads(line)["exit"])
+
+
+def _forward(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+# --- the server's side --------------------------------------------------------------------------------------------
+
+class JobServer:
+    """The server process, started by the pipeline; :meth:`close` stops it (its children finish their jobs)."""
+
+    def __init__(self) -> None:
+        import subprocess
+
+        self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+        self.path = self.folder / "socket"
+        self.process = subprocess.Popen([sys.executable, "-m", "relin.jobserver", str(self.path)],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                        stderr=open(self.folder / "server.log", "wb"), start_new_session=True)
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except Exception:  # noqa: BLE001 - a server that ignores SIGTERM is killed
+                self.process.kill()
+        import shutil
+
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def start_server() -> JobServer:
+    """Start the server and export its socket to the processes this one starts."""
+    remove_dead_servers()
+    server = JobServer()
+    os.environ[SERVER_ENV] = str(server.path)
+    return server
+
+
+def remove_dead_servers(min_age_s: float = 60.0) -> list[Path]:
+    """Remove this user's server folders whose socket nobody listens on (a pipeline killed outright runs no exit
+    handler); a folder younger than ``min_age_s`` may be a server still importing."""
+    import shutil
+    import time
+
+    removed = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
+        try:
+            if folder.stat().st_uid != os.getuid() or time.time() - folder.stat().st_mtime < min_age_s:
+                continue
+        except OSError:
+            continue
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(folder / "socket"))
+                continue
+            except OSError:
+                pass
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def serve(path: str) -> None:
+    """Pre-import :data:`PRELOAD`, bind ``path``, and fork a child per command until the parent (the pipeline)
+    is gone or SIGTERM; each command's exit status goes back on its connection once the child is reaped."""
+    import importlib
+    import threading
+
+    from ._auto import cancel_pending
+
+    cancel_pending()            # relin's model classes register in each child, from the code on disk
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    if threading.active_count() != 1:
+        raise SystemExit(f"relin job server: {threading.active_count()} threads after the imports; a process "
+                         f"with threads cannot fork safely, so no server runs")
+    parent = os.getppid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    os.rename(path + ".tmp", path)          # commands find the socket only once it accepts
+    listener.listen(64)
+    waiting: dict[int, socket.socket] = {}
+    # A child's exit wakes the loop at once (its status goes back without delay): SIGCHLD writes to a pipe.
+    wake_read, wake_write = os.pipe()
+    os.set_blocking(wake_read, False)
+    os.set_blocking(wake_write, False)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        while os.getppid() == parent:
+            ready, _, _ = select.select([listener, wake_read], [], [], 1.0)
+            if wake_read in ready:
+                while True:
+                    try:
+                        if not os.read(wake_read, 512):
+                            break
+                    except BlockingIOError:
+                        break
+            _reap(waiting)
+            if listener not in ready:
+                continue
+            conn, _ = listener.accept()
+            conn.settimeout(None)
+            try:
+                pid = _fork_job(conn, listener)
+            except (OSError, ValueError, KeyError) as err:
+                print(f"relin job server: a command's request was unreadable ({err})", file=sys.stderr, flush=True)
+                conn.close()
+                continue
+            waiting[pid] = conn
+            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    finally:
+        listener.close()
+        Path(path).unlink(missing_ok=True)
+
+
+def _reap(waiting: dict[int, socket.socket]) -> None:
+    while waiting:
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            return
+        conn = waiting.pop(pid, None)
+        if conn is None:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            conn.sendall(json.dumps({"exit": code if code >= 0 else 128 - code}).encode() + b"\n")
+        except OSError:
+            pass            # the command is gone
+        conn.close()
+
+
+def _fork_job(conn: socket.socket, listener: socket.socket) -> int:
+    """Read one command (its header with the three stream descriptors, then its JSON) and fork its child."""
+    header, fds, _, _ = socket.recv_fds(conn, HEADER.size, len(STREAMS))
+    if len(fds) != len(STREAMS) or len(header) != HEADER.size:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("expected a header and three stream descriptors")
+    (size,), payload = HEADER.unpack(header), b""
+    while len(payload) < size:
+        chunk = conn.recv(size - len(payload))
+        if not chunk:
+            raise ValueError("the command closed mid-request")
+        payload += chunk
+    request = json.loads(payload)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    pid = os.fork()
+    if pid:
+        for fd in fds:
+            os.close(fd)
+        return pid
+    listener.close()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    code = 1
+    try:
+        code = _run_child(request, fds, conn)
+    finally:
+        os._exit(code)
+
+
+def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
+    """In the forked child: become the command (streams, directory, environment, argv) and run it; the exit
+    status, normal exit handling included (non-daemon threads joined, atexit handlers run, streams flushed)."""
+    import atexit
+    import threading
+
+    for target, fd in zip(STREAMS, fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.argv = ["relin", *request["argv"]]
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    threading.Thread(target=_stop_when_gone, args=(conn,), daemon=True, name="relin-job-watch").start()
+    from .cli import run
+
+    try:
+        code = run(request["argv"])
+    except SystemExit as done:
+        code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        if not isinstance(done.code, (int, type(None))):
+            print(done.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        code = 130
+    except BaseException:  # noqa: BLE001 - reported as the interpreter would, exit status 1
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    threading._shutdown()       # join the job's non-daemon threads, as interpreter exit does
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def _stop_when_gone(conn: socket.socket) -> None:
+    """The command never writes after its request: end of stream means it is gone, and so is the job."""
+    try:
+        while conn.recv(1):
+            pass
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
