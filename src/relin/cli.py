@@ -13,54 +13,30 @@ one line on stderr and a non-zero exit; nothing is written.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .errors import UserError
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
-    parser.add_argument("--overlay", action="append", default=[], help="config overlay(s), deep-merged in order")
-    parser.add_argument("--config", default=None, help="JSON of the config sections this stage reads")
-
-
-def _parser(command: str | None) -> argparse.ArgumentParser:
-    """The CLI parser; only the chosen stage's module is imported (for its arguments)."""
-    from .stages import STAGES, load_stage
+def _parser() -> argparse.ArgumentParser:
+    """The parser of the workflow commands; the stages are listed (:mod:`relin.stages.command` parses each)."""
+    from .stages import STAGES
+    from .stages.command import add_common_arguments
 
     parser = argparse.ArgumentParser(prog="relin", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schema = sub.add_parser("schema", help="write the params JSON schema (generated from the typed configs)")
     schema.add_argument("--out", default="workflow/schemas/params.schema.yaml")
     check = sub.add_parser("check-config", help="validate params.yaml and overlays")
-    _common(check)
+    add_common_arguments(check)
     job = sub.add_parser("run-job", help="run one Snakemake job under the pipeline lock (DVC stages call this)")
     job.add_argument("rule", help="the Snakemake rule of the job")
     job.add_argument("targets", nargs="+", help="the job's output files")
     mme = sub.add_parser("mme-score", help="score MME results files (img, question, gt, pred) as the official tool")
     mme.add_argument("results_dir", help="directory of <subtask>.txt files")
     for name, (_, help_text) in STAGES.items():
-        p = sub.add_parser(name, help=help_text)
-        _common(p)
-        if name == command:
-            load_stage(name).add_arguments(p)
+        add_common_arguments(sub.add_parser(name, help=help_text))    # listed here; run by stages.command
     return parser
-
-
-def _sections(args, stage):
-    from .config.params import Sections
-
-    if args.config is not None:
-        try:
-            raw = json.loads(args.config)
-        except json.JSONDecodeError as err:
-            raise UserError(f"--config: not valid JSON ({err.msg} at char {err.pos})") from None
-        missing = [s for s in stage.SECTIONS(args) if s not in raw]
-        if missing:
-            raise UserError(f"--config: missing section(s) {', '.join(missing)} that this stage reads")
-        return Sections(raw, stage.SECTIONS(args))
-    return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,19 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     from .stages import STAGES
 
     if argv and argv[0] in STAGES:
-        from .jobserver import submit
+        from .jobserver.client import submit
+        from .stages.command import run_stage
 
-        if (code := submit(argv)) is not None:
-            return code
-    return run(argv)
-
-
-def run(argv: list[str]) -> int:
-    """Run ``relin <argv>`` in this process."""
+        code = submit(argv)
+        return run_stage(argv) if code is None else code
     from ._auto import cancel_pending
 
     cancel_pending()
-    args = _parser(argv[0] if argv else None).parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         if args.command == "schema":
             from .schema import write_schema
@@ -105,13 +77,7 @@ def run(argv: list[str]) -> int:
 
             print(format_scores(score_results_dir(args.results_dir)))
             return 0
-        from .logs import quiet_libraries
-        from .stages import load_stage
-
-        quiet_libraries()
-        stage = load_stage(args.command)
-        stage.run(args, _sections(args, stage))
-        return 0
+        raise AssertionError(f"unhandled command {args.command!r}")
     except UserError as err:
         print(f"relin {args.command}: error: {err}", file=sys.stderr)
         return err.exit_code

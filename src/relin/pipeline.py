@@ -120,7 +120,7 @@ class Pipeline:
 
     def start(self) -> None:
         from . import tracking
-        from .jobserver import start_server
+        from .jobserver.server import start_server
 
         self.hold()
         self.jobs = start_server()

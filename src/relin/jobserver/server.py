@@ -1,19 +1,4 @@
-"""The job server: stage processes forked from one that has already imported torch and transformers.
-
-A stage process spends ~3.5 s of CPU importing torch and transformers' modelling code before it does anything
-(transformers pulls torch._dynamo, torch.distributed.tensor, sympy and scipy.optimize at import); a default DAG of
-~140 jobs on 2 cores pays ~8 minutes of CPU for it. :meth:`relin.pipeline.Pipeline.start` starts this server (a
-separate process: the ``snakemake`` process has threads, and a process with threads must not fork) and exports
-its socket as ``RELIN_JOB_SERVER``. A ``relin <stage>`` command then hands its argv, working directory,
-environment and standard streams (the file descriptors themselves, over the Unix socket) to the server, which
-forks a child that runs the stage exactly as the command would have, and answers with the child's exit status.
-The command forwards SIGINT, SIGTERM and SIGHUP to the child; a child whose command is gone (killed outright)
-stops itself. Only third-party modules are pre-imported: relin's own code is read from disk by each child.
-
-A command runs in-process, as before, when no server is exported, under a distributed launcher (each rank is the
-launcher's process), when the server's socket is not there yet (it binds once its imports are done), and, after
-one stderr line, when the server does not answer.
-"""
+"""The server's side: pre-import, then fork a child per command (:mod:`relin.jobserver`)."""
 from __future__ import annotations
 
 import json
@@ -21,63 +6,17 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import tempfile
 from pathlib import Path
 
-SERVER_ENV = "RELIN_JOB_SERVER"
-FOLDER_PREFIX = "relin-jobs-"
-HEADER = struct.Struct("!I")
-STREAMS = (0, 1, 2)
-FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from . import FOLDER_PREFIX, HEADER, SERVER_ENV, STREAMS
+
 # Modules every stage imports, loaded once in the server; relin's own code is not (a child reads it from disk).
 PRELOAD = ("numpy", "torch", "safetensors.torch", "transformers", "transformers.modeling_utils",
            "transformers.models.qwen2.modeling_qwen2", "transformers.models.qwen3.modeling_qwen3",
            "transformers.models.gpt_neox.modeling_gpt_neox", "transformers.models.llama.modeling_llama")
 
-
-# --- the command's side -------------------------------------------------------------------------------------------
-
-def submit(argv: list[str]) -> int | None:
-    """Run ``relin <argv>`` in a child of the exported server and return its exit status (128 + n for a child
-    killed by signal n, as a shell reports it); ``None`` when this command should run in-process."""
-    path = os.environ.get(SERVER_ENV, "")
-    if not path or any(k in os.environ for k in ("LOCAL_RANK", "RANK")) or not Path(path).exists():
-        return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(path)
-        payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        socket.send_fds(sock, [HEADER.pack(len(payload))], list(STREAMS))
-        sock.sendall(payload)
-        reader = sock.makefile("rb")
-        pid = json.loads(reader.readline())["pid"]
-    except (OSError, ValueError, KeyError):
-        sock.close()
-        print(f"relin: job server at {path} does not answer; this command runs in-process", file=sys.stderr)
-        return None
-    previous = {sig: signal.signal(sig, lambda signum, _frame: _forward(pid, signum)) for sig in FORWARDED}
-    try:
-        line = reader.readline()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        sock.close()
-    if not line:
-        print(f"relin: job server at {path} closed before the job's exit status", file=sys.stderr)
-        return 1
-    return int(json.loads(line)["exit"])
-
-
-def _forward(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
-
-
-# --- the server's side --------------------------------------------------------------------------------------------
 
 class JobServer:
     """The server process, started by the pipeline; :meth:`close` stops it (its children finish their jobs)."""
@@ -87,7 +26,11 @@ class JobServer:
 
         self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
         self.path = self.folder / "socket"
-        self.process = subprocess.Popen([sys.executable, "-m", "relin.jobserver", str(self.path)],
+        # OpenBLAS (numpy's, scipy's) starts its worker threads when loaded unless told to use one: the server must
+        # have no thread but its own to fork safely, so its children's numpy runs BLAS on one thread (a stage's
+        # compute is torch's, whose thread budget the child sets).
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+        self.process = subprocess.Popen([sys.executable, "-m", "relin.jobserver.server", str(self.path)], env=env,
                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=open(self.folder / "server.log", "wb"), start_new_session=True)
 
@@ -141,7 +84,7 @@ def serve(path: str) -> None:
     import importlib
     import threading
 
-    from ._auto import cancel_pending
+    from .._auto import cancel_pending
 
     cancel_pending()            # relin's model classes register in each child, from the code on disk
     for name in PRELOAD:
@@ -149,9 +92,10 @@ def serve(path: str) -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-    if threading.active_count() != 1:
-        raise SystemExit(f"relin job server: {threading.active_count()} threads after the imports; a process "
-                         f"with threads cannot fork safely, so no server runs")
+    threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else threading.active_count()
+    if threads != 1:
+        raise SystemExit(f"relin job server: {threads} threads after the imports; a process with threads cannot "
+                         f"fork safely, so none runs (each command runs in-process)")
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
@@ -255,10 +199,10 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
     sys.argv = ["relin", *request["argv"]]
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_stop_when_gone, args=(conn,), daemon=True, name="relin-job-watch").start()
-    from .cli import run
+    from ..stages.command import run_stage
 
     try:
-        code = run(request["argv"])
+        code = run_stage(request["argv"])
     except SystemExit as done:
         code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
         if not isinstance(done.code, (int, type(None))):

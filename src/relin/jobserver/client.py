@@ -1,0 +1,49 @@
+"""The command's side: hand ``relin <stage>`` to the exported server (:mod:`relin.jobserver`)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from . import FORWARDED, HEADER, SERVER_ENV, STREAMS
+
+
+def submit(argv: list[str]) -> int | None:
+    """Run ``relin <argv>`` in a child of the exported server and return its exit status (128 + n for a child
+    killed by signal n, as a shell reports it); ``None`` when this command should run in-process."""
+    path = os.environ.get(SERVER_ENV, "")
+    if not path or any(k in os.environ for k in ("LOCAL_RANK", "RANK")) or not Path(path).exists():
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+        socket.send_fds(sock, [HEADER.pack(len(payload))], list(STREAMS))
+        sock.sendall(payload)
+        reader = sock.makefile("rb")
+        pid = json.loads(reader.readline())["pid"]
+    except (OSError, ValueError, KeyError):
+        sock.close()
+        print(f"relin: job server at {path} does not answer; this command runs in-process", file=sys.stderr)
+        return None
+    previous = {sig: signal.signal(sig, lambda signum, _frame: _forward(pid, signum)) for sig in FORWARDED}
+    try:
+        line = reader.readline()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        sock.close()
+    if not line:
+        print(f"relin: job server at {path} closed before the job's exit status", file=sys.stderr)
+        return 1
+    return int(json.loads(line)["exit"])
+
+
+def _forward(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass

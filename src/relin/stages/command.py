@@ -1,0 +1,59 @@
+"""``relin <stage> ...`` in this process: the stage's own parser, its config sections, its run, and the CLI's
+error contract (one line on stderr and a non-zero exit for a user mistake). The ``relin`` command and the job
+server's children (:mod:`relin.jobserver`) both run a stage through :func:`run_stage`."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..errors import UserError
+from . import STAGES, load_stage
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--params", default="params.yaml", help="params file (default: params.yaml)")
+    parser.add_argument("--overlay", action="append", default=[], help="config overlay(s), deep-merged in order")
+    parser.add_argument("--config", default=None, help="JSON of the config sections this stage reads")
+
+
+def stage_sections(args: argparse.Namespace, stage):
+    """The sections ``stage`` reads: from ``--config`` (JSON of exactly those sections: what its Snakemake rule
+    passes) or from ``--params`` plus overlays."""
+    from ..config.params import Sections
+
+    if args.config is not None:
+        try:
+            raw = json.loads(args.config)
+        except json.JSONDecodeError as err:
+            raise UserError(f"--config: not valid JSON ({err.msg} at char {err.pos})") from None
+        missing = [s for s in stage.SECTIONS(args) if s not in raw]
+        if missing:
+            raise UserError(f"--config: missing section(s) {', '.join(missing)} that this stage reads")
+        return Sections(raw, stage.SECTIONS(args))
+    return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
+
+
+def run_stage(argv: list[str]) -> int:
+    """Run the stage ``argv[0]`` with the arguments ``argv[1:]``; returns the exit status."""
+    from .._auto import cancel_pending
+    from ..logs import quiet_libraries
+
+    cancel_pending()
+    name = argv[0]
+    stage = load_stage(name)
+    parser = argparse.ArgumentParser(prog=f"relin {name}", description=STAGES[name][1])
+    add_common_arguments(parser)
+    stage.add_arguments(parser)
+    args = parser.parse_args(argv[1:])
+    args.command = name
+    try:
+        quiet_libraries()
+        stage.run(args, stage_sections(args, stage))
+        return 0
+    except UserError as err:
+        print(f"relin {name}: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print(f"relin {name}: interrupted", file=sys.stderr)
+        return 130
