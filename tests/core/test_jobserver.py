@@ -38,7 +38,8 @@ def server():
 
 
 def _env(server, **extra) -> dict[str, str]:
-    return workflow_env(**{jobserver.SERVER_ENV: str(server.path), "RELIN_TRACKING": "0", **extra})
+    return workflow_env(**{jobserver.SERVER_ENV: f"{socket.gethostname()}:{server.path}", "RELIN_TRACKING": "0",
+                           **extra})
 
 
 def _alive(pid: int) -> bool:
@@ -131,15 +132,21 @@ def test_a_command_killed_outright_takes_its_job_with_it(server, tmp_path):
 def test_a_server_that_does_not_answer_leaves_the_command_in_process(tmp_path):
     """A socket nobody listens on: one stderr line, then the stage runs here with the same result."""
     dead = tmp_path / "socket"
+    env = workflow_env(**{jobserver.SERVER_ENV: f"{socket.gethostname()}:{dead}"})
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.bind(str(dead))                    # bound, never listening: connect is refused
         proc = subprocess.run([sys.executable, "-m", "relin.cli", "synth-vision", "--config", "{}", "--out", "x"],
-                              cwd=tmp_path, env=workflow_env(**{jobserver.SERVER_ENV: str(dead)}),
-                              capture_output=True, text=True, timeout=120)
+                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     lines = proc.stderr.splitlines()
     assert proc.returncode == 2 and len(lines) == 2, proc.stderr
     assert lines[0] == f"relin: job server at {dead} does not answer; this command runs in-process"
     assert lines[1].startswith("relin synth-vision: error: --config: missing section(s)")
+
+
+def test_another_hosts_server_is_not_tried(server, monkeypatch):
+    """A cluster job sees the address its pipeline exported on the login host: it runs in-process, silently."""
+    monkeypatch.setenv(jobserver.SERVER_ENV, f"another-{socket.gethostname()}:{server.path}")
+    assert submit(["synth-vision", "--help"]) is None
 
 
 def test_a_killed_pipelines_server_folder_is_removed_and_a_live_one_kept(server, tmp_path):

@@ -10,9 +10,12 @@ forks a child that runs the stage exactly as the command would have, and answers
 The command forwards SIGINT, SIGTERM and SIGHUP to the child; a child whose command is gone (killed outright)
 stops itself. Only third-party modules are pre-imported: relin's own code is read from disk by each child.
 
-A command runs in-process, as before, when no server is exported, under a distributed launcher (each rank is the
-launcher's process), when the server's socket is not there yet (it binds once its imports are done), and, after
-one stderr line, when the server does not answer.
+A command runs in-process, as before, when no server is exported or it is another host's (a cluster job), under a
+distributed launcher (each rank is the launcher's process), when the server's socket is not there yet (it binds
+once its imports are done), and, after one stderr line, when the server does not answer.
+
+Snakemake's ``benchmark:`` files time the command: their wall time is the job's, their CPU and memory columns the
+command's own (MLflow's system metrics and each stage's run hold the job's).
 """
 from __future__ import annotations
 

@@ -14,9 +14,10 @@ from . import FORWARDED, HEADER, SERVER_ENV, STREAMS
 def submit(argv: list[str]) -> int | None:
     """Run ``relin <argv>`` in a child of the exported server and return its exit status (128 + n for a child
     killed by signal n, as a shell reports it); ``None`` when this command should run in-process."""
-    path = os.environ.get(SERVER_ENV, "")
-    if not path or any(k in os.environ for k in ("LOCAL_RANK", "RANK")) or not Path(path).exists():
-        return None
+    host, _, path = os.environ.get(SERVER_ENV, "").rpartition(":")
+    if (not path or host != socket.gethostname() or any(k in os.environ for k in ("LOCAL_RANK", "RANK"))
+            or not Path(path).exists()):
+        return None             # none, another host's (a cluster job), a launcher's rank, or still importing
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)

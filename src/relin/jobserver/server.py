@@ -50,7 +50,7 @@ def start_server() -> JobServer:
     """Start the server and export its socket to the processes this one starts."""
     remove_dead_servers()
     server = JobServer()
-    os.environ[SERVER_ENV] = str(server.path)
+    os.environ[SERVER_ENV] = f"{socket.gethostname()}:{server.path}"
     return server
 
 
