@@ -123,7 +123,8 @@ class Pipeline:
         from .jobserver.server import start_server
 
         self.hold()
-        self.jobs = start_server()
+        if self.takes_lock:     # under run-job (one DVC stage) the one job would only wait for the server's imports
+            self.jobs = start_server()
         cfg = tracking.tracking_config()
         if not cfg.enabled:
             return
