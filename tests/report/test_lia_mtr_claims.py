@@ -161,6 +161,26 @@ def test_a_scale_the_mixer_leaves_under_one_percent_is_flagged():
     assert flags == {"lia_mtr": "t½ 31, t½ 138.28", "lia_mtr_head_matrix": "none"}
 
 
+def test_memory_exponents_are_fitted_from_1024_tokens_where_small_peaks_are_page_noise():
+    """Below ``MEMORY_MIN_N`` a linear mixer's peak is a few pages (here inflated 8x at N = 256 and 512, which a fit
+    over every size reads as N^0.7); from 1024 the slope is the growth: LIA-MTR linear (reproduced), sdpa linear
+    (the paper's quadratic MHA contradicted), naive attention quadratic."""
+    lengths = (256, 512, 1024, 2048, 4096, 8192, 16384)
+    rows = [{"bridge": "lia_mtr", "impl": "-", "n": n, "status": "ok",
+             "peak_bytes": 1000.0 * n * (8 if n < 1024 else 1) * (1.03 if n % 3 else 0.97)} for n in lengths]
+    rows += [{"bridge": "mha", "impl": "sdpa", "n": n, "status": "ok",
+              "peak_bytes": 500.0 * n * (1.02 if n % 3 else 0.98)} for n in lengths]
+    rows += [{"bridge": "mha", "impl": "naive", "n": n, "status": "ok" if n <= 4096 else "skipped",
+              "peak_bytes": 4.0 * n * n * (1.01 if n % 3 else 0.99) if n <= 4096 else None} for n in lengths]
+    claims = lm.memory_claims(rows, settings())
+    linear = by_claim(claims, "LIA-MTR's forward memory grows linearly")
+    assert linear.verdict.outcome == vd.REPRODUCED and "(1024 ≤ N ≤ 16384)" in linear.ours
+    assert abs(float(linear.ours.split("N^")[1].split()[0]) - 1.0) < 0.05
+    assert by_claim(claims, "(sdpa)").verdict.outcome == vd.CONTRADICTED
+    assert by_claim(claims, "(naive)").verdict.outcome == vd.REPRODUCED
+    assert lm.exponent([r for r in rows if r["bridge"] == "lia_mtr"][:4], 100) is None     # 1024 and 2048 only
+
+
 def test_the_section_renders_from_stage_files(tmp_path):
     """Every input kind of LIA-MTR's manifest, written as the stages write them, gives the section's tables,
     figures and one claim per reading."""

@@ -443,8 +443,11 @@ def lemma2_claims(memory_metrics: dict) -> list[vd.Claim]:
 
 
 def exponent(rows: list[dict], resamples: int, seed: int = 0) -> vd.Estimate | None:
-    """Least-squares slope of log peak on log N, with draws from its t distribution (n - 2 d.o.f.)."""
-    points = [(math.log(r["n"]), math.log(r["peak_bytes"])) for r in rows if r["status"] == "ok" and r["peak_bytes"]]
+    """Least-squares slope of log peak on log N over the sizes from ``MEMORY_MIN_N`` (below it a linear mixer's RSS
+    peak is a few pages, whose run-to-run jitter the slope would read as growth), with draws from its t
+    distribution (n - 2 d.o.f.)."""
+    points = [(math.log(r["n"]), math.log(r["peak_bytes"])) for r in rows
+              if r["status"] == "ok" and r["peak_bytes"] and r["n"] >= MEMORY_MIN_N]
     if len(points) < 3:
         return None
     x, y = np.array(points).T
@@ -468,9 +471,10 @@ def memory_claims(rows: list[dict], s: LiaSettings) -> list[vd.Claim]:
     for bridge, impl, claim, test, threshold, kind in parts:
         estimate = exponent([r for r in rows if r["bridge"] == bridge and r["impl"] == impl], s.resamples)
         pre = (vd.reached("the largest N measured", largest, MEMORY_MIN_N),
-               vd.Precondition("sizes with a measured peak", f"{'≥ 3' if estimate else 'fewer than 3'}",
+               vd.Precondition(f"sizes from N = {MEMORY_MIN_N} with a measured peak",
+                               f"{'≥ 3' if estimate else 'fewer than 3'}",
                                estimate is not None))
-        text = f"peak ∝ N^{estimate.text('.2f')} (N ≤ {largest})" if estimate else "–"
+        text = f"peak ∝ N^{estimate.text('.2f')} ({MEMORY_MIN_N} ≤ N ≤ {largest})" if estimate else "–"
         out.append(vd.Claim("LIA-MTR", f"{claim} (exponent {'≤' if test is vd.at_most else '≥'} {threshold:g})", paper,
                             text, vd.judged(pre, lambda: test(estimate, threshold)), pre, kind=kind))
     return out
