@@ -469,12 +469,14 @@ def memory_claims(rows: list[dict], s: LiaSettings) -> list[vd.Claim]:
                "check" if impl == "naive" else "claim")
               for impl in ("naive", "sdpa") if any(r["bridge"] == "mha" and r["impl"] == impl for r in rows)]
     for bridge, impl, claim, test, threshold, kind in parts:
-        estimate = exponent([r for r in rows if r["bridge"] == bridge and r["impl"] == impl], s.resamples)
+        mine = [r for r in rows if r["bridge"] == bridge and r["impl"] == impl]
+        estimate = exponent(mine, s.resamples)
+        reach = max((r["n"] for r in mine if r["status"] == "ok" and r["peak_bytes"]), default=0)
         pre = (vd.reached("the largest N measured", largest, MEMORY_MIN_N),
                vd.Precondition(f"sizes from N = {MEMORY_MIN_N} with a measured peak",
                                f"{'≥ 3' if estimate else 'fewer than 3'}",
                                estimate is not None))
-        text = f"peak ∝ N^{estimate.text('.2f')} ({MEMORY_MIN_N} ≤ N ≤ {largest})" if estimate else "–"
+        text = f"peak ∝ N^{estimate.text('.2f')} ({MEMORY_MIN_N} ≤ N ≤ {reach})" if estimate else "–"
         out.append(vd.Claim("LIA-MTR", f"{claim} (exponent {'≤' if test is vd.at_most else '≥'} {threshold:g})", paper,
                             text, vd.judged(pre, lambda: test(estimate, threshold)), pre, kind=kind))
     return out
