@@ -29,15 +29,15 @@ def test_dvc_yaml_is_current(generated_dvc_yaml):
 
 
 def test_every_rule_passes_exactly_the_sections_its_stage_reads():
-    from relin.cli import _parser
     from relin.stages import load_stage
+    from relin.stages.command import stage_parser
 
     jobs = gen_dvc.snakemake_jobs(ROOT)
     assert {job.rule.name for job in jobs} >= {"synth_text", "teacher_lm", "eval_lm", "report"}
     for job in jobs:
         words = shlex.split(job.shellcmd)
         argv = words[words.index("relin") + 1:words.index(">")]
-        args = _parser(argv[0]).parse_args(argv)
+        args = stage_parser(argv[0]).parse_args(argv[1:])
         declared = load_stage(argv[0]).SECTIONS(args)
         assert sorted(json.loads(args.config)) == sorted(declared), f"rule {job.rule.name} ({job.wildcards_dict})"
 
@@ -275,8 +275,12 @@ def test_replicas_follow_each_papers_replicated_list():
         assert f"results/lia_mtr/align/lia_mtr{rep}/model" in inputs(f"bridge_instruct-lia_mtr{rep}")
         config = json.loads(jobs[f"opal_onpolicy-onpolicy{rep}"].params.cfg)
         assert config["opal.onpolicy"]["train"]["seed"] == int(rep[2:])
-    assert not any(name.startswith(("opal_align-align-s", "opal_offpolicy-offpolicy_long-s", "bridge_instruct-mha-s",
-                                    "bridge_niah-mha-s")) for name in jobs), "models no paper lists keep one seed"
+    assert not any(name.startswith(("opal_offpolicy-offpolicy_short-s", "opal_offpolicy-offpolicy_long-s",
+                                    "bridge_instruct-mha-s", "bridge_niah-mha-s")) for name in jobs), \
+        "models no paper lists keep one seed"
+    # a replicated stage-1 arm seeds from its untrained parent; the stage after it continues from seed 0's model
+    assert "results/opal/gdn/model" in inputs("opal_align-align-s1")
+    assert "results/opal/align/model" in inputs("opal_offpolicy-offpolicy_short")
     assert {"results/eval/opal-onpolicy-s2/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s2/answers",
             "results/lia_mtr/niah/linear_attn-s1/items.csv", "results/eval/hedgemamba-random-s2/items.csv"} <= \
         set().union(*(inputs(f"report_manifest-{paper}") for paper in ("opal", "hedgemamba", "lia_mtr")))

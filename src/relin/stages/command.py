@@ -34,6 +34,14 @@ def stage_sections(args: argparse.Namespace, stage):
     return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
 
 
+def stage_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of ``relin <name>``: the common options and the stage's own arguments."""
+    parser = argparse.ArgumentParser(prog=f"relin {name}", description=STAGES[name][1])
+    add_common_arguments(parser)
+    load_stage(name).add_arguments(parser)
+    return parser
+
+
 def run_stage(argv: list[str]) -> int:
     """Run the stage ``argv[0]`` with the arguments ``argv[1:]``; returns the exit status."""
     from .._auto import cancel_pending
@@ -42,10 +50,7 @@ def run_stage(argv: list[str]) -> int:
     cancel_pending()
     name = argv[0]
     stage = load_stage(name)
-    parser = argparse.ArgumentParser(prog=f"relin {name}", description=STAGES[name][1])
-    add_common_arguments(parser)
-    stage.add_arguments(parser)
-    args = parser.parse_args(argv[1:])
+    args = stage_parser(name).parse_args(argv[1:])
     args.command = name
     try:
         quiet_libraries()
