@@ -149,6 +149,14 @@ def test_another_hosts_server_is_not_tried(server, monkeypatch):
     assert submit(["synth-vision", "--help"]) is None
 
 
+def test_no_server_starts_on_a_gpu_machine(monkeypatch):
+    import glob
+
+    monkeypatch.setattr(glob, "glob", lambda pattern: ["/dev/nvidia0"] if "nvidia" in pattern else [])
+    monkeypatch.delenv(jobserver.SERVER_ENV, raising=False)
+    assert start_server() is None and jobserver.SERVER_ENV not in os.environ
+
+
 def test_a_killed_pipelines_server_folder_is_removed_and_a_live_one_kept(server, tmp_path):
     import tempfile
 

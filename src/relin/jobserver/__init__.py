@@ -10,7 +10,9 @@ forks a child that runs the stage exactly as the command would have, and answers
 The command forwards SIGINT, SIGTERM and SIGHUP to the child; a child whose command is gone (killed outright)
 stops itself. Only third-party modules are pre-imported: relin's own code is read from disk by each child.
 
-A command runs in-process, as before, when no server is exported or it is another host's (a cluster job), under a
+No server runs on a machine with GPUs (there a job's imports are small beside its work, and a driver touched by an
+import would not survive the fork). A command runs in-process, as before, when no server is exported or it is another
+host's (a cluster job), under a
 distributed launcher (each rank is the launcher's process), when the server's socket is not there yet (it binds
 once its imports are done), and, after one stderr line, when the server does not answer.
 

@@ -46,8 +46,18 @@ class JobServer:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def start_server() -> JobServer:
-    """Start the server and export its socket to the processes this one starts."""
+# Device files of GPUs (NVIDIA, AMD): where they exist no server runs. A GPU job pays the imports in seconds against
+# minutes of work, and an import that touches the driver (a device count) would leave every forked child a CUDA
+# context it cannot use.
+GPU_DEVICES = ("/dev/nvidia[0-9]*", "/dev/kfd")
+
+
+def start_server() -> JobServer | None:
+    """Start the server and export its socket to the processes this one starts; ``None`` on a GPU machine."""
+    import glob
+
+    if any(glob.glob(pattern) for pattern in GPU_DEVICES):
+        return None
     remove_dead_servers()
     server = JobServer()
     os.environ[SERVER_ENV] = f"{socket.gethostname()}:{server.path}"
