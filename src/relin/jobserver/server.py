@@ -30,18 +30,21 @@ class JobServer:
         # have no thread but its own to fork safely, so its children's numpy runs BLAS on one thread (a stage's
         # compute is torch's, whose thread budget the child sets).
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-        self.process = subprocess.Popen([sys.executable, "-m", "relin.jobserver.server", str(self.path)], env=env,
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                        stderr=open(self.folder / "server.log", "wb"), start_new_session=True)
+        with open(self.folder / "server.log", "wb") as log:
+            self.process = subprocess.Popen([sys.executable, "-m", "relin.jobserver.server", str(self.path)],
+                                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                            start_new_session=True)
 
     def close(self) -> None:
+        import shutil
+        import subprocess
+
         if self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=10)
-            except Exception:  # noqa: BLE001 - a server that ignores SIGTERM is killed
+            except subprocess.TimeoutExpired:
                 self.process.kill()
-        import shutil
 
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -109,8 +112,8 @@ def serve(path: str) -> None:
     parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
-    os.rename(path + ".tmp", path)          # commands find the socket only once it accepts
     listener.listen(64)
+    os.rename(path + ".tmp", path)          # commands find the socket only once it accepts
     waiting: dict[int, socket.socket] = {}
     # A child's exit wakes the loop at once (its status goes back without delay): SIGCHLD writes to a pipe.
     wake_read, wake_write = os.pipe()
