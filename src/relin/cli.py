@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import UserError
+from .errors import reported
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,36 +55,32 @@ def main(argv: list[str] | None = None) -> int:
 
     cancel_pending()
     args = _parser().parse_args(argv)
-    try:
-        if args.command == "schema":
-            from .schema import write_schema
+    return reported(args.command, lambda: _workflow_command(args))
 
-            write_schema(args.out)
-            return 0
-        if args.command == "check-config":
-            from .config.params import load_params
-            from .preflight import check
 
-            load_params(args.params, args.overlay, check)
-            print(f"{' + '.join([args.params, *args.overlay])}: ok")
-            return 0
-        if args.command == "run-job":
-            from .pipeline import run_job
+def _workflow_command(args: argparse.Namespace) -> int:
+    if args.command == "schema":
+        from .schema import write_schema
 
-            return run_job(args.rule, args.targets)
-        if args.command == "mme-score":
-            from .eval.mme import format_scores, score_results_dir
+        write_schema(args.out)
+        return 0
+    if args.command == "check-config":
+        from .config.params import load_params
+        from .preflight import check
 
-            print(format_scores(score_results_dir(args.results_dir)))
-            return 0
-        raise AssertionError(f"unhandled command {args.command!r}")
-    except UserError as err:
-        print(f"relin {args.command}: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print(f"relin {args.command}: interrupted", file=sys.stderr)
-        return 130
+        load_params(args.params, args.overlay, check)
+        print(f"{' + '.join([args.params, *args.overlay])}: ok")
+        return 0
+    if args.command == "run-job":
+        from .pipeline import run_job
 
+        return run_job(args.rule, args.targets)
+    if args.command == "mme-score":
+        from .eval.mme import format_scores, score_results_dir
+
+        print(format_scores(score_results_dir(args.results_dir)))
+        return 0
+    raise AssertionError(f"unhandled command {args.command!r}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -19,3 +19,18 @@ class TrainingDiverged(UserError):
     """The loss became NaN or infinite; the last good checkpoint is kept."""
 
     exit_code = 3
+
+
+def reported(command: str, action) -> int:
+    """Run ``action()`` (returns an exit status) under the CLI's contract: a :class:`UserError` is one line on stderr
+    and its exit code, an interrupt one line and 130."""
+    import sys
+
+    try:
+        return action()
+    except UserError as err:
+        print(f"relin {command}: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print(f"relin {command}: interrupted", file=sys.stderr)
+        return 130

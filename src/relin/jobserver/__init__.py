@@ -12,9 +12,8 @@ stops itself. Only third-party modules are pre-imported: relin's own code is rea
 
 No server runs on a machine with GPUs (there a job's imports are small beside its work, and a driver touched by an
 import would not survive the fork). A command runs in-process, as before, when no server is exported or it is another
-host's (a cluster job), under a
-distributed launcher (each rank is the launcher's process), when the server's socket is not there yet (it binds
-once its imports are done), and, after one stderr line, when the server does not answer.
+host's (a cluster job), under a distributed launcher (each rank is the launcher's process), when the server's socket
+is not there yet (it binds once its imports are done), and, after one stderr line, when the server does not answer.
 
 Snakemake's ``benchmark:`` files time the command: their wall time is the job's, their CPU and memory columns the
 command's own (MLflow's system metrics and each stage's run hold the job's).

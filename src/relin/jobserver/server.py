@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..socket_folders import SOCKET, remove_dead
 from . import FOLDER_PREFIX, HEADER, SERVER_ENV, STREAMS
 
 # Modules every stage imports, loaded once in the server; relin's own code is not (a child reads it from disk).
@@ -25,7 +26,7 @@ class JobServer:
         import subprocess
 
         self.folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
-        self.path = self.folder / "socket"
+        self.path = self.folder / SOCKET
         # OpenBLAS (numpy's, scipy's) starts its worker threads when loaded unless told to use one: the server must
         # have no thread but its own to fork safely, so its children's numpy runs BLAS on one thread (a stage's
         # compute is torch's, whose thread budget the child sets).
@@ -68,27 +69,9 @@ def start_server() -> JobServer | None:
 
 
 def remove_dead_servers(min_age_s: float = 60.0) -> list[Path]:
-    """Remove this user's server folders whose socket nobody listens on (a pipeline killed outright runs no exit
-    handler); a folder younger than ``min_age_s`` may be a server still importing."""
-    import shutil
-    import time
-
-    removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
-        try:
-            if folder.stat().st_uid != os.getuid() or time.time() - folder.stat().st_mtime < min_age_s:
-                continue
-        except OSError:
-            continue
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(str(folder / "socket"))
-                continue
-            except OSError:
-                pass
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    return removed
+    """Remove the server folders of pipelines killed outright (:func:`relin.socket_folders.remove_dead`); a folder
+    younger than ``min_age_s`` may be a server still importing."""
+    return remove_dead(FOLDER_PREFIX, min_age_s)
 
 
 def serve(path: str) -> None:
@@ -126,12 +109,7 @@ def serve(path: str) -> None:
         while os.getppid() == parent:
             ready, _, _ = select.select([listener, wake_read], [], [], 1.0)
             if wake_read in ready:
-                while True:
-                    try:
-                        if not os.read(wake_read, 512):
-                            break
-                    except BlockingIOError:
-                        break
+                os.read(wake_read, 4096)        # a byte per signal; any left over only wakes the loop once more
             _reap(waiting)
             if listener not in ready:
                 continue

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from ..errors import UserError
+from ..errors import UserError, reported
 from . import STAGES, load_stage
 
 
@@ -52,13 +51,10 @@ def run_stage(argv: list[str]) -> int:
     stage = load_stage(name)
     args = stage_parser(name).parse_args(argv[1:])
     args.command = name
-    try:
+
+    def run() -> int:
         quiet_libraries()
         stage.run(args, stage_sections(args, stage))
         return 0
-    except UserError as err:
-        print(f"relin {name}: error: {err}", file=sys.stderr)
-        return err.exit_code
-    except KeyboardInterrupt:
-        print(f"relin {name}: interrupted", file=sys.stderr)
-        return 130
+
+    return reported(name, run)

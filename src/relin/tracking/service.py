@@ -26,11 +26,11 @@ import socketserver
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 from ..config.tracking import TrackingConfig
+from ..socket_folders import SOCKET, remove_dead
 from .client import _client, start_system_metrics
 from .entries import apply
 
@@ -84,7 +84,7 @@ class TrackingService:
         logging.getLogger("mlflow.system_metrics").setLevel(logging.WARNING)
         self._lock = threading.Lock()
         self._folder = Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
-        self.path = self._folder / "socket"
+        self.path = self._folder / SOCKET
         self._server = _Server(str(self.path), _Handler)
         self._server.service = self
         self._thread = threading.Thread(target=self._server.serve_forever, name="relin-tracking-service",
@@ -122,25 +122,8 @@ class TrackingService:
 
 
 def remove_dead_services(min_age_s: float = 60.0) -> list[Path]:
-    """Remove this user's service folders that no process listens on: those of pipelines killed outright (SIGKILL
-    runs no exit handler). A folder younger than ``min_age_s`` may be a service still binding its socket."""
-    removed = []
-    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*"):
-        try:
-            if folder.stat().st_uid != os.getuid() or time.time() - folder.stat().st_mtime < min_age_s:
-                continue
-        except OSError:
-            continue
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            probe.settimeout(1.0)
-            try:
-                probe.connect(str(folder / "socket"))
-            except (ConnectionRefusedError, FileNotFoundError):
-                shutil.rmtree(folder, ignore_errors=True)
-                removed.append(folder)
-            except OSError:
-                pass  # busy or unreadable: not known to be dead
-    return removed
+    """Remove the service folders of pipelines killed outright (:func:`relin.socket_folders.remove_dead`)."""
+    return remove_dead(FOLDER_PREFIX, min_age_s)
 
 
 def start_service(cfg: TrackingConfig) -> TrackingService:
