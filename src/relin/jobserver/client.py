@@ -18,25 +18,38 @@ def submit(argv: list[str]) -> int | None:
     if (not path or host != socket.gethostname() or any(k in os.environ for k in ("LOCAL_RANK", "RANK"))
             or not Path(path).exists()):
         return None             # none, another host's (a cluster job), a launcher's rank, or still importing
+    # From the first byte sent, a signal is the job's: one that comes before the child's pid is known waits for it.
+    job: dict[str, int] = {}
+    pending: list[int] = []
+
+    def forward(signum: int, _frame) -> None:
+        if "pid" in job:
+            _forward(job["pid"], signum)
+        else:
+            pending.append(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(path)
-        payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
-        socket.send_fds(sock, [HEADER.pack(len(payload))], list(STREAMS))
-        sock.sendall(payload)
-        reader = sock.makefile("rb")
-        pid = json.loads(reader.readline())["pid"]
-    except (OSError, ValueError, KeyError):
-        sock.close()
-        print(f"relin: job server at {path} does not answer; this command runs in-process", file=sys.stderr)
-        return None
-    previous = {sig: signal.signal(sig, lambda signum, _frame: _forward(pid, signum)) for sig in FORWARDED}
-    try:
+        try:
+            sock.connect(path)
+            payload = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+            socket.send_fds(sock, [HEADER.pack(len(payload))], list(STREAMS))
+            sock.sendall(payload)
+            reader = sock.makefile("rb")
+            job["pid"] = json.loads(reader.readline())["pid"]
+        except (OSError, ValueError, KeyError):
+            print(f"relin: job server at {path} does not answer; this command runs in-process", file=sys.stderr)
+            return None
+        for signum in pending:
+            _forward(job["pid"], signum)
         line = reader.readline()
     finally:
+        sock.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        sock.close()
+        if pending and "pid" not in job:
+            os.kill(os.getpid(), pending[0])        # stopped before a job existed: as the command itself
     if not line:
         print(f"relin: job server at {path} closed before the job's exit status", file=sys.stderr)
         return 1

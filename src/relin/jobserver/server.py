@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..socket_folders import SOCKET, remove_dead
-from . import FOLDER_PREFIX, HEADER, SERVER_ENV, STREAMS
+from . import FOLDER_PREFIX, FORWARDED, HEADER, SERVER_ENV, STREAMS
 
 # Modules every stage imports, loaded once in the server; relin's own code is not (a child reads it from disk).
 PRELOAD = ("numpy", "torch", "safetensors.torch", "transformers", "transformers.modeling_utils",
@@ -122,7 +122,10 @@ def serve(path: str) -> None:
                 conn.close()
                 continue
             waiting[pid] = conn
-            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            try:
+                conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            except OSError:
+                pass        # the command is gone: its job sees the closed connection and stops
     finally:
         listener.close()
         Path(path).unlink(missing_ok=True)
@@ -160,14 +163,21 @@ def _fork_job(conn: socket.socket, listener: socket.socket) -> int:
     request = json.loads(payload)
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
+    # A signal the command forwards as soon as it learns the pid must meet the job's handlers, not the server's
+    # (whose SIGTERM exits 0): blocked across the fork, delivered once the child has a process's defaults.
+    signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
     pid = os.fork()
     if pid:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
         for fd in fds:
             os.close(fd)
         return pid
     listener.close()
     signal.set_wakeup_fd(-1)
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
     code = 1
     try:
         code = _run_child(request, fds, conn)
@@ -188,7 +198,6 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = ["relin", *request["argv"]]
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     threading.Thread(target=_stop_when_gone, args=(conn,), daemon=True, name="relin-job-watch").start()
     from ..stages.command import run_stage
 
