@@ -66,13 +66,13 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
      "opal.gdn.conv_activation: none cannot be exported by opal_export"),
     ({"opal": {"layer_selection": "explicit", "attention_layers": [1, 1]}},
      "opal.attention_layers: layer 1 listed twice in [1, 1] (expected distinct indices"),
-    ({"opal": {"layer_selection": "explicit", "attention_layers": [0, 1, 2, 3]}},
-     "opal.attention_layers: [0, 1, 2, 3] keeps all 4 layers of teacher.models.qwen3 as attention"),
-    ({"opal": {"layer_selection": "explicit", "attention_layers": [4]}},
-     "opal.attention_layers: 4 is not a layer of teacher.models.qwen3 (expected indices in [0, 4))"),
-    ({"opal": {"keep_every": 1}}, "opal.keep_every: 1 keeps all 4 layers of teacher.models.qwen3 as attention"),
-    ({"opal": {"layer_selection": "explicit", "attention_layers": [1], "keep_every": 5}},
-     "opal.keep_every: 5 keeps none of the 4 layers of teacher.models.qwen3"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": list(range(8))}},
+     "opal.attention_layers: [0, 1, 2, 3, 4, 5, 6, 7] keeps all 8 layers of teacher.models.qwen3 as attention"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": [8]}},
+     "opal.attention_layers: 8 is not a layer of teacher.models.qwen3 (expected indices in [0, 8))"),
+    ({"opal": {"keep_every": 1}}, "opal.keep_every: 1 keeps all 8 layers of teacher.models.qwen3 as attention"),
+    ({"opal": {"layer_selection": "explicit", "attention_layers": [1], "keep_every": 9}},
+     "opal.keep_every: 9 keeps none of the 8 layers of teacher.models.qwen3"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
         "image_size vs patch_size", "checkpointing in stage 1", "HedgeMamba controls' uneven updates",
@@ -133,8 +133,8 @@ def test_a_teacher_option_its_architecture_ignores_is_one_clear_error(family, ke
 
 
 def test_a_layer_choice_the_conversion_uses_is_accepted():
-    """keep_every 3 on the 4-layer teacher keeps layer 2 and converts 0, 1 and 3: not the paper's 3:1 tiling, but
-    every conversion, stage and the report handle it, so it is no fault."""
+    """keep_every 3 on the 8-layer teacher keeps layers 2 and 5 and converts the other six: not the paper's 3:1
+    tiling, but every conversion, stage and the report handle it, so it is no fault."""
     for opal in ({"keep_every": 3}, {"keep_every": 2}, {"layer_selection": "explicit", "attention_layers": [3, 0]},
                  {"layer_selection": "kl_guided", "keep_every": 4}):
         load_layers([("params.yaml", PARAMS), ("ok.yaml", {"opal": opal})], check)

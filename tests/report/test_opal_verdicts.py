@@ -12,6 +12,8 @@ N = 80  # items per family
 # A teacher whose mix held no NIAH rows (the paper's protocol): every needle family is zero-shot for it too.
 SETTINGS = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8,
                         teacher_zero_shot=FAMILIES[:3])
+# An 8-layer teacher under the paper's rule: attention kept at layers 3 and 7 (Table 4's regime: two or more).
+LAYERS = {"kept": [3, 7], "conversion_kl": [1.7, 3.2, 0.04, 0.05, 0.3, 0.2, 0.1, 0.06], "selection": "every_n"}
 
 
 def _items(name, accuracy: dict[str, float], distance=None, seed=0, offset=0) -> ModelItems:
@@ -33,7 +35,7 @@ def _items(name, accuracy: dict[str, float], distance=None, seed=0, offset=0) ->
 
 def _claims(models, speed=None):
     scores = ItemScores(models, resamples=1000)
-    return {c.claim.split(" (")[0].split(" at a")[0]: c for c in claims(scores, SETTINGS, speed)}, scores
+    return {c.claim.split(" (")[0].split(" at a")[0]: c for c in claims(scores, SETTINGS, speed, layers=LAYERS)}, scores
 
 
 STRONG = {"niah_single": 1.0, "niah_multikey": 0.95, "niah_multiquery": 0.9, "arithmetic": 0.9}
@@ -73,10 +75,21 @@ def test_the_niah_claim_reads_only_needles_the_teacher_never_trained_on():
     models = [_items("teacher-qwen3", STRONG), _items("opal-onpolicy", STRONG)]
     scores = ItemScores(models, resamples=200)
     trained = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8)
-    claim = next(c for c in claims(scores, trained, None) if "NIAH retrieval" in c.claim)
+    claim = next(c for c in claims(scores, trained, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
     assert claim.verdict.outcome == NOT_TESTABLE and "never trained on: none scored" in claim.verdict.reason
-    claim = next(c for c in claims(scores, SETTINGS, None) if "NIAH retrieval" in c.claim)
+    claim = next(c for c in claims(scores, SETTINGS, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
     assert claim.verdict.outcome == REPRODUCED, claim.verdict.reason
+
+
+def test_a_hybrid_keeping_one_attention_layer_makes_the_niah_claim_not_testable():
+    """Issue #48: Table 4 is read on a hybrid that keeps at least two attention layers (the paper 9 of 36)."""
+    scores = ItemScores([_items("teacher-qwen3", STRONG), _items("opal-onpolicy", STRONG)], resamples=200)
+    one = {"kept": [3], "conversion_kl": [1.7, 3.2, 0.04, 0.05], "selection": "every_n"}
+    for layers, reason in ((one, "keeps ≥ 2 attention layers"), (None, "no layer record")):
+        claim = next(c for c in claims(scores, SETTINGS, None, layers=layers) if "NIAH retrieval" in c.claim)
+        assert claim.verdict.outcome == NOT_TESTABLE and reason in claim.verdict.reason, claim.verdict.reason
+    claim = next(c for c in claims(scores, SETTINGS, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
+    assert "[3, 7] of 8 (every_n)" in str(claim.preconditions[-1])
 
 
 def test_the_swa_claim_scores_only_needles_beyond_the_window():

@@ -43,6 +43,9 @@ class PreconditionsConfig:
                                   "the teacher on them", minimum=0, maximum=100)
     opal_horizon: int = option(48, "Table 3's regime: stage 3's rollouts reach this many tokens (errors compound "
                                    "over long generations; the paper's horizon starts at 512)", minimum=1)
+    opal_kept_layers: int = option(2, "Table 4's regime: the GDN hybrid keeps at least this many attention layers (the "
+                                      "paper keeps 9 of 36; one kept layer cannot show what a hybrid's attention "
+                                      "layers retrieve together)", minimum=1)
     hedgemamba_tokens: float = option(1e9, "the regime of 'nearly matches the teacher's perplexity': this many "
                                            "training tokens in stage 2 (the secondary summaries' run: 10B)",
                                       minimum=0)

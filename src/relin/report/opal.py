@@ -96,9 +96,19 @@ def teacher_competent(scores: ItemScores, s: OpalSettings, families, where=None,
                                         if scores.count(f, where)}, s.mastery if threshold is None else threshold)
 
 
+def kept_enough(s: OpalSettings, layers: dict | None) -> vd.Precondition:
+    """Table 4's regime: the hybrid keeps at least ``pre.opal_kept_layers`` attention layers (the paper 9 of 36)."""
+    what = f"the hybrid keeps ≥ {s.pre.opal_kept_layers} attention layers"
+    if layers is None:
+        return vd.Precondition(what, "no layer record", False)
+    kept = sorted(layers["kept"])
+    return vd.Precondition(what, f"{kept} of {len(layers['conversion_kl'])} ({layers['selection']})",
+                           len(kept) >= s.pre.opal_kept_layers)
+
+
 def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
            histories: dict[str, NamedRows] | None = None,
-           train: dict[str, NamedJson] | None = None) -> list[vd.Claim]:
+           train: dict[str, NamedJson] | None = None, layers: dict | None = None) -> list[vd.Claim]:
     out = []
     paper = "OPAL"
     if name("onpolicy") in scores:
@@ -108,7 +118,7 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
         retrieves = (teacher_competent(scores, s, zero_shot) if zero_shot else
                      vd.Precondition("a NIAH family the teacher never trained on", "none scored", False))
         pre = (replace(retrieves, what=f"the teacher retrieves zero-shot: {retrieves.what}"),
-               learned(scores, s, name("onpolicy")))
+               learned(scores, s, name("onpolicy")), kept_enough(s, layers))
         out.append(vd.Claim(paper, f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
                             "99.9% (Table 4: 299.6 / 299.8)", text,
                             vd.judged(pre, lambda: vd.at_least(rec.estimate, RECOVERS)), pre,
@@ -446,7 +456,7 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     names = [name(m) for m in MODELS if scores is not None and name(m) in scores]
     if scores is None or s.teacher not in scores or not names:
         return None
-    found = claims(scores, s, speed, histories, train)
+    found = claims(scores, s, speed, histories, train, layers)
     if (selection := selection_claim(scores, s, layers)) is not None:
         found.append(selection)
     blocks: list = [*vd.verdict_tables(found, "OPAL"), table4(scores, s, names),
