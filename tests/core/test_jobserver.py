@@ -166,3 +166,18 @@ def test_a_killed_pipelines_server_folder_is_removed_and_a_live_one_kept(server,
     removed = remove_dead_servers()
     assert stale in removed and not stale.exists()
     assert server.folder.exists() and server.folder not in removed
+
+
+def test_a_job_runs_torch_on_the_threads_its_command_was_given():
+    """torch sized its pool from the server's environment at import; the child takes the command's OMP_NUM_THREADS
+    (Snakemake's ``threads``), else two one-thread jobs would each run on every core."""
+    script = ("import os, torch\n"
+              "from relin.jobserver.server import take_thread_budget\n"
+              "before = torch.get_num_threads()\n"
+              "os.environ['OMP_NUM_THREADS'] = '1'\n"
+              "take_thread_budget()\n"
+              "print(before, torch.get_num_threads())\n")
+    out = subprocess.run([sys.executable, "-c", script], env=workflow_env(OMP_NUM_THREADS="2"), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["2", "1"]

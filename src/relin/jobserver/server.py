@@ -197,6 +197,7 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    take_thread_budget()
     sys.argv = ["relin", *request["argv"]]
     threading.Thread(target=_stop_when_gone, args=(conn,), daemon=True, name="relin-job-watch").start()
     from ..stages.command import run_stage
@@ -222,6 +223,15 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
         except (OSError, ValueError):
             pass
     return code
+
+
+def take_thread_budget() -> None:
+    """Run torch on the threads the command was given (``OMP_NUM_THREADS``, which Snakemake sets to the rule's
+    ``threads``), as the command would in-process: torch sized its pool from the server's environment when the server
+    imported it, and two one-thread jobs each on every core oversubscribe the cores (an evaluation ran ~10x slower)."""
+    raw = os.environ.get("OMP_NUM_THREADS", "")
+    if raw.isdigit() and int(raw) > 0 and "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(int(raw))
 
 
 def _stop_when_gone(conn: socket.socket) -> None:
