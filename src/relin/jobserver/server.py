@@ -227,8 +227,9 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
 
 def take_thread_budget() -> None:
     """Run torch on the threads the command was given (``OMP_NUM_THREADS``, which Snakemake sets to the rule's
-    ``threads``), as the command would in-process: torch sized its pool from the server's environment when the server
-    imported it, and two one-thread jobs each on every core oversubscribe the cores (an evaluation ran ~10x slower)."""
+    ``threads``), as the command would in-process, where torch reads it at import: here torch sized its pool from the
+    server's environment, and two one-thread jobs each on every core oversubscribe the cores (an evaluation ran ~10x
+    slower). Every stage takes its budget here, so none sets threads itself."""
     raw = os.environ.get("OMP_NUM_THREADS", "")
     if raw.isdigit() and int(raw) > 0 and "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(int(raw))

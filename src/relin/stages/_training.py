@@ -23,7 +23,6 @@ run resumed from go to MLflow and to the outputs' manifests.
 from __future__ import annotations
 
 import argparse
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -151,14 +150,6 @@ class Setup:
     batches: "BatchSource"
 
 
-def use_thread_budget() -> None:
-    """Train on as many threads as Snakemake gave the job (``OMP_NUM_THREADS``)."""
-    import torch
-
-    if os.environ.get("OMP_NUM_THREADS", "").isdigit():
-        torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
-
-
 def history_columns(rows: list[dict]) -> list[str]:
     """Every non-timing key the history rows carry, in first-seen order."""
     keys = dict.fromkeys(key for row in rows for key in row if key not in TIMING_COLUMNS)
@@ -231,7 +222,6 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
     from ..train.distributed import barrier, dist_env
     from ..train.loop import train
 
-    use_thread_budget()
     env = dist_env()
     written = [args.out, args.history, args.metrics, *outputs] if env.is_main else []
     with stage_run(stage, sections.raw, inputs=inputs if env.is_main else [], outputs=written) as tracker:

@@ -24,10 +24,8 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...devices import compute_device
     from ...io import atomic_dir, atomic_write_json
     from ...models.vlm.tower import load_image_processor, load_vision_tower, patch_features
-    from ...stages._training import use_thread_budget
     from ...tracking import stage_run
 
-    use_thread_budget()
     cfg = sections.get("lia_mtr.tower")
     with stage_run("clip-features", sections.raw, inputs=[args.tower, args.data], outputs=[args.out]) as tracker:
         vision, images = load_vision_tower(args.tower).to(compute_device()), VisionData.load(args.data).images()

@@ -39,10 +39,8 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...io import atomic_dir, atomic_write_json
     from ...models.vlm.model import BridgeVLM
     from ...tracking import stage_run
-    from .._training import use_thread_budget
     from ._vlm import flush_denormals
 
-    use_thread_budget()
     flush_denormals()
     cfg = sections.get("eval")
     if any("=" not in spec for spec in args.model):

@@ -32,9 +32,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...eval.patch_probe import CONTROL, control_rows, pixel_patches, probe_categories
     from ...io import atomic_write_json
     from ...tracking import stage_run
-    from .._training import use_thread_budget
 
-    use_thread_budget()
     data = VisionData.load(args.data)
     if "qa" not in data.train:
         raise InputError(f"{args.data}: no train.qa (the per-patch probe reads the drawn scenes' questions)")

@@ -32,9 +32,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...io import atomic_dir, atomic_write_json
     from ...models.teachers import load_pretrained
     from ...tracking import stage_run
-    from .._training import use_thread_budget
 
-    use_thread_budget()
     cfg = sections.get("eval")
     mme = VisionData.load(args.data).mme
     captions = [caption(Scene.from_dict(scene)) for scene in mme["scenes"]]

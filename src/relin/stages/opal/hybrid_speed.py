@@ -34,10 +34,8 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...io import atomic_write_csv, atomic_write_json
     from ...models.saved import load_saved
     from ...tracking import stage_run
-    from .._training import use_thread_budget
 
     cfg = sections.get("opal.speed")
-    use_thread_budget()
     # On the GPU, bf16 weights as a served model holds them (fp32 on the CPU).
     device = compute_device()
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
