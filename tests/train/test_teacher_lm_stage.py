@@ -164,3 +164,13 @@ def test_zero2_on_two_cpu_ranks_shards_optimizer_and_resumes_after_a_kill(toy_da
     assert metrics["world_size"] == 2 and metrics["backend"] == "deepspeed" and metrics["steps"] == 8
     assert read_manifest(tmp_path / "train_metrics.json")["resumed_from"] >= 4
     assert load_pretrained(str(tmp_path / "model")).config.num_hidden_layers == 1
+
+
+def test_a_teacher_trains_on_its_own_curriculum_where_its_model_config_sets_one(toy_dataset, tmp_path):
+    args = _args(toy_dataset, tmp_path, curriculum=[{"until_step": 2, "max_len": 64}])
+    config = json.loads(args[2])
+    config["teacher.models.qwen3"] = {**MODEL, "curriculum": [{"until_step": 4, "max_len": 9}]}
+    args[2] = json.dumps(config)
+    assert main(args) == 0
+    max_len = {int(r["step"]): int(r["max_len"]) for r in csv.DictReader(open(tmp_path / "history.csv"))}
+    assert max_len[2] == max_len[4] == 9 < max_len[6], max_len

@@ -1,11 +1,11 @@
 """The ``teacher`` section: which teachers the DAG trains, their model configs and their training."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from .loader import ConfigError, option
-from .train import TrainConfig
+from .train import CurriculumStage, TrainConfig
 
 
 @dataclass(kw_only=True)
@@ -30,6 +30,8 @@ class TeacherModelConfig:
                                             "and tiny models then never learn MQAR", exclusive_minimum=0)
     pretrained: str = option("", "Hugging Face id or local path to load instead of building "
                                  "(empty = build from this config and train)")
+    curriculum: list[CurriculumStage] | None = option(None, "this teacher's length curriculum in place of "
+                                                            "teacher.train.curriculum (unset: that one)")
 
     def validate(self, prefix: str) -> None:
         ignored = {"qwen3": ("rotary_pct",), "gpt_neox": ("num_key_value_heads", "head_dim")}[self.family]
@@ -58,6 +60,11 @@ class TeacherModelConfig:
         return 1.0 if self.family == "qwen3" else (0.25 if self.rotary_pct is None else self.rotary_pct)
 
 
+def teacher_train(train: TrainConfig, model: TeacherModelConfig) -> TrainConfig:
+    """``teacher.train`` as one teacher trains: with its own ``curriculum`` where its model config sets one."""
+    return train if model.curriculum is None else replace(train, curriculum=model.curriculum)
+
+
 @dataclass(kw_only=True)
 class TeacherConfig:
     """Teachers: which architectures the DAG trains, their named model configs, and their training."""
@@ -75,3 +82,6 @@ class TeacherConfig:
             if arch not in self.models:
                 raise ConfigError(f"{prefix}.archs: {arch!r} is not a key of {prefix}.models "
                                   f"(expected one of: {', '.join(self.models)})")
+        for name, model in self.models.items():
+            if model.curriculum is not None:
+                teacher_train(self.train, model).validate(f"{prefix}.models.{name}")

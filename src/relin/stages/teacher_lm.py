@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..config.teacher import TeacherModelConfig
+from ..config.teacher import TeacherModelConfig, teacher_train
 from ..config.train import TrainConfig
 from ._training import Setup, TextData, add_output_arguments, run_training, write_outputs
 
@@ -27,8 +27,9 @@ def run(args: argparse.Namespace, sections) -> None:
     from ..models.teachers import build_teacher
     from ..train.objectives import build_objective
 
-    model_key, cfg = f"teacher.models.{args.arch}", sections.get("teacher.train")
+    model_key = f"teacher.models.{args.arch}"
     model_cfg = sections.get(model_key)
+    cfg = teacher_train(sections.get("teacher.train"), model_cfg)
     if model_cfg.pretrained:
         return resolve_pretrained(args, sections, model_cfg.pretrained)
 
