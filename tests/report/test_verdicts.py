@@ -221,6 +221,26 @@ def test_a_tie_at_the_ceiling_is_not_testable():
     assert verdict.outcome == NOT_TESTABLE and "ceiling" in verdict.reason
 
 
+def test_the_favoured_arm_alone_at_the_ceiling_lets_a_win_be_read_and_nothing_else():
+    top, low = Estimate(1.0, np.ones(101)), ARMS["B"]
+    pre = (headroom({"A": top, "B": low}, 1.0, 0.5, 0.02, favoured="A"),)
+    assert pre[0].holds and pre[0].only_a_win and "only a win can be read" in pre[0].measured
+    assert judged(pre, lambda: beats(CLEAR, ONE)).outcome == REPRODUCED
+    tie = judged(pre, lambda: beats(Estimate(0.0, np.linspace(-1.0, 1.0, 101)), ONE))
+    assert tie.outcome == NOT_TESTABLE and "at the ceiling 1: A" in tie.reason and "contradicted" in tie.reason
+    unsure = judged(pre, lambda: beats(Estimate(1.0, np.linspace(0.0, 3.0, 101)), ONE))
+    assert unsure.outcome == NOT_TESTABLE and "inconclusive" in unsure.reason
+
+
+@pytest.mark.parametrize("arms", [{"A": ARMS["A"], "B": Estimate(1.0, np.ones(101))},
+                                  {"A": Estimate(1.0, np.ones(101)), "B": Estimate(0.995, np.ones(101))}],
+                         ids=["the other arm at the ceiling", "both at the ceiling"])
+def test_a_ceiling_on_an_arm_the_claim_does_not_favour_leaves_nothing_to_read(arms):
+    pre = (headroom(arms, 1.0, 0.5, 0.02, favoured="A"),)
+    assert not pre[0].holds and not pre[0].only_a_win
+    assert judged(pre, lambda: beats(CLEAR, ONE)).outcome == NOT_TESTABLE
+
+
 def test_tally_counts_each_outcome():
     claims = [Claim("P", "c", "s", "o", Verdict(REPRODUCED)), Claim("P", "c", "s", "o", Verdict(NOT_TESTABLE, "x: y")),
               Claim("P", "c", "s", "o", Verdict(NOT_TESTABLE, "x: y"), kind="check")]

@@ -92,7 +92,7 @@ def perplexity_claim(scores: ItemScores, s: HedgeMambaSettings, other: str, clai
     margin = s.margins["hedgemamba.perplexity"]
     arms = {m: scores.perplexity_share(m, s.teacher) for m in (name("finetune"), name(other))}
     difference = arms[name("finetune")] - arms[name(other)]
-    pre = (vd.enough_seeds(arms, s.pre.min_seeds), vd.headroom(arms, 100.0, 0.0, margin.value))
+    pre = (vd.enough_seeds(arms, s.pre.min_seeds), vd.headroom(arms, 100.0, 0.0, margin.value, name("finetune")))
     return vd.Claim("HedgeMamba", claim, source, f"difference {difference.text('+.2f')} points of the teacher's "
                     f"perplexity", vd.judged(pre, lambda: vd.beats(difference, margin, ("HedgeMamba", other))), pre,
                     seeds=min(e.seeds for e in arms.values()), margin=margin)
@@ -110,7 +110,7 @@ def recovery_claim(scores: ItemScores, s: HedgeMambaSettings, control: str, clai
         return vd.Claim("HedgeMamba", claim, "§3.2 (argued)", "–", vd.judged(pre, lambda: None), tuple(pre))
     accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
     pre += [vd.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
-            vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100)]
+            vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100, arms[0])]
     difference = rec[arms[0]].estimate - rec[arms[1]].estimate
     return vd.Claim("HedgeMamba", claim, "§3.2 (argued)",
                     f"{rec[arms[0]].text()} vs {rec[arms[1]].text()}; difference {difference.text('+.1f')} points",

@@ -194,7 +194,8 @@ def mme_claims(mme: MMEScores, s: LiaSettings, patch_probe: dict | None = None) 
             reference = ({c: mme.accuracy(TEXT, "text", c).value for c in used} if (TEXT, "text") in mme else {})
             pre = (vd.competent("the LLM answering from captions", reference, REFERENCE_MIN),
                    *filter(None, [whole_image(patch_probe, used)]),
-                   vd.headroom(ours, 1.0, MME_CHANCE, margin.value / 100), vd.enough_seeds(ours, s.pre.min_seeds))
+                   vd.headroom(ours, 1.0, MME_CHANCE, margin.value / 100, first),
+                   vd.enough_seeds(ours, s.pre.min_seeds))
             text = f"{ours[bridge].text('.1f', 100, '%')} vs {ours['mlp2x_gelu'].text('.1f', 100, '%')}"
             out.append(vd.Claim("LIA-MTR", f"{claim} ({reading})", f"{paper[0]} vs {paper[1]} (LIA-MTR vs MLP, "
                                 f"Table I)", text, vd.judged(pre, lambda: vd.beats(difference, margin,
@@ -307,7 +308,7 @@ def niah_claims(data: dict, s: LiaSettings) -> list[vd.Claim]:
             margin = s.margins["lia_mtr.niah_gate"]
             means = {b: mean(b) for b in (bridge, "linear_attn")}
             difference = (means[bridge] - means["linear_attn"]) * 100
-            pre = (competent, vd.headroom(means, 1.0, chance, margin.value / 100),
+            pre = (competent, vd.headroom(means, 1.0, chance, margin.value / 100, bridge),
                    vd.enough_seeds(means, s.pre.min_seeds))
             out.append(vd.Claim("LIA-MTR", f"Bridge NIAH: ungated linear attention loses needles LIA-MTR keeps "
                                            f"({reading})", "fails early depths (Fig. 2)",
@@ -356,8 +357,8 @@ def depth_claims(data: dict, s: LiaSettings, resampler, mean, chance: float, nam
     if "linear_attn" in names:
         ends = {"earliest": at("linear_attn", early), "latest": at("linear_attn", late)}
         difference = (ends["latest"] - ends["earliest"]) * 100
-        pre = (vd.headroom(ends, 1.0, chance, margin.value / 100), vd.enough_seeds({"linear_attn": ends["latest"]},
-                                                                                    s.pre.min_seeds))
+        pre = (vd.headroom(ends, 1.0, chance, margin.value / 100, "latest"),
+               vd.enough_seeds({"linear_attn": ends["latest"]}, s.pre.min_seeds))
         out.append(vd.Claim("LIA-MTR", "Bridge NIAH depth profile: ungated linear attention loses the early needles "
                                        "(the latest depth beats the earliest)",
                             "early injections overwritten ('lost in the middle', Fig. 2)",

@@ -185,7 +185,7 @@ def table3_claim(scores: ItemScores, s: OpalSettings, control: str, what: str,
         if name(PARENT) in scores:
             pre.append(vd.moved({m: rec[m].estimate - rec[name(PARENT)].estimate for m in arms}, margin.value))
         pre += [vd.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
-                vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100)]
+                vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100, arms[0])]
         difference = rec[arms[0]].estimate - rec[arms[1]].estimate
         text = (f"{rec[arms[0]].text()} vs {rec[arms[1]].text()} over {', '.join(used)}; difference "
                 f"{difference.text('+.1f')} points")
@@ -218,7 +218,7 @@ def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) ->
     used = rec[arms[0]].families
     accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
     pre += [vd.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
-            vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100)]
+            vd.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100, arms[0])]
     difference = rec[arms[0]].estimate - rec[arms[1]].estimate
     text = (f"layers {by_kl}: {rec[arms[0]].text()} vs layers {sorted(layers['kept'])}: {rec[arms[1]].text()}; "
             f"difference {difference.text('+.1f')} points")

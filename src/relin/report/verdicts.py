@@ -70,17 +70,26 @@ class Precondition:
     what: str
     measured: str
     holds: bool
+    # holds for a win only: the arm the claim favours sits at the metric's ceiling, so the measured difference is a
+    # lower bound on the effect; a tie or a loss may be the ceiling's doing and cannot be read
+    only_a_win: bool = False
 
     def __str__(self) -> str:
         return f"{'✓' if self.holds else '✗'} {self.what}: {self.measured}"
 
 
 def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict]) -> Verdict:
-    """``decide()`` when every precondition holds; else ``not testable here`` naming each failed one."""
+    """``decide()`` when every precondition holds; else ``not testable here`` naming each failed one. Under a
+    precondition that holds for a win only (:attr:`Precondition.only_a_win`), any other outcome is not testable."""
     failed = [p for p in preconditions if not p.holds]
     if failed:
         return Verdict(NOT_TESTABLE, "; ".join(f"{p.what}: {p.measured}" for p in failed))
-    return decide()
+    verdict = decide()
+    capped = [p for p in preconditions if p.only_a_win]
+    if capped and verdict is not None and verdict.outcome != REPRODUCED:
+        return Verdict(NOT_TESTABLE, "; ".join(f"{p.what}: {p.measured}" for p in capped)
+                       + f" (the run shows {verdict})")
+    return verdict
 
 
 @dataclass(frozen=True)
@@ -422,17 +431,23 @@ def enough_seeds(arms: dict[str, Estimate], minimum: int) -> Precondition:
     return Precondition(f"training seeds per arm (≥ {minimum})", shown, min(counts.values()) >= minimum)
 
 
-def headroom(arms: dict[str, Estimate], ceiling: float, chance: float, margin: float) -> Precondition:
+def headroom(arms: dict[str, Estimate], ceiling: float, chance: float, margin: float,
+             favoured: str | None = None) -> Precondition:
     """The metric can show a difference: no arm within ``margin`` of the ceiling, and not every arm's interval
-    reaching chance."""
+    reaching chance. When the one arm at the ceiling is the arm the claim says wins (``favoured``), the ceiling
+    only shrinks the difference the claim predicts: it holds for a win only (:attr:`Precondition.only_a_win`)."""
     at_ceiling = [n for n, e in arms.items() if e.value >= ceiling - margin]
     at_chance = all(e.low <= chance for e in arms.values())
     shown = ", ".join(f"{n} {e.value:.3g}" for n, e in arms.items())
+    capped = favoured is not None and at_ceiling == [favoured]
     if at_ceiling:
         shown += f"; at the ceiling {ceiling:g}: {', '.join(at_ceiling)}"
+        if capped:
+            shown += " (the arm the claim favours: only a win can be read)"
     if at_chance:
         shown += f"; every arm within reach of chance {chance:g}"
-    return Precondition("headroom (no arm at the ceiling, not all at chance)", shown, not at_ceiling and not at_chance)
+    return Precondition("headroom (no arm at the ceiling, not all at chance)", shown,
+                        (capped or not at_ceiling) and not at_chance, only_a_win=capped)
 
 
 def moved(changes: dict[str, Estimate], margin: float, unit: str = " points") -> Precondition:
