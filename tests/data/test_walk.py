@@ -8,7 +8,7 @@ from relin.config.loader import build
 from relin.data.lists import item_words
 from relin.data.rows import IGNORE_INDEX
 from relin.data.tokenizer import WordEncoder, build_tokenizer
-from relin.data.walk import generate_walks, parse_prompt, walk, walk_words
+from relin.data.walk import generate_walks, held_out, parse_prompt, walk, walk_words
 from relin.errors import ConfigError
 
 VOCABULARY = item_words(64)
@@ -42,6 +42,22 @@ def test_held_out_walks_start_or_stride_apart_from_the_training_ones(tokenizer):
             for r in generate_walks(200, 6, 8, VOCABULARY, "test", encoder, rng)}
     assert train and test and not train & test
     assert walk(62, 3, 3, VOCABULARY) == [VOCABULARY[62], VOCABULARY[1], VOCABULARY[4]]
+
+
+@pytest.mark.parametrize("vocab_size, max_stride, items", [(64, 8, 48), (64, 8, 256), (16, 3, 12), (128, 64, 48)])
+def test_every_step_of_a_held_out_walk_is_taken_by_a_training_walk(vocab_size, max_stride, items):
+    vocabulary = item_words(vocab_size)
+
+    def steps(start, k):
+        items_ = walk(start, k, items, vocabulary)
+        return {(a, b, k) for a, b in zip(items_, items_[1:])}
+
+    pairs = [(start, k) for start in range(vocab_size) for k in range(1, max_stride + 1)]
+    test = [p for p in pairs if held_out(*p, vocab_size)]
+    taken = set().union(*(steps(*p) for p in pairs if p not in test))
+    assert test and len(test) < len(pairs) / 4
+    unseen = [p for p in test if not steps(*p) <= taken]
+    assert not unseen, f"held-out walks with a step no training walk takes: {unseen[:4]}"
 
 
 def test_held_out_answers_are_items_tokens_long(small_config):
