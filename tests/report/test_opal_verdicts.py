@@ -140,12 +140,20 @@ def test_onpolicy_against_a_control_is_judged_against_its_margin(onpolicy, contr
 @pytest.mark.parametrize("change, named", [
     ({"horizon": 16}, "stage 3's rollout horizon ≥ 48 tokens: 16 tokens"),
     ({"seeds": 1}, "training seeds per arm (≥ 3): opal-onpolicy 1, opal-offpolicy_matched 1"),
-    ({"parent": 0.5}, "each arm moved from its parent by more than 2 points"),
+    ({"onpolicy": 0.5, "control": 0.9, "parent": 0.5}, "stage 3 moved from its parent by more than 2 points: "
+                                                         "opal-onpolicy +0 points (opal-offpolicy_matched +"),
     ({"onpolicy": 0.0, "control": 0.0, "parent": 0.5}, "every arm within reach of chance"),
 ])
 def test_table3_is_not_testable_when_the_run_could_not_show_it(change, named):
     claim = _table3(**{"onpolicy": 0.9, "control": 0.5, **change})
     assert claim.verdict.outcome == NOT_TESTABLE and named in claim.verdict.reason, claim.verdict.reason
+
+
+def test_a_control_that_stays_at_its_parent_is_a_result_not_a_run_unable_to_show_it():
+    claim = _table3(0.9, 0.5, parent=0.5)
+    moved = next(p for p in claim.preconditions if "moved" in p.what)
+    assert moved.holds and "opal-offpolicy_matched +0 points" in moved.measured
+    assert claim.verdict.outcome == REPRODUCED
 
 
 def test_table3_reads_the_families_stage_3_prompts():

@@ -450,10 +450,14 @@ def headroom(arms: dict[str, Estimate], ceiling: float, chance: float, margin: f
                         (capped or not at_ceiling) and not at_chance, only_a_win=capped)
 
 
-def moved(changes: dict[str, Estimate], margin: float, unit: str = " points") -> Precondition:
-    """The treatment moved the model: each arm differs from its common parent by more than ``margin``."""
+def moved(changes: dict[str, Estimate], margin: float, unit: str = " points", who: str = "each arm",
+          beside: dict[str, Estimate] | None = None) -> Precondition:
+    """The treatment moved the model: each arm of ``changes`` differs from its parent by more than ``margin``
+    (``beside``: changes shown, not required)."""
     shown = ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in changes.items())
-    return Precondition(f"each arm moved from its parent by more than {margin:g}{unit}", shown,
+    if beside:
+        shown += " (" + ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in beside.items()) + ")"
+    return Precondition(f"{who} moved from its parent by more than {margin:g}{unit}", shown,
                         all(abs(e.value) > margin for e in changes.values()))
 
 
