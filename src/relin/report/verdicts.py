@@ -81,14 +81,16 @@ class Precondition:
 def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict]) -> Verdict:
     """``decide()`` when every precondition holds; else ``not testable here`` naming each failed one. Under a
     precondition that holds for a win only (:attr:`Precondition.only_a_win`), any other outcome is not testable."""
+    def named(conditions: list[Precondition]) -> str:
+        return "; ".join(f"{p.what}: {p.measured}" for p in conditions)
+
     failed = [p for p in preconditions if not p.holds]
     if failed:
-        return Verdict(NOT_TESTABLE, "; ".join(f"{p.what}: {p.measured}" for p in failed))
+        return Verdict(NOT_TESTABLE, named(failed))
     verdict = decide()
     capped = [p for p in preconditions if p.only_a_win]
     if capped and verdict is not None and verdict.outcome != REPRODUCED:
-        return Verdict(NOT_TESTABLE, "; ".join(f"{p.what}: {p.measured}" for p in capped)
-                       + f" (the run shows {verdict})")
+        return Verdict(NOT_TESTABLE, f"{named(capped)} (the run shows {verdict})")
     return verdict
 
 
