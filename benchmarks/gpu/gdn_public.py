@@ -3,7 +3,10 @@
 Libraries, each timed forward (no input requires a gradient) and forward+backward (gradients of q, k, v, g, beta
 for one fixed upstream gradient), bf16 q/k/v/beta, fp32 log-decay g, H = 16 heads of K = V = 128:
 
-- ``relin``: ``relin.kernels.chunk_gated_delta_rule(..., backend="triton")``;
+- ``relin``: ``relin.kernels.chunk_gated_delta_rule(..., backend="triton")``, its serial passes on segments where
+  its rule splits them (``relin.kernels.gated_delta_rule.segments``);
+- ``relin_nocp``: the same with ``RELIN_GDN_CP=0``: the serial passes over whole sequences, the kernels as they were
+  before the segments (issue #66's before/after, one process);
 - ``flash_qla``: QwenLM's FlashQLA (TileLang) ``flash_qla.chunk_gated_delta_rule``, with its defaults (auto
   intra-card context parallelism);
 - ``fla_triton``: fla 0.6.0's ``chunk_gated_delta_rule`` with its backend dispatch pinned to the Triton kernels
@@ -26,7 +29,9 @@ an 8192^3 bf16 matmul):
   6KV + 6CK + 4CV forward: K K^T, W, U, Q K^T, A delta, and the state's read, update and output), and three
   times that for forward+backward (each product's two gradient products, no recomputation).
 
-Every library's output (and gradients) is compared with relin's on each cell (relative RMS, max abs diff).
+Every library's output (and gradients) is compared with relin's on each cell (relative RMS, max abs diff), and
+with an fp64 oracle (``--oracle``, on by default on a GPU): the chunked PyTorch form
+(``relin.kernels.gated_delta_rule.torch_chunk``) on the same inputs cast to float64, its gradients by autograd.
 Writes one JSON (``--out``, default $OUT/gdn_public.json) and prints a table last.
 
     source tools/gpu/env.sh && python3 benchmarks/gpu/gdn_public.py --out $OUT
@@ -63,7 +68,8 @@ VARLEN_LENGTHS = [17000, 8192, 4100, 2048, 1000, 300, 100, 28]  # 32768 tokens
 CELLS = [(1, 4096, None), (1, 16384, None), (1, 32768, None), (1, 65536, None), (8, 4096, None),
          (1, sum(VARLEN_LENGTHS), VARLEN_LENGTHS)]
 QUICK_CELLS = [(1, 128, None), (2, 64, None), (1, 200, [100, 37, 63])]
-LIBS = ["relin", "flash_qla", "fla_triton", "fla_triton+tl_dqkwg", "fla_default"]
+LIBS = ["relin", "relin_nocp", "flash_qla", "fla_triton", "fla_triton+tl_dqkwg", "fla_default"]
+RELIN_LIBS = {"relin": {}, "relin_nocp": {"RELIN_GDN_CP": "0"}}  # environment around each call
 # Distributions whose versions the envelope records beside torch and triton: the libraries and TileLang's tree.
 LIBRARIES = ("fla-core", "flash-qla", "tilelang", "apache-tvm-ffi", "z3-solver")
 FLA_ENV = {  # FLA_FLASH_QLA / FLA_TILELANG around each call of that library
@@ -72,6 +78,7 @@ FLA_ENV = {  # FLA_FLASH_QLA / FLA_TILELANG around each call of that library
     "fla_default": {},
 }
 GRADS = ("q", "k", "v", "g", "beta")
+LIB_ENV = {**RELIN_LIBS, **FLA_ENV}
 
 
 # ---------------------------------------------------------------------------------------------- floors
@@ -153,7 +160,7 @@ class FlaLog(logging.Handler):
 
 def load_libraries():
     """{name: op or None}, {name: import error}; fla's log handler."""
-    ops, errors = {"relin": chunk_gated_delta_rule}, {}
+    ops, errors = {"relin": chunk_gated_delta_rule, "relin_nocp": chunk_gated_delta_rule}, {}
     try:
         import flash_qla
         ops["flash_qla"] = flash_qla.chunk_gated_delta_rule
@@ -175,8 +182,9 @@ def load_libraries():
 
 def call(lib, op, x, cu_cpu, cu_dev):
     """One forward of library ``lib``; returns o."""
-    if lib == "relin":
-        return op(**x, cu_seqlens=cu_cpu, backend="triton")[0]
+    if lib in RELIN_LIBS:
+        with environ(RELIN_LIBS[lib]):
+            return op(**x, cu_seqlens=cu_cpu, backend="triton")[0]
     if lib == "flash_qla":
         return op(**x, cu_seqlens=cu_dev)[0]
     kwargs = {} if cu_dev is None else {"cu_seqlens": cu_dev, "cu_seqlens_cpu": cu_cpu}
@@ -193,7 +201,7 @@ def runner(lib, op, x, cu_cpu, cu_dev, do, backward):
 
     def run():
         o = call(lib, op, leaves, cu_cpu, cu_dev)
-        with environ(FLA_ENV.get(lib, {})):
+        with environ(LIB_ENV.get(lib, {})):
             return (o,) + torch.autograd.grad(o, [leaves[k] for k in GRADS], do)
     return run
 
@@ -216,6 +224,26 @@ def device_ms(fn, wall_ms, reps):
         end.record()
     torch.cuda.synchronize()
     return statistics.median(start.elapsed_time(end) for start, end in events)
+
+
+def fp64_oracle(x, lengths, do, backward):
+    """o (and the gradients of q, k, v, g, beta) of the chunked PyTorch form in float64 on the same inputs."""
+    from relin.kernels.gated_delta_rule.torch_chunk import _chunk_sequence
+    leaves = {k: t.detach().double().requires_grad_(backward) for k, t in x.items()}
+    B, T, H, K = leaves["q"].shape
+    V = leaves["v"].shape[-1]
+    bounds = [0, T] if lengths is None else [0, *torch.tensor(lengths).cumsum(0).tolist()]
+    pieces = []
+    for s, e in zip(bounds[:-1], bounds[1:]):
+        # [T, B * H, D]: the sequences of an equal-length batch become heads, as in torch_chunk.
+        seq = {k: t[:, s:e].transpose(0, 1).reshape(e - s, B * H, *t.shape[3:]) for k, t in leaves.items()}
+        o, _ = _chunk_sequence(seq["q"], seq["k"], seq["v"], seq["g"], seq["beta"], K ** -0.5,
+                               seq["q"].new_zeros(B * H, K, V), CHUNK)
+        pieces.append(o.reshape(e - s, B, H, V).transpose(0, 1))
+    o = torch.cat(pieces, 1)
+    if not backward:
+        return (o.detach(),)
+    return (o.detach(),) + torch.autograd.grad(o, [leaves[k] for k in GRADS], do.double())
 
 
 def agreement(ref, out):
@@ -278,7 +306,17 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
         if ceilings.get("copy_bytes_per_s"):
             row["floors_measured"] = floors(B, T, H, K, V, backward, ceilings["copy_bytes_per_s"],
                                             ceilings["matmul_flop_per_s"])
-        reference = None
+        reference, oracle = None, None
+        if args.oracle and time.monotonic() < deadline:
+            try:
+                start = time.monotonic()
+                oracle = fp64_oracle(x, lengths, do, backward)
+                row["oracle_s"] = time.monotonic() - start
+            except Exception as error:  # noqa: BLE001 - recorded (memory at the longest cells)
+                row["errors"]["fp64_oracle"] = error_text(error)
+            if DEVICE == "cuda":
+                torch.cuda.empty_cache()
+        row["vs_fp64"] = {}
         for lib in LIBS:
             if lib == "fla_triton+tl_dqkwg" and not backward:
                 continue  # the same forward as fla_triton
@@ -300,11 +338,13 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
                         row["dispatch"][lib] = log.last
                 out = fn()
                 out = out if isinstance(out, tuple) else (out,)
+                names = ("o",) + tuple("d" + k for k in GRADS)
                 if lib == "relin":
                     reference = out
                 elif reference is not None:
-                    names = ("o",) + tuple("d" + k for k in GRADS)
                     row["agreement"][lib] = {n: agreement(r, o) for n, r, o in zip(names, reference, out)}
+                if oracle is not None:
+                    row["vs_fp64"][lib] = {n: agreement(r, o) for n, r, o in zip(names, oracle, out)}
                 del out
                 row["ms"][lib] = bench(fn, args.warmup_ms, args.rep_ms)
                 row["device_ms"][lib] = device_ms(fn, row["ms"][lib], args.device_reps)
@@ -315,6 +355,7 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
                 torch.cuda.empty_cache()
             shown = f"{row['ms'][lib]:9.3f} ms" if lib in row["ms"] else "ERROR " + row["errors"].get(lib, "")[:150]
             print(f"{label:22s} {mode:8s} {lib:22s} {shown}", flush=True)
+        del oracle
         ratios(row)
         cells.append(row)
     del x, do
@@ -327,9 +368,11 @@ def ratios(row):
     dispatch, so it is not a rival of its own."""
     for key, name in (("ms", "ratios"), ("device_ms", "device_ratios")):
         ms = {k: v for k, v in row[key].items() if v is not None}
-        rivals = {k: v for k, v in ms.items() if k not in ("relin", "fla_default")}
+        rivals = {k: v for k, v in ms.items() if k not in ("relin", "relin_nocp", "fla_default")}
         out = {}
         if "relin" in ms:
+            if "relin_nocp" in ms:
+                out["relin/relin_nocp"] = ms["relin"] / ms["relin_nocp"]
             for k, v in rivals.items():
                 out[f"relin/{k}"] = ms["relin"] / v
             if rivals:
@@ -364,6 +407,7 @@ def warm_only(lib, ops, cells, H, K, V, generator):
 def print_table(cells):
     print_block(cells, "ms", "ratios", "wall ms (do_bench medians, launch overhead included)")
     print_block(cells, "device_ms", "device_ratios", "device ms (launches queued behind a GPU sleep)")
+    print_accuracy(cells)
     for r in cells:
         for lib, err in r["errors"].items():
             print(f"  {r['cell']} {r['mode']} {lib}: {err[:160]}")
@@ -371,19 +415,34 @@ def print_table(cells):
 
 def print_block(cells, key, ratio_key, title):
     print(f"\n{title}")
-    head = (f"{'cell':22s} {'mode':8s} {'relin':>8s} {'FlashQLA':>8s} {'fla-tri':>8s} {'fla-tl':>8s} {'fla-dflt':>8s} "
-            f"{'r/QLA':>6s} {'r/fla':>6s} {'r/best':>6s} {'floor':>7s} {'bytes':>7s} {'flop':>7s}")
+    head = (f"{'cell':22s} {'mode':8s} {'relin':>8s} {'nocp':>8s} {'FlashQLA':>8s} {'fla-tri':>8s} {'fla-tl':>8s} "
+            f"{'fla-dflt':>8s} {'r/nocp':>6s} {'r/QLA':>6s} {'r/fla':>6s} {'r/best':>6s} {'floor':>7s} {'bytes':>7s} "
+            f"{'flop':>7s}")
     print(head + "\n" + "-" * len(head))
     for r in cells:
         ms, ra, fl = r[key], r[ratio_key], r["floors_peak"]
         f = lambda k: f"{ms[k]:8.3f}" if ms.get(k) is not None else f"{'-':>8s}"  # noqa: E731
         g = lambda k: f"{ra[k]:6.2f}" if k in ra else f"{'-':>6s}"  # noqa: E731
         fla_ratio = "relin/fla_triton" if "relin/fla_triton" in ra else "relin/fla_triton+tl_dqkwg"
-        print(f"{r['cell']:22s} {r['mode']:8s} {f('relin')} {f('flash_qla')} {f('fla_triton')} "
-              f"{f('fla_triton+tl_dqkwg')} {f('fla_default')} {g('relin/flash_qla')} {g(fla_ratio)} "
-              f"{g('relin/fastest_other')} {fl['floor_ms']:7.3f} {fl['bytes_ms']:7.3f} {fl['flop_ms']:7.3f}")
+        print(f"{r['cell']:22s} {r['mode']:8s} {f('relin')} {f('relin_nocp')} {f('flash_qla')} {f('fla_triton')} "
+              f"{f('fla_triton+tl_dqkwg')} {f('fla_default')} {g('relin/relin_nocp')} {g('relin/flash_qla')} "
+              f"{g(fla_ratio)} {g('relin/fastest_other')} {fl['floor_ms']:7.3f} {fl['bytes_ms']:7.3f} "
+              f"{fl['flop_ms']:7.3f}")
     print("floor = max(bytes once at 4.8 TB/s, FLOPs at 989 TFLOP/s); fla-tri: dispatch pinned to Triton; "
           "fla-tl: Triton with chunk_bwd_dqkwg on TileLang; fla-dflt: fla's own dispatch (-> FlashQLA)")
+
+
+def print_accuracy(cells):
+    """The largest relative RMS error against the fp64 oracle over o and the five gradients, per library."""
+    libs = [lib for lib in LIBS if any(lib in r.get("vs_fp64", {}) for r in cells)]
+    if not libs:
+        return
+    print("\nlargest relative RMS error against the fp64 oracle (o and every gradient)")
+    print(f"{'cell':22s} {'mode':8s} " + " ".join(f"{lib[:10]:>10s}" for lib in libs))
+    for r in cells:
+        worst = {lib: max(a["rel_rms"] for a in r["vs_fp64"][lib].values()) for lib in libs if lib in r["vs_fp64"]}
+        print(f"{r['cell']:22s} {r['mode']:8s} "
+              + " ".join(f"{worst[lib]:10.2e}" if lib in worst else f"{'-':>10s}" for lib in libs))
 
 
 def main(argv=None):
@@ -398,7 +457,10 @@ def main(argv=None):
     parser.add_argument("--rep-ms", type=float, default=100.0)
     parser.add_argument("--device-reps", type=int, default=15, help="timed calls of the queued (device-only) time")
     parser.add_argument("--fla-default-backward", action="store_true", help="also time fla_default fwd+bwd")
-    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "fla_triton", "fla_triton+tl_dqkwg"],
+    parser.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=DEVICE == "cuda",
+                        help="compare every library with the fp64 chunked oracle (default on a GPU)")
+    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "relin_nocp", "fla_triton",
+                                                "fla_triton+tl_dqkwg"],
                         help="run every cell once with this library to compile its kernels; no timing, no JSON")
     parser.add_argument("--seed", type=int)
     Envelope.add_argument(parser)
@@ -443,7 +505,7 @@ def main(argv=None):
 def write(envelope, out, args, env, H, K, V, ceilings, rows, start, complete):
     """The JSON, rewritten after every cell so that a run stopped by its time limit keeps what it measured."""
     result = {
-        "issue": 51, "env": env, "quick": args.quick, "dtype": "bf16 q/k/v/beta, fp32 g",
+        "issue": 66, "env": env, "quick": args.quick, "dtype": "bf16 q/k/v/beta, fp32 g",
         "heads": {"H": H, "K": K, "V": V}, "peaks": {"hbm_bytes_per_s": PEAK_HBM_BYTES_PER_S,
                                                     "bf16_flop_per_s": PEAK_BF16_FLOP_PER_S},
         "ceilings_measured": ceilings, "timing": {"do_bench_warmup_ms": args.warmup_ms, "rep_ms": args.rep_ms,

@@ -1,8 +1,8 @@
 """Run every relin kernel, in every autotuning config, at small shapes of every head dim: the sweep to run under
 ``compute-sanitizer --tool memcheck`` (which reports out-of-bounds and misaligned accesses the tests cannot see).
 
-    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [dla] [msr] [decode] \
-        [step] [--dims 128x128,16x16]
+    compute-sanitizer --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py [gdn] [gdn_segments] [dla] \
+        [msr] [decode] [step] [--dims 128x128,16x16]
 
 The autotuner times each config once instead of benchmarking it (memcheck slows every launch), so each config
 still runs. Shapes match tests/kernels' head-dim sweeps (two heads), so a machine that ran those has the
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 import triton.testing
@@ -81,6 +82,33 @@ def gdn_cases(dims):
                 lambda **a: chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton"), x)
             yield f"gdn K={K} V={V} B={B} T={T} varlen={cu is not None} no grad", lambda x=x, cu=cu: forward_only(
                 lambda **a: chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton"), x)
+
+
+SEGMENT_DIMS = [(16, 16), (48, 24), (128, 128), (256, 256)]
+
+
+def gdn_segment_cases(dims):
+    """The gated delta rule with its serial passes on segments of one chunk (RELIN_GDN_CP=1): the carry, resolve and
+    segmented state kernels, with a third of the gates zero so that some segments fall back to their transitions.
+    Head dims: the four of SEGMENT_DIMS among ``dims`` (each compiles every config of four more kernels)."""
+    for K, V in [d for d in dims if d in SEGMENT_DIMS]:
+        for B, T, cu in ((2, 200, None), (1, 264, torch.tensor([0, 15, 15, 100, 264], device=DEVICE))):
+            N = B if cu is None else cu.numel() - 1
+            g = F.logsigmoid(r(B, T, H))
+            x = dict(q=r(B, T, H, K), k=F.normalize(r(B, T, H, K), dim=-1), v=r(B, T, H, V),
+                     g=g.masked_fill(torch.rand_like(g) < 0.3, 0), beta=r(B, T, H).sigmoid())
+            x = {n: t.to(torch.bfloat16) for n, t in x.items()}
+            x["initial_state"] = r(N, H, K, V)
+
+            def op(cu=cu, **a):
+                os.environ["RELIN_GDN_CP"] = "1"
+                try:
+                    return chunk_gated_delta_rule(**a, cu_seqlens=cu, output_final_state=True, backend="triton")
+                finally:
+                    os.environ.pop("RELIN_GDN_CP")
+            yield f"gdn segments K={K} V={V} B={B} T={T} varlen={cu is not None}", lambda x=x, op=op: fwd_bwd(op, x)
+            yield (f"gdn segments K={K} V={V} B={B} T={T} varlen={cu is not None} no grad",
+                   lambda x=x, op=op: forward_only(op, x))
 
 
 def dla_cases(dims):
@@ -170,12 +198,13 @@ def step_cases(dims):
         yield f"decode step K={K}", case
 
 
-SWEEPS = {"gdn": gdn_cases, "dla": dla_cases, "msr": msr_cases, "decode": decode_cases, "step": step_cases}
+SWEEPS = {"gdn": gdn_cases, "gdn_segments": gdn_segment_cases, "dla": dla_cases, "msr": msr_cases,
+          "decode": decode_cases, "step": step_cases}
 
 
 def main(argv=None):
-    """Every case, or those of the ops named on the command line (gdn, dla, msr, decode, step), at every head dim or
-    --dims."""
+    """Every case, or those of the ops named on the command line (gdn, gdn_segments, dla, msr, decode, step), at
+    every head dim or --dims."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ops", nargs="*", help=f"ops to run, of {', '.join(SWEEPS)} (default: all)")
     parser.add_argument("--dims", type=_dims, default=DIMS, help="K x V pairs, e.g. 128x128,16x16 (default: all)")

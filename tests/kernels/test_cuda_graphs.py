@@ -4,6 +4,7 @@ A training step built on the ops can then be captured: no host synchronization, 
 pool or launch-time decision that depends on tensor values may happen inside them.
 """
 import math
+import os
 
 import pytest
 import torch
@@ -18,6 +19,15 @@ B, T, H = 2, 200, 2
 
 def gdn(x):
     return chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"], backend="triton")[0]
+
+
+def gdn_segments(x):
+    """The gated delta rule with its serial passes on segments of one chunk (carry, resolve, segmented passes)."""
+    os.environ["RELIN_GDN_CP"] = "1"
+    try:
+        return gdn(x)
+    finally:
+        os.environ.pop("RELIN_GDN_CP")
 
 
 def dla(x):
@@ -43,7 +53,7 @@ def new_inputs(op):
     else:
         x = dict(q=r(B, T, H, 64), k=F.normalize(r(B, T, H, 64), dim=-1), v=r(B, T, H, 48),
                  g=F.logsigmoid(r(B, T, H)), beta=r(B, T, H).sigmoid())
-        if op is not gdn:
+        if op not in (gdn, gdn_segments):
             del x["beta"]
         if op is hedgehog:
             del x["g"]
@@ -51,7 +61,8 @@ def new_inputs(op):
 
 
 @gpu
-@pytest.mark.parametrize("op", [gdn, dla, hedgehog, msr], ids=["gdn", "dla", "hedgehog", "msr"])
+@pytest.mark.parametrize("op", [gdn, gdn_segments, dla, hedgehog, msr],
+                         ids=["gdn", "gdn_segments", "dla", "hedgehog", "msr"])
 def test_captured_fwd_bwd_replays_like_eager(op):
     static = {name: t.requires_grad_() for name, t in new_inputs(op).items()}
     do = torch.randn_like(op(static))

@@ -316,3 +316,67 @@ def test_bad_shapes_name_the_argument(op):
         op(**{name: x[:, :0] for name, x in inputs.items()})
     with pytest.raises(ValueError, match="backend='cuda'"):
         op(**inputs, backend="cuda")
+
+
+# Segmented serial passes (segments.py): gates that let every carry stop after a chunk, gates too weak for any
+# carry to stop (every segment falls back to its transition), exact zeros among strong gates (some of each),
+# packed sequences with an empty one, and keys longer than 1 (transitions that can grow: the bound's log term).
+SEGMENT_CASES = {"strong gates": dict(), "weak gates": dict(gate_logit_normalizer=50.0),
+                 "zero gates": dict(zero_gate_fraction=0.7), "packed": dict(cu_seqlens=[0, 15, 15, 150, 200, 333]),
+                 "long keys": dict(key_scale=2.0)}
+
+
+def segmented_inputs(B, T, N, dtype, gate_logit_normalizer=1.0, zero_gate_fraction=0.0, key_scale=1.0):
+    inputs, h0 = make_inputs(B, T, N, dtype, True, False, gate_logit_normalizer)
+    g = inputs["g"].float()
+    inputs["g"] = g.masked_fill(torch.rand_like(g) < zero_gate_fraction, 0).to(dtype)
+    inputs["k"] = (inputs["k"].float() * key_scale).to(dtype)
+    return inputs, h0
+
+
+@pytest.mark.parametrize("case", SEGMENT_CASES)
+def test_segmented_passes_match_whole_sequences(case, monkeypatch):
+    """Every output and gradient with the serial passes on segments of one and of two chunks equals the passes over
+    whole sequences (to rounding), and the fp32 token loop."""
+    options = dict(SEGMENT_CASES[case])
+    cu = options.pop("cu_seqlens", None)
+    cu = None if cu is None else torch.tensor(cu, dtype=torch.long, device=DEVICE)
+    B, T = (1, int(cu[-1])) if cu is not None else (2, 200 if DEVICE == "cpu" else 1000)
+    N = B if cu is None else cu.numel() - 1
+    dtype = DTYPES[0]
+    inputs, h0 = segmented_inputs(B, T, N, dtype, **options)
+    do = torch.randn(B, T, HEADS, DV, device=DEVICE)
+    dht = torch.randn(N, HEADS, DK, DV, device=DEVICE)
+    outs = {}
+    for chunks in ("0", "1", "2"):
+        monkeypatch.setenv("RELIN_GDN_CP", chunks)
+        outs[chunks] = run(chunk_gated_delta_rule, inputs, h0, do, dht, cu_seqlens=cu, backend="triton")
+    same = 1e-5 if dtype == torch.float32 else 2e-3
+    for chunks in ("1", "2"):
+        for name, whole, split in (("o", outs["0"][0], outs[chunks][0]), ("ht", outs["0"][1], outs[chunks][1]),
+                                   *((n, outs["0"][2][n], outs[chunks][2][n]) for n in GRAD_NAMES)):
+            assert_close(f"{name} on segments of {chunks} chunk(s)", whole, split, same)
+    assert_matches(reference(inputs, h0, do, dht, cu_seqlens=cu), outs["1"], dtype)
+
+
+def test_segment_plan_rule(monkeypatch):
+    """FlashQLA's Hopper rule on 132 SMs at gdn_public's cells (H = 16), the override, and the segments' layout."""
+    from relin.kernels.gated_delta_rule.segments import chunks_per_segment, segment_plan
+    cpu = torch.device("cpu")
+    monkeypatch.delenv("RELIN_GDN_CP", raising=False)
+    assert [chunks_per_segment(n, 16, cpu) for n in ([4096], [16384], [32768], [65536], [4096] * 8)] == \
+        [8, 16, 32, 32, None]
+    assert chunks_per_segment([17000, 8192, 4100, 2048, 1000, 300, 100, 28], 16, cpu) == 32
+    assert chunks_per_segment([256], 16, cpu) is None  # 4 chunks: nothing to split
+    monkeypatch.setenv("RELIN_GDN_CP", "0")
+    assert chunks_per_segment([65536], 16, cpu) is None
+    monkeypatch.setenv("RELIN_GDN_CP", "3")
+    with pytest.raises(ValueError, match="RELIN_GDN_CP='3'"):
+        chunks_per_segment([65536], 16, cpu)
+    monkeypatch.setenv("RELIN_GDN_CP", "2")
+    plan = segment_plan(1, 333, [0, 15, 15, 150, 333], 2, cpu)
+    assert plan.cu_seqlens.tolist() == [0, 15, 15, 143, 150, 278, 333]
+    assert plan.chunk_offsets.tolist() == [0, 1, 1, 3, 4, 6, 7]
+    assert plan.info.tolist() == [[0, 0, 0], [1, 1, 1], [2, 2, 3], [2, 2, 3], [3, 4, 5], [3, 4, 5]]
+    assert plan.first.tolist() == [0, 1, 2, 4] and plan.last.tolist() == [0, 1, 3, 5]
+    assert (plan.num_segments, plan.chunks, plan.max_segments) == (6, 2, 2)

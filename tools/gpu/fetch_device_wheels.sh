@@ -10,17 +10,25 @@
 #                   (z3's binary, cutlass/tools) and xz-packed into tilelang-bundle.tar.xz (~37 MB; the wheels are
 #                   ~83 MB): benchmarks/gpu/gdn_public.py. On the machine, before env.sh:
 #                   `[ -d /tmp/site/tilelang ] || { mkdir -p /tmp/site && tar xJf .whl/tilelang-bundle.tar.xz -C /tmp/site; }`
+#   WHEELS=sanitizer  adds the compute-sanitizer wheel (~14 MB) to what .whl/ holds (after public: ~51 MB in all):
+#                   tools/gpu/kernels_head.sh
 # The 64 MiB a call may carry holds one of the first two (or public) at a time.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 grep -qx '/.whl/' .git/info/exclude 2>/dev/null || echo /.whl/ >> .git/info/exclude
 wheels=${WHEELS:-all}
 [ "${KERNELS_ONLY:-0}" = 1 ] && wheels=kernels
-case $wheels in kernels|dag|all|public) ;; *) echo "WHEELS=$wheels: expected kernels, dag, all or public" >&2; exit 2 ;; esac
-rm -rf .whl
+case $wheels in kernels|dag|all|public|sanitizer) ;;
+  *) echo "WHEELS=$wheels: expected kernels, dag, all, public or sanitizer" >&2; exit 2 ;; esac
 fetch=(python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp
        --platform manylinux_2_34_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
        --platform manylinux2014_x86_64 --platform any -d .whl)
+if [ "$wheels" = sanitizer ]; then
+  "${fetch[@]}" --platform manylinux_2_25_x86_64 nvidia-cuda-sanitizer-api==13.0.85
+  du -sh .whl
+  exit 0
+fi
+rm -rf .whl
 if [ "$wheels" = public ]; then
   "${fetch[@]}" fla-core==0.6.0 flash-qla==0.1.3
   bundle=$(mktemp -d)

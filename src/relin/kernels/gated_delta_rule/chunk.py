@@ -4,7 +4,8 @@ Triton kernels on CUDA tensors (``triton_fwd``, ``triton_bwd``), the chunked PyT
 (``torch_chunk``). The forward keeps its intermediates (cumulative decays, M^{-1}, W, per-chunk states, deltas)
 for the backward rather than recomputing them, trading memory (per-chunk states: T/64 · H · K · V elements) for
 a fifth of the fwd+bwd time at long T. A call that no gradient will reach (no input requires one, or autograd
-is off) runs the same kernels outside autograd and drops them.
+is off) runs the same kernels outside autograd and drops them. Long sequences over few heads run their serial
+passes on segments side by side (``segments.py``: exact, decided from the lengths alone; ``RELIN_GDN_CP``).
 """
 from __future__ import annotations
 
@@ -15,22 +16,23 @@ from ..common.backend import use_triton
 from ..common.chunk_tables import chunk_tables
 from ..common.triton_utils import tile
 from .ref import check_inputs, check_triton_head_dims, l2norm
+from .segments import segment_plan
 from .torch_chunk import torch_chunk_gated_delta_rule
 from .triton_bwd import chunk_gdn_bwd
 from .triton_fwd import chunk_gdn_fwd
 
 
 class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
-    """Triton chunked gated delta rule on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H]
-    and the ``ChunkTables`` of the call, all on q's device."""
+    """Triton chunked gated delta rule on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H],
+    the ``ChunkTables`` of the call and its ``SegmentPlan`` (or None), all on q's device."""
 
     @staticmethod
-    def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, tables):
+    def forward(ctx, q, k, v, g, beta, scale, initial_state, output_final_state, tables, plan):
         q, k, v, g, beta = (x.contiguous() for x in (q, k, v, g, beta))
         h0 = None if initial_state is None else initial_state.contiguous()
-        o, ht, saved = chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, output_final_state)
+        o, ht, saved = chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, output_final_state, plan)
         ctx.save_for_backward(q, k, v, beta, h0, *saved)
-        ctx.scale, ctx.g_dtype, ctx.tables = scale, g.dtype, tables
+        ctx.scale, ctx.g_dtype, ctx.tables, ctx.plan = scale, g.dtype, tables, plan
         return o, ht
 
     @staticmethod
@@ -38,8 +40,8 @@ class ChunkGatedDeltaRuleFunction(torch.autograd.Function):
         q, k, v, beta, h0, *saved = ctx.saved_tensors
         dq, dk, dv, dg, dbeta, dh0 = chunk_gdn_bwd(
             q, k, v, beta, ctx.scale, h0, ctx.tables, saved, do.contiguous(),
-            None if dht is None else dht.contiguous())
-        return dq, dk, dv, dg.to(ctx.g_dtype), dbeta.to(beta.dtype), None, dh0, None, None
+            None if dht is None else dht.contiguous(), ctx.plan)
+        return dq, dk, dv, dg.to(ctx.g_dtype), dbeta.to(beta.dtype), None, dh0, None, None, None
 
 
 def chunk_gated_delta_rule(
@@ -98,12 +100,14 @@ def chunk_gated_delta_rule(
     if initial_state is not None and (Kp, Vp) != (K, V):
         initial_state = F.pad(initial_state, (0, Vp - V, 0, Kp - K))
     tables = chunk_tables(B, T, bounds, q.device)
+    # Long sequences over few heads: the serial passes run on segments side by side (segments.py).
+    plan = segment_plan(B, T, bounds, H, q.device)
     packed = [x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
     inputs = (q, k, v, g, beta, initial_state)
     if torch.is_grad_enabled() and any(x is not None and x.requires_grad for x in inputs):
-        o, final = ChunkGatedDeltaRuleFunction.apply(*packed, scale, initial_state, output_final_state, tables)
+        o, final = ChunkGatedDeltaRuleFunction.apply(*packed, scale, initial_state, output_final_state, tables, plan)
     else:
         h0 = None if initial_state is None else initial_state.contiguous()
-        o, final, _ = chunk_gdn_fwd(*(x.contiguous() for x in packed), scale, h0, tables, output_final_state)
+        o, final, _ = chunk_gdn_fwd(*(x.contiguous() for x in packed), scale, h0, tables, output_final_state, plan)
     o = o.reshape(B, T, H, Vp)[..., :V]
     return o, (final[:, :, :K, :V] if final is not None and (Kp, Vp) != (K, V) else final)

@@ -259,9 +259,10 @@ def gdn_bwd_kernel_grad_wy(
     tl.store(dbeta + r_t * H + i_h, b_dbeta.to(dbeta.dtype.element_ty), mask=m_t)
 
 
-def chunk_gdn_bwd(q, k, v, beta, scale, h0, tables, saved, do, dht):
-    """Gradients (dq, dk, dv, dg fp32, dbeta fp32, dh0 fp32 or None) from the forward's intermediates ``saved``."""
-    b_cum, m_inv, w, h, v_new = saved
+def chunk_gdn_bwd(q, k, v, beta, scale, h0, tables, saved, do, dht, plan=None):
+    """Gradients (dq, dk, dv, dg fp32, dbeta fp32, dh0 fp32 or None) from the forward's intermediates ``saved``, the
+    serial pass split into the segments of ``plan`` (``segments.SegmentPlan``) when one is given."""
+    b_cum, m_inv, w, h, v_new, chunk_bound = saved
     _, T, H, K = k.shape
     V = v.shape[-1]
     BT, BK = CHUNK_SIZE, tile(K, 256)
@@ -269,15 +270,25 @@ def chunk_gdn_bwd(q, k, v, beta, scale, h0, tables, saved, do, dht):
     precision, widen = dot_mode(h.dtype)
     dh = torch.empty(NT, H, K, V, dtype=h.dtype, device=k.device)
     dv_new = torch.empty(v.shape, dtype=h.dtype, device=k.device)
-    dh0 = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if h0 is not None else None
     dd_intra = torch.empty(v.shape, dtype=torch.float32, device=k.device)
     gdn_bwd_kernel_intra_dv[(NT, H)](
         q, k, b_cum, do, dd_intra, cu_seqlens, chunk_indices, scale, T,
         H=H, K=K, V=V, BT=BT, BK=BK, BV=tile(V, 64), PRECISION=precision, WIDEN=widen)
-    gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
-        q, k, w, b_cum, do, dd_intra, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T,
-        WIDTH=parallel_width(N, H), H=H, K=K, V=V, BT=BT, BK=BK, USE_FINAL_STATE_GRADIENT=dht is not None,
-        STORE_INITIAL_STATE_GRADIENT=h0 is not None, PRECISION=precision, WIDEN=widen)
+    # The serial pass walks whole sequences, or the segments of ``plan`` from the state gradients leaving them
+    # (segments.py; imported here, the segment kernels import this module's configs).
+    serial_cu, serial_offsets, serial_count = cu_seqlens, chunk_offsets, N
+    if plan is not None:
+        from .triton_segments import bwd_segment_states
+        dht = bwd_segment_states(plan, q, k, w, b_cum, do, dd_intra, chunk_bound, dht, scale)
+        serial_cu, serial_offsets, serial_count = plan.cu_seqlens, plan.chunk_offsets, plan.num_segments
+    dh0 = torch.empty(serial_count, H, K, V, dtype=torch.float32, device=k.device) if h0 is not None else None
+    gdn_bwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), serial_count * H)](
+        q, k, w, b_cum, do, dd_intra, dh, dv_new, dht, dh0, serial_cu, serial_offsets, scale, T,
+        WIDTH=parallel_width(serial_count, H), H=H, K=K, V=V, BT=BT, BK=BK,
+        USE_FINAL_STATE_GRADIENT=dht is not None, STORE_INITIAL_STATE_GRADIENT=h0 is not None,
+        PRECISION=precision, WIDEN=widen)
+    if plan is not None and dh0 is not None:
+        dh0 = dh0[plan.first]
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     dg = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)
     dbeta = torch.empty(beta.shape, dtype=torch.float32, device=beta.device)

@@ -74,7 +74,7 @@ def parallel_width(units: int, heads: int, cap: int = 1024) -> int:
 @autotune(configs=_KKT_CONFIGS, key=["H", "K", "BT"])
 @triton.jit(do_not_specialize=["T"])
 def gdn_fwd_kernel_kkt_inverse(
-    k, g, beta, b_cum, m_inv, cu_seqlens, chunk_indices, T,
+    k, g, beta, b_cum, m_inv, chunk_bound, cu_seqlens, chunk_indices, T,
     H: tl.constexpr, K: tl.constexpr, BT: tl.constexpr, BK: tl.constexpr,
     PRECISION: tl.constexpr, WIDEN: tl.constexpr,
 ):
@@ -134,6 +134,14 @@ def gdn_fwd_kernel_kkt_inverse(
         a30 += dot(k3, k0t, DT, PRECISION, WIDEN)
         a31 += dot(k3, k1t, DT, PRECISION, WIDEN)
         a32 += dot(k3, k2t, DT, PRECISION, WIDEN)
+    # The chunk's bound exponent (segments.py): sum_t g_t + log max(1, |1 - beta_t |k_t|^2|), |k_t|^2 from the
+    # diagonals of K K^T (rows past the end have g = beta = 0 and add nothing).
+    on_diagonal = o[:, None] == o[None, :]
+    grow = (tl.log(tl.maximum(tl.abs(1. - be0 * tl.sum(tl.where(on_diagonal, a00, 0.), 1)), 1.))
+            + tl.log(tl.maximum(tl.abs(1. - be1 * tl.sum(tl.where(on_diagonal, a11, 0.), 1)), 1.))
+            + tl.log(tl.maximum(tl.abs(1. - be2 * tl.sum(tl.where(on_diagonal, a22, 0.), 1)), 1.))
+            + tl.log(tl.maximum(tl.abs(1. - be3 * tl.sum(tl.where(on_diagonal, a33, 0.), 1)), 1.)))
+    tl.store(chunk_bound + i_tg * H + i_h, tl.sum(g0 + g1 + g2 + g3 + grow, 0))
     a00 = _gram_block(a00, b0, b0, be0, m0, m0, True)
     a11 = _gram_block(a11, b1, b1, be1, m1, m1, True)
     a22 = _gram_block(a22, b2, b2, be2, m2, m2, True)
@@ -311,11 +319,12 @@ def compute_dtype(*xs: torch.Tensor) -> torch.dtype:
     return next((x.dtype for x in xs if x.dtype != torch.float32), torch.float32)
 
 
-def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
-    """Forward on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H] with ``ChunkTables``.
+def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final, plan=None):
+    """Forward on packed inputs q, k [1, T, H, K], v [1, T, H, V], g, beta [1, T, H] with ``ChunkTables``, the
+    serial pass split into the segments of ``plan`` (a ``segments.SegmentPlan``) when one is given.
 
     Returns o [1, T, H, V] in v's dtype, the final state [N, H, K, V] fp32 (or None) and the intermediates the
-    backward reads: (b_cum, M^{-1}, W, per-chunk states h, deltas).
+    backward reads: (b_cum, M^{-1}, W, per-chunk states h, deltas, per-chunk bound exponents).
     """
     _, T, H, K = k.shape
     V = v.shape[-1]
@@ -327,20 +336,31 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final):
     m_inv = torch.empty(NT, H, BT, BT, dtype=dtype, device=k.device)
     w = torch.empty(k.shape, dtype=dtype, device=k.device)
     u = torch.empty(v.shape, dtype=dtype, device=k.device)
+    chunk_bound = torch.empty(NT, H, dtype=torch.float32, device=k.device)
     gdn_fwd_kernel_kkt_inverse[(NT, H)](
-        k, g, beta, b_cum, m_inv, cu_seqlens, chunk_indices, T, H=H, K=K, BT=BT, PRECISION=precision, WIDEN=widen)
+        k, g, beta, b_cum, m_inv, chunk_bound, cu_seqlens, chunk_indices, T, H=H, K=K, BT=BT, PRECISION=precision,
+        WIDEN=widen)
     gdn_fwd_kernel_wu[(NT, H)](
         k, v, beta, b_cum, m_inv, w, u, cu_seqlens, chunk_indices, T,
         H=H, K=K, V=V, BT=BT, BK=BK, PRECISION=precision, WIDEN=widen)
     h = torch.empty(NT, H, K, V, dtype=dtype, device=k.device)
     v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
-    ht = torch.empty(N, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
-    gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), N * H)](
-        k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, WIDTH=parallel_width(N, H),
+    # The serial pass walks whole sequences, or the segments of ``plan`` from the states entering them
+    # (segments.py; imported here, the segment kernels import this module's configs).
+    serial_cu, serial_offsets, serial_count = cu_seqlens, chunk_offsets, N
+    if plan is not None:
+        from .triton_segments import fwd_segment_states
+        h0 = fwd_segment_states(plan, k, w, u, b_cum, chunk_bound, h0)
+        serial_cu, serial_offsets, serial_count = plan.cu_seqlens, plan.chunk_offsets, plan.num_segments
+    ht = torch.empty(serial_count, H, K, V, dtype=torch.float32, device=k.device) if store_final else None
+    gdn_fwd_kernel_state[lambda meta: (triton.cdiv(V, meta["BV"]), serial_count * H)](
+        k, w, u, b_cum, h, v_new, h0, ht, serial_cu, serial_offsets, T, WIDTH=parallel_width(serial_count, H),
         H=H, K=K, V=V, BT=BT, BK=BK, USE_INITIAL_STATE=h0 is not None, STORE_FINAL_STATE=store_final,
         TMA=tensor_descriptors(k.device), PRECISION=precision, WIDEN=widen)
+    if plan is not None and store_final:
+        ht = ht[plan.last]
     o = torch.empty_like(v)
     gdn_fwd_kernel_output[lambda meta: (triton.cdiv(V, meta["BV"]), NT, H)](
         q, k, v_new, h, b_cum, o, cu_seqlens, chunk_indices, scale, T, WIDTH=parallel_width(NT, H, 1 << 16),
         H=H, K=K, V=V, BT=BT, PRECISION=precision, WIDEN=widen)
-    return o, ht, (b_cum, m_inv, w, h, v_new)
+    return o, ht, (b_cum, m_inv, w, h, v_new, chunk_bound)
