@@ -9,8 +9,9 @@
 #             TileLang compiles (three processes, as gdn_public.sh warmall), relin's and fla's at the benchmark's
 #             cells; then Triton's cached autotuning choices are dropped, so the benchmark tunes on an idle GPU;
 #   bench     gdn_public on the otherwise idle GPU, with what is left of $LIMIT s;
-#   memcheck  the memcheck parts of $MEMCHECK (default every other op), one process each, under $MEMCHECK_LIMIT s.
-# Memcheck parts are separated by commas, each a list of memcheck.py ops. Needs .whl from
+#   memcheck  the memcheck parts of $MEMCHECK (default every other op, gdn and dla in two halves of their head
+#             dims), one process each, under $MEMCHECK_LIMIT s.
+# Memcheck parts are separated by semicolons, each memcheck.py's arguments (ops, --dims). Needs .whl from
 # `WHEELS=public bash tools/gpu/fetch_device_wheels.sh` and the compute-sanitizer wheel
 # (`WHEELS=sanitizer`), carried. Prefix with what `python -m relin.envelope` prints here. Files go to $OUT (at most
 # 8): kernel-tests.log, memcheck.log, warm.log, bench.log, gdn_public.json, summary.txt; the summary prints last.
@@ -22,7 +23,7 @@ SIDE_LIMIT=${SIDE_LIMIT:-360}
 MEMCHECK_LIMIT=${MEMCHECK_LIMIT:-420}
 TEST_WORKERS=${TEST_WORKERS:-8}
 SIDE_MEMCHECK=${SIDE_MEMCHECK:-gdn_segments}
-MEMCHECK=${MEMCHECK:-gdn,dla,msr decode step}
+MEMCHECK=${MEMCHECK:-gdn --dims 16x16,16x256,24x48,32x100,48x24;gdn --dims 64x32,100x64,128x128,256x16,256x256;dla --dims 16x16,16x256,24x48,32x100,48x24;dla --dims 64x32,100x64,128x128,256x16,256x256;msr decode step}
 logs=/tmp/kernels_head_logs
 mkdir -p "$logs"
 if [ ! -d /tmp/site/tilelang ]; then
@@ -35,12 +36,13 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 echo "setup done at ${SECONDS}s; sanitizer: ${SANITIZER:-none}; $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)"
 
 memcheck_parts() {  # time limit, comma-separated parts; one background process each, pids appended to $pids
-  local limit=$1 part
-  IFS=, read -ra parts <<< "$2"
+  local limit=$1 part name
+  IFS=';' read -ra parts <<< "$2"
   for part in "${parts[@]}"; do
+    name=$(echo "$part" | tr -c 'a-z0-9_\n' '-' | cut -c1-40)
     # shellcheck disable=SC2086
     timeout "$limit" "$SANITIZER" --tool memcheck --error-exitcode 1 python3 benchmarks/gpu/memcheck.py $part \
-      > "$logs/memcheck-${part%% *}.log" 2>&1 &
+      > "$logs/memcheck-$name.log" 2>&1 &
     pids+=($!)
   done
 }
