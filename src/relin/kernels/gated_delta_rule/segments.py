@@ -73,9 +73,10 @@ def _sm_count(index: int) -> int:
     return torch.cuda.get_device_properties(index).multi_processor_count
 
 
-def chunks_per_segment(lengths: list[int], heads: int, device: torch.device) -> int | None:
-    """L for these sequence lengths, or None when the call should not be split (``RELIN_GDN_CP`` first)."""
-    mode = os.environ.get("RELIN_GDN_CP", "auto").strip().lower()
+def chunks_per_segment(lengths: list[int], heads: int, device: torch.device, mode: str | None = None) -> int | None:
+    """L for these sequence lengths, or None when the call should not be split (``mode``, by default the variable
+    ``RELIN_GDN_CP``, first)."""
+    mode = (os.environ.get("RELIN_GDN_CP", "auto") if mode is None else mode).strip().lower()
     if mode in ("0", "off", "no", "false"):
         return None
     chunks = [-(-n // CHUNK_SIZE) for n in lengths]
@@ -98,13 +99,20 @@ def chunks_per_segment(lengths: list[int], heads: int, device: torch.device) -> 
 def segment_plan(batch: int, seq_len: int, bounds: list[int] | None, heads: int,
                  device: torch.device) -> SegmentPlan | None:
     """The segments of a call of ``batch`` sequences of ``seq_len`` tokens (``bounds`` None) or of packed sequences
-    with offsets ``bounds``, or None when the serial passes should walk whole sequences."""
-    starts = [n * seq_len for n in range(batch + 1)] if bounds is None else bounds
-    lengths = [e - s for s, e in zip(starts[:-1], starts[1:])]
-    L = chunks_per_segment(lengths, heads, device)
+    with offsets ``bounds``, or None when the serial passes should walk whole sequences. Cached: a repeated call
+    costs one lookup."""
+    return _plan(batch, seq_len, None if bounds is None else tuple(bounds), heads, torch.device(device),
+                 os.environ.get("RELIN_GDN_CP", "auto"))
+
+
+@functools.lru_cache(maxsize=128)
+def _plan(batch: int, seq_len: int, bounds: tuple[int, ...] | None, heads: int, device: torch.device,
+          mode: str) -> SegmentPlan | None:
+    starts = tuple(n * seq_len for n in range(batch + 1)) if bounds is None else bounds
+    L = chunks_per_segment([e - s for s, e in zip(starts[:-1], starts[1:])], heads, device, mode)
     if L is None:
         return None
-    return _build(tuple(starts), L, torch.device(device))
+    return _build(starts, L, device)
 
 
 @functools.lru_cache(maxsize=64)
