@@ -4,8 +4,8 @@
 #   bash tools/gpu/kernels_head.sh side bench   # one fresh-machine call, ~9.5 min
 #   bash tools/gpu/kernels_head.sh memcheck     # the next call, back to back on the warm machine
 # Stages:
-#   side      side by side (16 cores, one GPU, nothing timed), each under $SIDE_LIMIT s: pytest tests/kernels
-#             (-n $TEST_WORKERS), the memcheck parts of $SIDE_MEMCHECK (default the segment kernels), FlashQLA's
+#   side      side by side (16 cores, one GPU, nothing timed), each under $SIDE_LIMIT s: pytest of $TEST_FILES in
+#             tests/kernels (-n $TEST_WORKERS), the memcheck parts of $SIDE_MEMCHECK (default the segment kernels), FlashQLA's
 #             TileLang compiles (three processes, as gdn_public.sh warmall), relin's and fla's at the benchmark's
 #             cells; then Triton's cached autotuning choices are dropped, so the benchmark tunes on an idle GPU;
 #   bench     gdn_public on the otherwise idle GPU, with what is left of $LIMIT s;
@@ -24,6 +24,10 @@ MEMCHECK_LIMIT=${MEMCHECK_LIMIT:-420}
 TEST_WORKERS=${TEST_WORKERS:-8}
 SIDE_MEMCHECK=${SIDE_MEMCHECK:-gdn_segments}
 MEMCHECK=${MEMCHECK:-gdn --dims 16x16,16x256,24x48,32x100,48x24;gdn --dims 64x32,100x64,128x128,256x16,256x256;dla --dims 16x16,16x256,24x48,32x100,48x24;dla --dims 64x32,100x64,128x128,256x16,256x256;msr decode step}
+# The gated delta rule's files first (collection order is the order of dispatch); -v prints one line per test as it
+# ends, so a run cut by its limit still says what passed.
+TEST_FILES=${TEST_FILES:-test_gated_delta_rule.py test_cuda_graphs.py test_chunk_tables.py test_autotune_lookup.py
+  test_decayed_linear_attn.py test_decode_attention.py test_multiscale_retention.py test_rms_norm.py test_short_conv.py}
 logs=/tmp/kernels_head_logs
 mkdir -p "$logs"
 if [ ! -d /tmp/site/tilelang ]; then
@@ -58,12 +62,9 @@ for stage in "$@"; do
   pids=()
   case $stage in
     side)
-      # The gated delta rule's files first (collection order is the order of dispatch), one line per test as it
-      # ends: a run cut by its limit still says what passed.
-      (cd tests/kernels && timeout "$SIDE_LIMIT" python3 -m pytest test_gated_delta_rule.py test_cuda_graphs.py \
-        test_chunk_tables.py test_autotune_lookup.py $(ls test_*.py | grep -v -e gated_delta -e cuda_graphs \
-        -e chunk_tables -e autotune_lookup) -n "$TEST_WORKERS" --dist load -p no:cacheprovider -p no:benchmark -v \
-        --tb=short -rfs --durations=10) > "$OUT/kernel-tests.log" 2>&1 &
+      # shellcheck disable=SC2086
+      (cd tests/kernels && timeout "$SIDE_LIMIT" python3 -m pytest $TEST_FILES -n "$TEST_WORKERS" --dist load \
+        -p no:cacheprovider -p no:benchmark -v --tb=short -rfs --durations=10) > "$OUT/kernel-tests.log" 2>&1 &
       pids+=($!)
       memcheck_parts "$SIDE_LIMIT" "$SIDE_MEMCHECK"
       for cells in 0 4 5; do
