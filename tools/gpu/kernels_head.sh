@@ -8,7 +8,7 @@
 #             tests/kernels (-n $TEST_WORKERS), the memcheck parts of $SIDE_MEMCHECK (default the segment kernels), FlashQLA's
 #             TileLang compiles (three processes, as gdn_public.sh warmall), relin's and fla's at the benchmark's
 #             cells; then Triton's cached autotuning choices are dropped, so the benchmark tunes on an idle GPU;
-#   bench     gdn_public on the otherwise idle GPU, with what is left of $LIMIT s;
+#   bench     gdn_public on the otherwise idle GPU, with what is left of $LIMIT s (and $BENCH_ARGS);
 #   memcheck  the memcheck parts of $MEMCHECK (default every other op, gdn and dla in two halves of their head
 #             dims), one process each, under $MEMCHECK_LIMIT s.
 # Memcheck parts are separated by semicolons, each memcheck.py's arguments (ops, --dims). Needs .whl from
@@ -84,8 +84,9 @@ for stage in "$@"; do
     bench)
       left=$((LIMIT - SECONDS))
       echo "bench starts at ${SECONDS}s with ${left}s left"
+      # shellcheck disable=SC2086
       timeout "$left" python3 benchmarks/gpu/gdn_public.py --out "$OUT/gdn_public.json" --budget-s $((left - 40)) \
-        > "$OUT/bench.log" 2>&1
+        ${BENCH_ARGS:-} > "$OUT/bench.log" 2>&1
       echo "bench rc=$? at ${SECONDS}s"
       ;;
     memcheck)
