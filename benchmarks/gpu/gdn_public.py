@@ -457,6 +457,7 @@ def main(argv=None):
     parser.add_argument("--rep-ms", type=float, default=100.0)
     parser.add_argument("--device-reps", type=int, default=15, help="timed calls of the queued (device-only) time")
     parser.add_argument("--fla-default-backward", action="store_true", help="also time fla_default fwd+bwd")
+    parser.add_argument("--libs", help=f"comma-separated libraries to time, of {', '.join(LIBS)} (default all)")
     parser.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=DEVICE == "cuda",
                         help="compare every library with the fp64 chunked oracle (default on a GPU)")
     parser.add_argument("--warm-only", choices=["flash_qla", "relin", "relin_nocp", "fla_triton",
@@ -474,6 +475,11 @@ def main(argv=None):
         cells = [cells[int(i)] for i in args.cells.split(",")]
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     generator = torch.Generator(device=DEVICE).manual_seed(seed)
+    if args.libs:
+        unknown = set(args.libs.split(",")) - set(LIBS)
+        if unknown:
+            parser.error(f"--libs: unknown {', '.join(sorted(unknown))}; expected of {', '.join(LIBS)}")
+        LIBS[:] = [lib for lib in LIBS if lib in args.libs.split(",")]
     ops, import_errors, log = load_libraries()
     if args.warm_only:
         if args.warm_only not in ops:

@@ -7,7 +7,9 @@
 set -e
 stamp=$(cat .whl/*.whl pyproject.toml $(find src -name "*.py" | sort) 2>/dev/null | md5sum | cut -c1-32)
 if [ "$(cat /tmp/relin-site/.stamp 2>/dev/null)" != "$stamp" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  if ls .whl/*.whl > /dev/null 2>&1; then  # none carried: relin alone
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  fi
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/relin-site .
   echo "$stamp" > /tmp/relin-site/.stamp
 fi
