@@ -23,6 +23,8 @@ from relin.kernels.decayed_linear_attn import triton_bwd as dla_bwd
 from relin.kernels.decayed_linear_attn import triton_fwd as dla_fwd
 from relin.kernels.gated_delta_rule import triton_bwd as gdn_bwd
 from relin.kernels.gated_delta_rule import triton_fwd as gdn_fwd
+from relin.kernels.gated_delta_rule import triton_segments as gdn_segments
+from relin.kernels.gated_delta_rule.segments import TRUNCATION_LOG_BOUND
 
 CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 TARGET = GPUTarget("cuda", 90, 32)
@@ -62,8 +64,10 @@ def configs(kernel):
 def gdn_rows(dtype, K, V):
     f32 = "*fp32"
     base = dict(H=H, K=K, V=V, BT=BT, BK=tile(K, 256), PRECISION="ieee" if dtype == "fp32" else "tf32", WIDEN=False)
+    segments = dict(b_cum=f32, chunk_bound=f32, carry=f32, trans=f32, fallback="*i32", seg_cu="*i64",
+                    seg_offsets="*i64", seg_info="*i32", s0=f32, out=f32)
     kernels = [
-        (gdn_fwd.gdn_fwd_kernel_kkt_inverse, dict(g=f32, b_cum=f32), {}),
+        (gdn_fwd.gdn_fwd_kernel_kkt_inverse, dict(g=f32, b_cum=f32, chunk_bound=f32), {}),
         (gdn_fwd.gdn_fwd_kernel_wu, dict(b_cum=f32), {}),
         *((gdn_fwd.gdn_fwd_kernel_state, dict(b_cum=f32, h0=f32, ht=f32),
            dict(USE_INITIAL_STATE=True, STORE_FINAL_STATE=True, TMA=tma)) for tma in (False, True)),
@@ -73,10 +77,15 @@ def gdn_rows(dtype, K, V):
          dict(USE_FINAL_STATE_GRADIENT=True, STORE_INITIAL_STATE_GRADIENT=True)),
         (gdn_bwd.gdn_bwd_kernel_grad_output, dict(b_cum=f32, dk_part=f32, db_part=f32), {}),
         (gdn_bwd.gdn_bwd_kernel_grad_wy, dict(b_cum=f32, dk_part=f32, db_part=f32, dg=f32, dbeta=f32), {}),
+        (gdn_segments.gdn_fwd_kernel_carry, dict(segments, dd_intra=f32), dict(L=32, LOG_BOUND=TRUNCATION_LOG_BOUND)),
+        (gdn_segments.gdn_bwd_kernel_carry, dict(segments, dd_intra=f32), dict(L=32, LOG_BOUND=TRUNCATION_LOG_BOUND)),
+        *((gdn_segments.gdn_kernel_resolve, segments,
+           dict(BK=K, BV=32, BKK=32, MAXS=32, REVERSE=reverse, USE_S0=True)) for reverse in (False, True)),
     ]
     for kernel, pointers, extra in kernels:
         for kwargs, warps, stages in configs(kernel):
             tma = " TMA" * extra.get("TMA", False)
+            tma += f" REVERSE={extra['REVERSE']}" if "REVERSE" in extra else ""
             name = f"gdn {kernel.fn.__name__.removeprefix('gdn_')}{tma} {kwargs} w={warps} s={stages}"
             yield name, resources(kernel, dtype, dict(INDEX, **pointers), dict(base, **extra, **kwargs), warps, stages)
 
