@@ -3,10 +3,10 @@
 Libraries, each timed forward (no input requires a gradient) and forward+backward (gradients of q, k, v, g, beta
 for one fixed upstream gradient), bf16 q/k/v/beta, fp32 log-decay g, H = 16 heads of K = V = 128:
 
-- ``relin``: ``relin.kernels.chunk_gated_delta_rule(..., backend="triton")``, its serial passes on segments where
-  its rule splits them (``relin.kernels.gated_delta_rule.segments``);
-- ``relin_nocp``: the same with ``RELIN_GDN_CP=0``: the serial passes over whole sequences, the kernels as they were
-  before the segments (issue #66's before/after, one process);
+- ``relin``: ``relin.kernels.chunk_gated_delta_rule(..., backend="triton")`` with ``RELIN_GDN_CP=0``: its serial
+  passes over whole sequences (the default until the segments are measured; the kernels as before issue #66);
+- ``relin_cp``: the same with ``RELIN_GDN_CP=auto``: its serial passes on segments where its rule splits them
+  (``relin.kernels.gated_delta_rule.segments``; issue #66's before/after, one process);
 - ``flash_qla``: QwenLM's FlashQLA (TileLang) ``flash_qla.chunk_gated_delta_rule``, with its defaults (auto
   intra-card context parallelism);
 - ``fla_triton``: fla 0.6.0's ``chunk_gated_delta_rule`` with its backend dispatch pinned to the Triton kernels
@@ -68,8 +68,8 @@ VARLEN_LENGTHS = [17000, 8192, 4100, 2048, 1000, 300, 100, 28]  # 32768 tokens
 CELLS = [(1, 4096, None), (1, 16384, None), (1, 32768, None), (1, 65536, None), (8, 4096, None),
          (1, sum(VARLEN_LENGTHS), VARLEN_LENGTHS)]
 QUICK_CELLS = [(1, 128, None), (2, 64, None), (1, 200, [100, 37, 63])]
-LIBS = ["relin", "relin_nocp", "flash_qla", "fla_triton", "fla_triton+tl_dqkwg", "fla_default"]
-RELIN_LIBS = {"relin": {}, "relin_nocp": {"RELIN_GDN_CP": "0"}}  # environment around each call
+LIBS = ["relin", "relin_cp", "flash_qla", "fla_triton", "fla_triton+tl_dqkwg", "fla_default"]
+RELIN_LIBS = {"relin": {"RELIN_GDN_CP": "0"}, "relin_cp": {"RELIN_GDN_CP": "auto"}}  # environment around each call
 # Distributions whose versions the envelope records beside torch and triton: the libraries and TileLang's tree.
 LIBRARIES = ("fla-core", "flash-qla", "tilelang", "apache-tvm-ffi", "z3-solver")
 FLA_ENV = {  # FLA_FLASH_QLA / FLA_TILELANG around each call of that library
@@ -160,7 +160,7 @@ class FlaLog(logging.Handler):
 
 def load_libraries():
     """{name: op or None}, {name: import error}; fla's log handler."""
-    ops, errors = {"relin": chunk_gated_delta_rule, "relin_nocp": chunk_gated_delta_rule}, {}
+    ops, errors = {"relin": chunk_gated_delta_rule, "relin_cp": chunk_gated_delta_rule}, {}
     try:
         import flash_qla
         ops["flash_qla"] = flash_qla.chunk_gated_delta_rule
@@ -363,22 +363,22 @@ def run_cell(B, T, lengths, H, K, V, ops, log, args, ceilings, deadline, generat
 
 
 def ratios(row):
-    """relin over each other library, over the fastest of them, and every library over the floor; for the wall
-    times (``ratios``) and the queued device times (``device_ratios``). fla_default is FlashQLA behind fla's
-    dispatch, so it is not a rival of its own."""
+    """relin (and relin_cp) over each other library, over the fastest of them, and every library over the floor;
+    for the wall times (``ratios``) and the queued device times (``device_ratios``). fla_default is FlashQLA behind
+    fla's dispatch, so it is not a rival of its own."""
     for key, name in (("ms", "ratios"), ("device_ms", "device_ratios")):
         ms = {k: v for k, v in row[key].items() if v is not None}
-        rivals = {k: v for k, v in ms.items() if k not in ("relin", "relin_nocp", "fla_default")}
+        rivals = {k: v for k, v in ms.items() if k not in (*RELIN_LIBS, "fla_default")}
         out = {}
-        if "relin" in ms:
-            if "relin_nocp" in ms:
-                out["relin/relin_nocp"] = ms["relin"] / ms["relin_nocp"]
+        if "relin" in ms and "relin_cp" in ms:
+            out["relin_cp/relin"] = ms["relin_cp"] / ms["relin"]
+        for ours in (lib for lib in RELIN_LIBS if lib in ms):
             for k, v in rivals.items():
-                out[f"relin/{k}"] = ms["relin"] / v
+                out[f"{ours}/{k}"] = ms[ours] / v
             if rivals:
                 fastest = min(rivals, key=rivals.get)
                 out["fastest_other"] = fastest
-                out["relin/fastest_other"] = ms["relin"] / rivals[fastest]
+                out[f"{ours}/fastest_other"] = ms[ours] / rivals[fastest]
         for k, v in ms.items():
             out[f"{k}/floor_peak"] = v / row["floors_peak"]["floor_ms"]
         row[name] = out
@@ -415,19 +415,19 @@ def print_table(cells):
 
 def print_block(cells, key, ratio_key, title):
     print(f"\n{title}")
-    head = (f"{'cell':22s} {'mode':8s} {'relin':>8s} {'nocp':>8s} {'FlashQLA':>8s} {'fla-tri':>8s} {'fla-tl':>8s} "
-            f"{'fla-dflt':>8s} {'r/nocp':>6s} {'r/QLA':>6s} {'r/fla':>6s} {'r/best':>6s} {'floor':>7s} {'bytes':>7s} "
-            f"{'flop':>7s}")
+    head = (f"{'cell':22s} {'mode':8s} {'relin':>8s} {'cp':>8s} {'FlashQLA':>8s} {'fla-tri':>8s} {'fla-tl':>8s} "
+            f"{'fla-dflt':>8s} {'cp/r':>6s} {'r/QLA':>6s} {'cp/QLA':>6s} {'r/fla':>6s} {'r/best':>6s} {'cp/bst':>6s} "
+            f"{'floor':>7s} {'bytes':>7s} {'flop':>7s}")
     print(head + "\n" + "-" * len(head))
     for r in cells:
         ms, ra, fl = r[key], r[ratio_key], r["floors_peak"]
         f = lambda k: f"{ms[k]:8.3f}" if ms.get(k) is not None else f"{'-':>8s}"  # noqa: E731
         g = lambda k: f"{ra[k]:6.2f}" if k in ra else f"{'-':>6s}"  # noqa: E731
         fla_ratio = "relin/fla_triton" if "relin/fla_triton" in ra else "relin/fla_triton+tl_dqkwg"
-        print(f"{r['cell']:22s} {r['mode']:8s} {f('relin')} {f('relin_nocp')} {f('flash_qla')} {f('fla_triton')} "
-              f"{f('fla_triton+tl_dqkwg')} {f('fla_default')} {g('relin/relin_nocp')} {g('relin/flash_qla')} "
-              f"{g(fla_ratio)} {g('relin/fastest_other')} {fl['floor_ms']:7.3f} {fl['bytes_ms']:7.3f} "
-              f"{fl['flop_ms']:7.3f}")
+        print(f"{r['cell']:22s} {r['mode']:8s} {f('relin')} {f('relin_cp')} {f('flash_qla')} {f('fla_triton')} "
+              f"{f('fla_triton+tl_dqkwg')} {f('fla_default')} {g('relin_cp/relin')} {g('relin/flash_qla')} "
+              f"{g('relin_cp/flash_qla')} {g(fla_ratio)} {g('relin/fastest_other')} {g('relin_cp/fastest_other')} "
+              f"{fl['floor_ms']:7.3f} {fl['bytes_ms']:7.3f} {fl['flop_ms']:7.3f}")
     print("floor = max(bytes once at 4.8 TB/s, FLOPs at 989 TFLOP/s); fla-tri: dispatch pinned to Triton; "
           "fla-tl: Triton with chunk_bwd_dqkwg on TileLang; fla-dflt: fla's own dispatch (-> FlashQLA)")
 
@@ -460,7 +460,7 @@ def main(argv=None):
     parser.add_argument("--libs", help=f"comma-separated libraries to time, of {', '.join(LIBS)} (default all)")
     parser.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=DEVICE == "cuda",
                         help="compare every library with the fp64 chunked oracle (default on a GPU)")
-    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "relin_nocp", "fla_triton",
+    parser.add_argument("--warm-only", choices=["flash_qla", "relin", "relin_cp", "fla_triton",
                                                 "fla_triton+tl_dqkwg"],
                         help="run every cell once with this library to compile its kernels; no timing, no JSON")
     parser.add_argument("--seed", type=int)

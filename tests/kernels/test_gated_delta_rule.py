@@ -364,6 +364,8 @@ def test_segment_plan_rule(monkeypatch):
     from relin.kernels.gated_delta_rule.segments import chunks_per_segment, segment_plan
     cpu = torch.device("cpu")
     monkeypatch.delenv("RELIN_GDN_CP", raising=False)
+    assert chunks_per_segment([65536], 16, cpu) is None  # off unless asked for (issue #66: not yet run on a GPU)
+    monkeypatch.setenv("RELIN_GDN_CP", "auto")
     assert [chunks_per_segment(n, 16, cpu) for n in ([4096], [16384], [32768], [65536], [4096] * 8)] == \
         [8, 16, 32, 32, None]
     assert chunks_per_segment([17000, 8192, 4100, 2048, 1000, 300, 100, 28], 16, cpu) == 32

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The kernels at HEAD on a lent GPU (issue #66) in few calls: the kernel tests, the compute-sanitizer memcheck sweep
-# split over processes, and gdn_public (relin, relin with its serial passes unsplit, FlashQLA, fla; one process).
+# split over processes, and gdn_public (relin; relin_cp, its serial passes on segments; FlashQLA; fla; one process).
 #   bash tools/gpu/kernels_head.sh side bench   # one fresh-machine call, ~9.5 min
 #   bash tools/gpu/kernels_head.sh memcheck     # the next call, back to back on the warm machine
 # Stages:
 #   side      side by side (16 cores, one GPU, nothing timed), each under $SIDE_LIMIT s: pytest of $TEST_FILES in
-#             tests/kernels (-n $TEST_WORKERS), the memcheck parts of $SIDE_MEMCHECK (default the segment kernels), FlashQLA's
-#             TileLang compiles (three processes, as gdn_public.sh warmall), relin's and fla's at the benchmark's
-#             cells; then Triton's cached autotuning choices are dropped, so the benchmark tunes on an idle GPU;
+#             tests/kernels (-n $TEST_WORKERS), the memcheck parts of $SIDE_MEMCHECK (default the segment
+#             kernels), FlashQLA's TileLang compiles (three processes, as gdn_public.sh warmall), relin's (relin_cp)
+#             and fla's at the benchmark's cells; then Triton's cached autotuning choices are dropped, so the
+#             benchmark tunes on an idle GPU;
 #   bench     gdn_public on the otherwise idle GPU, with what is left of $LIMIT s (and $BENCH_ARGS);
 #   memcheck  the memcheck parts of $MEMCHECK (default every other op, gdn and dla in two halves of their head
 #             dims), one process each, under $MEMCHECK_LIMIT s.
@@ -23,7 +24,9 @@ SIDE_LIMIT=${SIDE_LIMIT:-360}
 MEMCHECK_LIMIT=${MEMCHECK_LIMIT:-420}
 TEST_WORKERS=${TEST_WORKERS:-8}
 SIDE_MEMCHECK=${SIDE_MEMCHECK:-gdn_segments}
-MEMCHECK=${MEMCHECK:-gdn --dims 16x16,16x256,24x48,32x100,48x24;gdn --dims 64x32,100x64,128x128,256x16,256x256;dla --dims 16x16,16x256,24x48,32x100,48x24;dla --dims 64x32,100x64,128x128,256x16,256x256;msr decode step}
+half1=16x16,16x256,24x48,32x100,48x24
+half2=64x32,100x64,128x128,256x16,256x256
+MEMCHECK=${MEMCHECK:-gdn --dims $half1;gdn --dims $half2;dla --dims $half1;dla --dims $half2;msr decode step}
 # The gated delta rule's files first (collection order is the order of dispatch); -v prints one line per test as it
 # ends, so a run cut by its limit still says what passed.
 TEST_FILES=${TEST_FILES:-test_gated_delta_rule.py test_cuda_graphs.py test_chunk_tables.py test_autotune_lookup.py
@@ -37,7 +40,8 @@ fi
 source tools/gpu/env.sh
 export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 [ -x "$SANITIZER" ] || SANITIZER=$(ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-echo "setup done at ${SECONDS}s; sanitizer: ${SANITIZER:-none}; $(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)"
+echo "setup done at ${SECONDS}s; sanitizer: ${SANITIZER:-none};" \
+  "$(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)"
 
 memcheck_parts() {  # time limit, comma-separated parts; one background process each, pids appended to $pids
   local limit=$1 part name
@@ -72,7 +76,7 @@ for stage in "$@"; do
           > "$logs/warm-qla-$cells.log" 2>&1 &
         pids+=($!)
       done
-      for lib in relin fla_triton+tl_dqkwg; do
+      for lib in relin_cp fla_triton+tl_dqkwg; do  # relin_cp compiles every kernel relin runs and the segments'
         timeout "$SIDE_LIMIT" python3 benchmarks/gpu/gdn_public.py --warm-only $lib > "$logs/warm-$lib.log" 2>&1 &
         pids+=($!)
       done

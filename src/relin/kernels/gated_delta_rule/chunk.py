@@ -4,8 +4,9 @@ Triton kernels on CUDA tensors (``triton_fwd``, ``triton_bwd``), the chunked PyT
 (``torch_chunk``). The forward keeps its intermediates (cumulative decays, M^{-1}, W, per-chunk states, deltas)
 for the backward rather than recomputing them, trading memory (per-chunk states: T/64 · H · K · V elements) for
 a fifth of the fwd+bwd time at long T. A call that no gradient will reach (no input requires one, or autograd
-is off) runs the same kernels outside autograd and drops them. Long sequences over few heads run their serial
-passes on segments side by side (``segments.py``: exact, decided from the lengths alone; ``RELIN_GDN_CP``).
+is off) runs the same kernels outside autograd and drops them. With ``RELIN_GDN_CP=auto``, long sequences over
+few heads run their serial passes on segments side by side (``segments.py``: exact, decided from the lengths
+alone; off by default until measured on a GPU).
 """
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def chunk_gated_delta_rule(
     if initial_state is not None and (Kp, Vp) != (K, V):
         initial_state = F.pad(initial_state, (0, Vp - V, 0, Kp - K))
     tables = chunk_tables(B, T, bounds, q.device)
-    # Long sequences over few heads: the serial passes run on segments side by side (segments.py).
+    # Long sequences over few heads: the serial passes on segments side by side (segments.py, RELIN_GDN_CP).
     plan = segment_plan(B, T, bounds, H, q.device)
     packed = [x.reshape(1, B * T, *x.shape[2:]) for x in (q, k, v, g, beta)]
     inputs = (q, k, v, g, beta, initial_state)

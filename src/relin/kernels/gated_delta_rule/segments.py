@@ -20,11 +20,12 @@ in three steps per pass (FlashQLA's "gate-driven automatic intra-card context pa
    fallback segments in between.
 3. The unchanged serial pass, one program per (segment x head, V block), from the resolved states.
 
-``segment_plan`` decides from the sequence lengths alone (no device synchronisation) whether to split, with
-FlashQLA's Hopper rule: split when the sequences' chunks spread over few (sequence x head) programs
-(B_eff x H <= 40, or <= 56 with a sequence of at least 128 chunks; B_eff = all chunks / the longest sequence's),
-into segments of L = 2^round(log2(3 sqrt(H x chunks / SMs))) chunks, at least 4.
-``RELIN_GDN_CP`` overrides it: ``0`` never splits, a power of two L always splits into segments of L chunks.
+``RELIN_GDN_CP`` chooses: ``0`` (the default, until the segments have been measured and checked on a GPU: issue
+#66 could get no machine) walks whole sequences; ``auto`` decides from the sequence lengths alone (no device
+synchronisation) with FlashQLA's Hopper rule: split when the sequences' chunks spread over few (sequence x head)
+programs (B_eff x H <= 40, or <= 56 with a sequence of at least 128 chunks; B_eff = all chunks / the longest
+sequence's), into segments of L = 2^round(log2(3 sqrt(H x chunks / SMs))) chunks, at least 4; a power of two L
+always splits into segments of L chunks.
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ from ..common.chunk_tables import CHUNK_SIZE
 
 # A carry may leave out chunks whose transition norm bound is below exp(TRUNCATION_LOG_BOUND) ~ 1.3e-14.
 TRUNCATION_LOG_BOUND = -32.0
+# RELIN_GDN_CP when unset: whole sequences until a GPU run has measured and checked the segments (issue #66).
+DEFAULT_MODE = "0"
 _DEFAULT_SMS = 132  # under the interpreter: an H100 / H200
 
 
@@ -76,7 +79,7 @@ def _sm_count(index: int) -> int:
 def chunks_per_segment(lengths: list[int], heads: int, device: torch.device, mode: str | None = None) -> int | None:
     """L for these sequence lengths, or None when the call should not be split (``mode``, by default the variable
     ``RELIN_GDN_CP``, first)."""
-    mode = (os.environ.get("RELIN_GDN_CP", "auto") if mode is None else mode).strip().lower()
+    mode = (os.environ.get("RELIN_GDN_CP", DEFAULT_MODE) if mode is None else mode).strip().lower()
     if mode in ("0", "off", "no", "false"):
         return None
     chunks = [-(-n // CHUNK_SIZE) for n in lengths]
@@ -102,7 +105,7 @@ def segment_plan(batch: int, seq_len: int, bounds: list[int] | None, heads: int,
     with offsets ``bounds``, or None when the serial passes should walk whole sequences. Cached: a repeated call
     costs one lookup."""
     return _plan(batch, seq_len, None if bounds is None else tuple(bounds), heads, torch.device(device),
-                 os.environ.get("RELIN_GDN_CP", "auto"))
+                 os.environ.get("RELIN_GDN_CP", DEFAULT_MODE))
 
 
 @functools.lru_cache(maxsize=128)
