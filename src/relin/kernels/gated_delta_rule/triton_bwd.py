@@ -25,12 +25,9 @@ import triton.language as tl
 from ..common.chunk_tables import CHUNK_SIZE, chunk_rows, sequence_rows
 from ..common.dot import dot, dot_mode
 from ..common.triton_utils import autotune, load_state, state_tile, tile
-from .triton_fwd import parallel_width
+from .state_configs import BWD_STATE_CONFIGS, parallel_width
+from .triton_segments import bwd_segment_states
 
-# The backward state pass holds three more tiles than the forward's: at 2 warps it spills kilobytes per thread
-# (offline sm_90), so its configs start at 4 warps; 8 warps 2 stages (64 wide) for fp32 inputs, as in the forward.
-_STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
-                  for bv, warps, stages in ((32, 4, 3), (16, 4, 2), (64, 8, 2), (64, 4, 2))]
 # One stage: more does not fit shared memory with K = V = 128 (sm_90). 8 warps split a product's N over two
 # warpgroups: at N = 32 (16 each) Triton 3.6 read shared memory out of bounds on the H200, so V blocks are 64 wide.
 _GRAD_CONFIGS = [triton.Config({"BV": 64}, num_warps=8, num_stages=1)]
@@ -65,7 +62,7 @@ def gdn_bwd_kernel_intra_dv(
         tl.store(dd_intra + p_v, dot(b_Pt, b_do, DT, PRECISION, WIDEN), mask=m_tv)
 
 
-@autotune(configs=_STATE_CONFIGS, key=["WIDTH", "H", "K", "V", "BT"])
+@autotune(configs=BWD_STATE_CONFIGS, key=["WIDTH", "H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T", "WIDTH"])
 def gdn_bwd_kernel_state(
     q, k, w, b_cum, do, dd_intra, dh, dv_new, dht, dh0, cu_seqlens, chunk_offsets, scale, T, WIDTH,
@@ -275,10 +272,9 @@ def chunk_gdn_bwd(q, k, v, beta, scale, h0, tables, saved, do, dht, plan=None):
         q, k, b_cum, do, dd_intra, cu_seqlens, chunk_indices, scale, T,
         H=H, K=K, V=V, BT=BT, BK=BK, BV=tile(V, 64), PRECISION=precision, WIDEN=widen)
     # The serial pass walks whole sequences, or the segments of ``plan`` from the state gradients leaving them
-    # (segments.py; imported here, the segment kernels import this module's configs).
+    # (segments.py).
     serial_cu, serial_offsets, serial_count = cu_seqlens, chunk_offsets, N
     if plan is not None:
-        from .triton_segments import bwd_segment_states
         dht = bwd_segment_states(plan, q, k, w, b_cum, do, dd_intra, chunk_bound, dht, scale)
         serial_cu, serial_offsets, serial_count = plan.cu_seqlens, plan.chunk_offsets, plan.num_segments
     dh0 = torch.empty(serial_count, H, K, V, dtype=torch.float32, device=k.device) if h0 is not None else None

@@ -24,6 +24,8 @@ import triton.language as tl
 from ..common.chunk_tables import CHUNK_SIZE, chunk_rows, locate_chunk, sequence_rows
 from ..common.dot import dot, dot_mode
 from ..common.triton_utils import autotune, load_state, state_tile, tensor_descriptors, tile
+from .state_configs import FWD_STATE_CONFIGS, parallel_width
+from .triton_segments import fwd_segment_states
 
 
 @triton.jit
@@ -50,25 +52,12 @@ def _substitute_row(b_A, b_X, i: tl.constexpr):
 # Configs kept from the H200 sweeps of docs/measurements/gdn-h200.md at de9179e.
 _KKT_CONFIGS = [triton.Config({"BK": 64}, num_warps=w) for w in (2, 1, 4)]
 _WU_CONFIGS = [triton.Config({"BV": 64}, num_warps=w, num_stages=s) for w, s in ((4, 3), (8, 2))]
-# Narrow V blocks multiply the programs of the serial pass when sequences x heads is small, which is all the
-# parallelism it has. 8 warps split a product's N over two warpgroups, so their V blocks are 64 wide (16 per
-# warpgroup faulted on the H200 with Triton 3.6). fp32 inputs overflow shared memory at 3 stages, hence the
-# 8-warp 2-stage config.
-_STATE_CONFIGS = [triton.Config({"BV": bv}, num_warps=warps, num_stages=stages)
-                  for bv, warps, stages in ((16, 2, 3), (32, 4, 3), (32, 4, 2), (64, 4, 2), (64, 8, 2))]
 # fla's layout: 64-wide K slices accumulated in a loop, so the pipeliner overlaps the next slice's loads with this
 # slice's products (one-shot loads of all of K, or TMA descriptor loads, were slower on the H200). BV = 128 computes
 # Q K^T once per chunk instead of once per V block. Tuned per number of programs (WIDTH).
 _OUTPUT_CONFIGS = [triton.Config({"BK": bk, "BV": bv}, num_warps=w, num_stages=s)
                    for bk, bv, w, s in ((64, 128, 8, 3), (64, 128, 4, 3), (64, 128, 8, 4), (128, 64, 4, 2),
                                         (32, 64, 4, 3))]
-
-
-def parallel_width(units: int, heads: int, cap: int = 1024) -> int:
-    """Units x heads rounded up to a power of two, at most ``cap``: an autotuning key on the number of programs
-    (the best BV and warps depend on it) with few distinct values. Units are sequences for the serial passes and
-    chunks for the output pass."""
-    return min(triton.next_power_of_2(units * heads), cap)
 
 
 @autotune(configs=_KKT_CONFIGS, key=["H", "K", "BT"])
@@ -224,7 +213,7 @@ def gdn_fwd_kernel_wu(
         tl.store(u + p_v, b_u.to(DT), mask=m_tv)
 
 
-@autotune(configs=_STATE_CONFIGS, key=["WIDTH", "H", "K", "V", "BT"])
+@autotune(configs=FWD_STATE_CONFIGS, key=["WIDTH", "H", "K", "V", "BT"])
 @triton.jit(do_not_specialize=["T", "WIDTH"])
 def gdn_fwd_kernel_state(
     k, w, u, b_cum, h, v_new, h0, ht, cu_seqlens, chunk_offsets, T, WIDTH,
@@ -346,10 +335,9 @@ def chunk_gdn_fwd(q, k, v, g, beta, scale, h0, tables, store_final, plan=None):
     h = torch.empty(NT, H, K, V, dtype=dtype, device=k.device)
     v_new = torch.empty(v.shape, dtype=dtype, device=k.device)
     # The serial pass walks whole sequences, or the segments of ``plan`` from the states entering them
-    # (segments.py; imported here, the segment kernels import this module's configs).
+    # (segments.py).
     serial_cu, serial_offsets, serial_count = cu_seqlens, chunk_offsets, N
     if plan is not None:
-        from .triton_segments import fwd_segment_states
         h0 = fwd_segment_states(plan, k, w, u, b_cum, chunk_bound, h0)
         serial_cu, serial_offsets, serial_count = plan.cu_seqlens, plan.chunk_offsets, plan.num_segments
     ht = torch.empty(serial_count, H, K, V, dtype=torch.float32, device=k.device) if store_final else None

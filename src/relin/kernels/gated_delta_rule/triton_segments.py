@@ -16,9 +16,7 @@ from ..common.chunk_tables import CHUNK_SIZE, locate_sequence
 from ..common.dot import dot, dot_mode
 from ..common.triton_utils import autotune, tile
 from .segments import TRUNCATION_LOG_BOUND, SegmentPlan
-from .triton_bwd import _STATE_CONFIGS as _BWD_CONFIGS
-from .triton_fwd import _STATE_CONFIGS as _FWD_CONFIGS
-from .triton_fwd import parallel_width
+from .state_configs import BWD_STATE_CONFIGS, FWD_STATE_CONFIGS, parallel_width
 
 
 @triton.jit
@@ -48,7 +46,7 @@ def _store_carry(b_S, carry, trans, fallback, i_sh, i_v, fb, active, value, o_k,
         tl.store(fallback + i_sh, fb.to(tl.int32))
 
 
-@autotune(configs=_FWD_CONFIGS, key=["WIDTH", "H", "K", "V", "BT", "L"])
+@autotune(configs=FWD_STATE_CONFIGS, key=["WIDTH", "H", "K", "V", "BT", "L"])
 @triton.jit(do_not_specialize=["T", "WIDTH"])
 def gdn_fwd_kernel_carry(
     k, w, u, b_cum, chunk_bound, carry, trans, fallback, seg_cu, seg_offsets, seg_info, T, WIDTH,
@@ -90,7 +88,7 @@ def gdn_fwd_kernel_carry(
     _store_carry(b_S, carry, trans, fallback, i_sh, i_v, fb, active, value, o_k, m_k, o_c, K, V)
 
 
-@autotune(configs=_BWD_CONFIGS, key=["WIDTH", "H", "K", "V", "BT", "L"])
+@autotune(configs=BWD_STATE_CONFIGS, key=["WIDTH", "H", "K", "V", "BT", "L"])
 @triton.jit(do_not_specialize=["T", "WIDTH"])
 def gdn_bwd_kernel_carry(
     q, k, w, b_cum, do, dd_intra, chunk_bound, carry, trans, fallback, seg_cu, seg_offsets, seg_info, scale, T,
