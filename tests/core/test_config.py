@@ -58,7 +58,7 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
      "lia_mtr.llm.train.task_weights: this stage draws no rows by task (its rows carry no task)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"arithmtic": 1.0}}}},
      "opal.onpolicy.prompt_tasks: unknown task 'arithmtic' (expected names from: mqar, niah_single, niah_multikey, "
-     "niah_multiquery, arithmetic, walk, list_copy, list_reverse, filler, text, corpus)"),
+     "niah_multiquery, arithmetic, walk, list_copy, list_reverse, digit_copy, filler, text, corpus)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"corpus": 1.0}}}},
      "opal.onpolicy.prompt_tasks: 'corpus' has a positive weight but OPAL's training data has no rows of it"),
     ({"opal": {"gdn": {"allow_neg_eigval": True}}},
@@ -278,8 +278,10 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
             "walk": {"items": 4, "vocab_size": 16, "max_stride": 2, "train_examples": 2, "test_examples": 1},
             "lists": {"ops": ["copy", "reverse"], "items": 4, "vocab_size": 8, "train_examples": 2,
                       "test_examples": 1},
+            "digit_copy": {"digits": 6, "train_examples": 2, "test_examples": 1},
             "filler": {"vocab_size": 8, "train_examples": 2, "test_examples": 1, "seq_len": 16},
-            "tokenizer": "bpe", "text": {"train_lengths": [16], "train_examples": 2, "test_files": 1}}
+            "tokenizer": "bpe", "text": {"train_lengths": [16], "train_examples": 2, "test_files": 1},
+            "tasks": ["mqar", "niah", "arithmetic", "walk", "lists", "filler", "text", "digit_copy"]}
     params = build(Params, {"data": data, "opal": {"keep_every": 2}})  # the 2-layer default teacher
     tokenizer = build_tokenizer("bpe", vocabulary_words(params.data), tmp_path / "bpe")
     rows = generate_rows(params.data, tokenizer, texts)["train"]
@@ -289,11 +291,19 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
                                     "filler": {**data["filler"], "train_examples": 0},
                                     "walk": {**data["walk"], "train_examples": 0},
                                     "lists": {**data["lists"], "train_examples": 0},
+                                    "digit_copy": {**data["digit_copy"], "train_examples": 0},
                                     "text": {**data["text"], "train_examples": 0}},
                            "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"arithmetic": 1.0}}}})
     rows = generate_rows(fewer.data, build_tokenizer("word", vocabulary_words(fewer.data)))["train"]
     assert list(dict.fromkeys(row["task"] for row in rows)) == fewer.train_tasks("teacher") == [
         "niah_multiquery", "arithmetic"]
+    # data.tasks leaves whole families out, whatever their sections set
+    chosen = build(Params, {"data": {**data, "tasks": ["text", "digit_copy"]},
+                            "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"digit_copy": 1.0}}}})
+    rows = generate_rows(chosen.data, tokenizer, texts)
+    assert list(dict.fromkeys(row["task"] for row in rows["train"])) == chosen.train_tasks("teacher") == [
+        "digit_copy", "text"]
+    assert {row["task"] for row in rows["test"]} == {"digit_copy", "text"}
 
 
 def test_a_zero_weight_may_name_a_known_task_the_rows_lack():

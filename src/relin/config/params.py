@@ -31,7 +31,7 @@ from .train import TrainConfig
 # of a corpus's rows (relin.data.corpus.TASK): the names task_weights and prompt_tasks may give. They live here, not
 # in the data config, so that checking them reruns no stage.
 TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "walk", "list_copy", "list_reverse",
-         "filler", "text")
+         "digit_copy", "filler", "text")
 CORPUS_TASK = "corpus"
 # The GDN options opal_export (a target of every full DAG run: rule all) needs, each with the reason
 # relin.models.export.qwen3_5.export_problems refuses another value: Qwen3.5's Gated DeltaNet has no counterpart.
@@ -162,9 +162,11 @@ class Params:
         rows = {"mqar": bool(data.mqar.train), "arithmetic": data.arithmetic.train_examples > 0,
                 "walk": data.walk.train_examples > 0,
                 **{f"list_{op}": data.lists.train_examples > 0 for op in data.lists.ops},
+                "digit_copy": data.digit_copy.train_examples > 0,
                 "filler": data.filler.train_examples > 0, "text": data.text.train_examples > 0,
                 **{f"niah_{family}": data.niah.train_examples > 0 for family in data.niah.families}}
-        return [task for task in TASKS if rows.get(task)]
+        family = {f"list_{op}": "lists" for op in data.lists.ops} | {f"niah_{f}": "niah" for f in data.niah.families}
+        return [task for task in TASKS if rows.get(task) and family.get(task, task) in data.tasks]
 
     def _held_out(self, source: str) -> tuple[str, ...]:
         return NIAH_TASKS if source == "opal" and self.opal.niah_protocol == "zero_shot" else ()
