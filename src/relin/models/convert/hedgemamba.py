@@ -28,6 +28,7 @@ from ...config.loader import as_dict
 from ...errors import InputError
 from ...layers.hedgemamba import HedgeMamba
 from ..hybrid import HybridConfig, HybridForCausalLM
+from .heads import expand_heads
 
 # GPT-NeoX name -> the hybrid's, for everything outside the attention.
 RENAMES = (("gpt_neox.embed_in.", "model.embed_tokens."), ("gpt_neox.final_layer_norm.", "model.norm."),
@@ -95,8 +96,6 @@ def _teacher_weights(teacher, expand_kv: bool = True) -> dict[str, torch.Tensor]
 
 
 def _llama_weights(teacher, expand_kv: bool) -> dict[str, torch.Tensor]:
-    from .opal import expand_heads
-
     heads, kv_heads = teacher.config.num_attention_heads, teacher.config.num_key_value_heads
     out = {}
     for key, value in teacher.state_dict().items():

@@ -15,6 +15,7 @@ import torch
 from ...config.opal import GDNConfig, SWAConfig
 from ...errors import InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
+from .heads import expand_heads
 
 # Teachers whose attention layers the conversion copies (Llama's block is Qwen3's without the q/k norms).
 CONVERTIBLE = ("qwen3", "llama")
@@ -44,12 +45,6 @@ def layer_conversion_kl(teacher, batches: list[dict], gdn: GDNConfig | None = No
                 total, tokens = total + float(kl[real].sum()), tokens + int(real.sum())
             scores.append(total / max(tokens, 1))
     return scores
-
-
-def expand_heads(weight: torch.Tensor, kv_heads: int, heads: int) -> torch.Tensor:
-    """``[kv_heads·D, C]`` -> ``[heads·D, C]``, each kv head's block of D rows repeated heads/kv_heads times."""
-    head_dim = weight.shape[0] // kv_heads
-    return weight.view(kv_heads, head_dim, -1).repeat_interleave(heads // kv_heads, 0).reshape(heads * head_dim, -1)
 
 
 @torch.no_grad()
