@@ -166,6 +166,12 @@ def paper_evaluations(paper):
             [TEACHER_EVAL[paper], *evaluated_models(paper, lambda p: lookup(config, p))]]
 
 
+# The qwen3_5_text export of OPAL's hybrid: Qwen3.5's blocks are Qwen3's, so only a qwen3-family teacher's hybrid
+# exports (a llama checkpoint's has no q/k norms, which Qwen3.5's attention layers apply).
+OPAL_EXPORT = (["results/opal/export/export.json"]
+               if config["teacher"]["models"][config["opal"]["teacher"]]["family"] == "qwen3" else [])
+
+
 # lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.
 OPAL_LM_EVAL = (expand("results/opal/lm_eval/{name}.json", name=config["opal"]["lm_eval"]["models"])
                 if config["opal"]["lm_eval"]["tasks"] else [])

@@ -33,6 +33,9 @@ from .train import TrainConfig
 TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "walk", "list_copy", "list_reverse",
          "digit_copy", "filler", "text")
 CORPUS_TASK = "corpus"
+# The teacher families each conversion copies (relin.models.convert.opal / .hedgemamba CONVERTIBLE).
+OPAL_FAMILIES = ("qwen3", "llama")
+HEDGEMAMBA_FAMILIES = ("gpt_neox", "llama")
 # The GDN options opal_export (a target of every full DAG run: rule all) needs, each with the reason
 # relin.models.export.qwen3_5.export_problems refuses another value: Qwen3.5's Gated DeltaNet has no counterpart.
 EXPORTABLE_GDN = {
@@ -76,8 +79,9 @@ class Params:
             raise ConfigError(f"opal.teacher: {teacher!r} is not trained (expected one of teacher.archs: "
                               f"{', '.join(self.teacher.archs)})")
         model = self.teacher.models[teacher]
-        if model.family != "qwen3":
-            raise ConfigError(f"opal.teacher: expected a qwen3-family teacher, got {teacher!r} ({model.family})")
+        if model.family not in OPAL_FAMILIES:
+            raise ConfigError(f"opal.teacher: expected a {' or '.join(OPAL_FAMILIES)}-family teacher, got {teacher!r} "
+                              f"({model.family})")
         self._check_kept_layers(model.num_hidden_layers)
         for key, (needed, reason) in EXPORTABLE_GDN.items():
             if (value := getattr(self.opal.gdn, key)) != needed:
@@ -87,9 +91,9 @@ class Params:
         if hedgemamba not in self.teacher.archs:
             raise ConfigError(f"hedgemamba.teacher: {hedgemamba!r} is not trained (expected one of teacher.archs: "
                               f"{', '.join(self.teacher.archs)})")
-        if self.teacher.models[hedgemamba].family != "gpt_neox":
-            raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
-                              f"({self.teacher.models[hedgemamba].family})")
+        if self.teacher.models[hedgemamba].family not in HEDGEMAMBA_FAMILIES:
+            raise ConfigError(f"hedgemamba.teacher: expected a {' or '.join(HEDGEMAMBA_FAMILIES)}-family teacher, got "
+                              f"{hedgemamba!r} ({self.teacher.models[hedgemamba].family})")
         match, finetune = self.hedgemamba.match.train, self.hedgemamba.finetune.train
         rows = stage_rows(match, finetune)
         if rows % finetune.steps:
@@ -118,8 +122,12 @@ class Params:
                 raise ConfigError(f"{paper}.train_data: a corpus is tokenized by a pretrained teacher's tokenizer; "
                                   f"teacher.models.{section.teacher} is trained in the DAG on the word tokenizer "
                                   f"(set its pretrained, or train_data: synth_text)")
+        # teacher.train trains no teacher when every one of them is a pretrained checkpoint: its mixture names the
+        # default data's tasks, which a checkpoint's data need not render
+        trains_a_teacher = not all(self.teacher.models[arch].pretrained for arch in self.teacher.archs)
         for key, train in train_configs(self):
-            self._check_task_weights(key, train)
+            if key != "teacher.train" or trains_a_teacher:
+                self._check_task_weights(key, train)
         self._check_prompt_tasks()
 
     def _check_kept_layers(self, layers: int) -> None:

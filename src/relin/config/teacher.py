@@ -12,7 +12,8 @@ from .train import CurriculumStage, TrainConfig
 class TeacherModelConfig:
     """A teacher transformer built from a transformers config (or loaded by id/path)."""
 
-    family: Literal["qwen3", "gpt_neox"] = option(help="transformers architecture")
+    family: Literal["qwen3", "gpt_neox", "llama"] = option(help="transformers architecture (llama: a pretrained "
+                                                                  "checkpoint's, never built here)")
     hidden_size: int = option(128, "model width", minimum=8)
     num_hidden_layers: int = option(2, "decoder layers", minimum=1)
     num_attention_heads: int = option(4, "query heads", minimum=1)
@@ -34,7 +35,11 @@ class TeacherModelConfig:
                                                             "teacher.train.curriculum (unset: that one)")
 
     def validate(self, prefix: str) -> None:
-        ignored = {"qwen3": ("rotary_pct",), "gpt_neox": ("num_key_value_heads", "head_dim")}[self.family]
+        if self.family == "llama" and not self.pretrained:
+            raise ConfigError(f"{prefix}.family: a llama teacher is a pretrained checkpoint, not built here; expected "
+                              f"its pretrained set (or family qwen3 or gpt_neox)")
+        ignored = {"qwen3": ("rotary_pct",), "gpt_neox": ("num_key_value_heads", "head_dim"),
+                   "llama": ()}[self.family]
         for key in ignored:
             if getattr(self, key) is not None:
                 raise ConfigError(f"{prefix}.{key}: a {self.family} teacher has no such option (it would be ignored); "

@@ -57,6 +57,13 @@ def hybrid_config(teacher_config, mixer_types: list[str], **sections) -> HybridC
     return config
 
 
+def teacher_attention(teacher, index: int) -> str:
+    """The module name of the teacher's attention in layer ``index`` (GPT-NeoX's ``attention``, Llama's
+    ``self_attn``): what stage 1 matches each Hedgehog layer to."""
+    module = "attention" if teacher.config.model_type == "gpt_neox" else "self_attn"
+    return f"{teacher.base_model_prefix}.layers.{index}.{module}"
+
+
 def split_fused_qkv(weight: torch.Tensor, bias: torch.Tensor | None, num_heads: int) -> dict[str, torch.Tensor]:
     """GPT-NeoX's fused ``query_key_value`` (``weight [3·H·D, C]``, ``bias [3·H·D]``, per head [q, k, v])
     -> ``{q,k,v}_proj.{weight,bias}`` of ``[H·D, C]`` / ``[H·D]`` each."""
