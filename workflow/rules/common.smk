@@ -75,7 +75,7 @@ def train_data(paper):
 
 # A paper's chain (relin.config.chain): every model of OPAL and HedgeMamba is a row of its table, and the helpers
 # below derive a row's inputs, options and config from it; a rule serves the rows whose ``rule`` is its name.
-CHAINS = paper_chains()
+CHAINS = paper_chains(lambda path: lookup(config, path))
 TEACHER_MODEL = {paper: f"results/teacher/{config[paper]['teacher']}/model" for paper in CHAINS}
 TEACHER_EVAL = {paper: f"teacher-{config[paper]['teacher']}" for paper in CHAINS}
 EVAL_DATA = {paper: text_data(config[paper]["teacher"]) for paper in CHAINS}
