@@ -56,7 +56,7 @@ def seeded(render):
     return with_seed
 
 
-# A checkpoints row materialised by rule pretrained_checkpoint: the model a teacher naming the row loads.
+# The model a teacher naming a checkpoints row loads, as the pretrained_checkpoint rule materialises it.
 PRETRAINED_MODEL = "results/pretrained/{name}/model"
 
 
