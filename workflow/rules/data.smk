@@ -3,7 +3,8 @@
 TEXT_CORPUS = f"results/data/{config['data']['text'].get('corpus', 'real_text')}"
 # The project's tokenizer (data.tokenizer bpe) is the BPE learnt on that corpus, which the tasks and the text rows
 # are rendered with; a word or char tokenizer is built over the task words alone.
-SYNTH_TEXT_INPUTS = {"bpe": "results/data/bpe", "real_text": TEXT_CORPUS} if config["data"]["tokenizer"] == "bpe" else {}
+SYNTH_TEXT_INPUTS = ({"bpe": "results/data/bpe", "real_text": TEXT_CORPUS}
+                     if config["data"]["tokenizer"] == "bpe" else {})
 
 
 rule synth_text:
