@@ -17,8 +17,9 @@ rule pretrained_checkpoint:
     threads: 1
     conda:
         "../envs/relin.yaml"
+    # SmolLM2-135M peaked at 1.3 GB resident; the 0.5B Qwen row holds fp32 weights five times larger
     resources:
-        mem_mb=4000,
+        mem_mb=8000,
         gpu=0,
     shell:
         "relin pretrained-checkpoint --config {params.cfg:q} --name {wildcards.name}"
