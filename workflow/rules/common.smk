@@ -56,14 +56,32 @@ def seeded(render):
     return with_seed
 
 
+# The model a teacher naming a checkpoints row loads, as the pretrained_checkpoint rule materialises it.
+PRETRAINED_MODEL = "results/pretrained/{name}/model"
+
+
+def teacher_reference(arch):
+    """What a loaded teacher is read from: its checkpoints row's materialised model (``checkpoint``), or its hub id
+    or path (``pretrained``); "" for a teacher trained in the DAG."""
+    model = config["teacher"]["models"][arch]
+    return PRETRAINED_MODEL.format(name=model["checkpoint"]) if model.get("checkpoint") else model["pretrained"]
+
+
+def checkpoint_input(arch):
+    """The materialised checkpoints row teacher ``arch`` loads, as an input named ``checkpoint`` (for ``unpack``)."""
+    row = config["teacher"]["models"][arch].get("checkpoint")
+    return {"checkpoint": PRETRAINED_MODEL.format(name=row)} if row else {}
+
+
+# Teachers loaded (pretrained or checkpoint), not trained: each reads the tasks rendered with its own tokenizer.
+PRETRAINED_ARCHS = [arch for arch in config["teacher"]["models"] if teacher_reference(arch)]
+
+
 def text_data(arch):
-    """The synthetic tasks as teacher ``arch`` reads them: rendered with its own tokenizer when it is a pretrained
-    checkpoint, else with the project's (one dataset shared by every teacher trained in the DAG)."""
-    return f"results/data/synth_text-{arch}" if config["teacher"]["models"][arch]["pretrained"] else \
-        "results/data/synth_text"
-
-
-PRETRAINED_ARCHS = [arch for arch, model in config["teacher"]["models"].items() if model["pretrained"]]
+    """The synthetic tasks as teacher ``arch`` reads them: rendered with its own tokenizer when it is loaded (a
+    pretrained checkpoint or a checkpoints row), else with the project's (one dataset shared by every teacher
+    trained in the DAG)."""
+    return f"results/data/synth_text-{arch}" if arch in PRETRAINED_ARCHS else "results/data/synth_text"
 
 
 def train_data(paper):

@@ -151,9 +151,13 @@ class FillerConfig:
 
 @dataclass(kw_only=True)
 class TextConfig:
-    """Rows of the real-text corpus (``real_text``: a pinned release's Python files) beside the synthetic tasks, task
-    ``text``: the language the teachers learn, and the held-out files every perplexity is measured on, by position."""
+    """Rows of a real-text corpus beside the synthetic tasks, task ``text``: the language the teachers learn, and the
+    held-out files every perplexity is measured on, by position. The corpus is ``real_text`` (a pinned release's Python
+    files) or ``prose`` (State of the Union addresses and Moby-Dick, from pinned npm tarballs)."""
 
+    corpus: Literal["real_text", "prose"] = option(
+        "real_text", "the corpus the text rows, the text NIAH haystacks and the project's BPE are made from: "
+                     "real_text (Python files) or prose (English prose); its folder is results/data/<corpus>")
     train_lengths: list[int] = option([128, 512], "tokens per training row (bos included), cut in turn from the "
                                                   "train files joined by eos: the short rows for length-curriculum "
                                                   "stages (OPAL's 2A), the long ones beside them (2B)")

@@ -14,6 +14,7 @@ from typing import Any, Callable, get_args, get_origin
 
 import yaml
 
+from .checkpoints import PackagedCheckpointConfig, default_checkpoints
 from .corpus import CorpusConfig
 from .data import DataConfig
 from .eval import EvalConfig
@@ -21,6 +22,7 @@ from .hedgemamba import HedgeMambaConfig, stage_rows
 from .lia_mtr import LiaMtrConfig
 from .loader import ConfigError, _check_bounds, _type_hints, build, convert, option
 from .opal import NIAH_TASKS, OpalConfig
+from .prose import ProseConfig
 from .real_text import BpeConfig, RealTextConfig
 from .report import ReportConfig
 from .teacher import TeacherConfig
@@ -62,7 +64,12 @@ class Params:
     corpus: CorpusConfig = option(default_factory=CorpusConfig, help="a text corpus from local files")
     real_text: RealTextConfig = option(default_factory=RealTextConfig,
                                        help="a real-text corpus every install has: a pinned release's Python files")
+    prose: ProseConfig = option(default_factory=ProseConfig, help="a prose corpus from pinned npm tarballs (State of "
+                                                                  "the Union, Moby-Dick), in real_text's format")
     bpe: BpeConfig = option(default_factory=BpeConfig, help="the byte-level BPE learnt on the real-text corpus")
+    checkpoints: dict[str, PackagedCheckpointConfig] = option(
+        default_factory=default_checkpoints, help="pretrained models shipped inside installed registry packages, by "
+                                                  "name (relin pretrained-checkpoint; teacher.models.*.checkpoint)")
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
     eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
@@ -101,8 +108,12 @@ class Params:
             raise ConfigError(f"hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's "
                               f"and stage 2's {rows} rows in {finetune.steps} equal updates, and {finetune.steps} "
                               f"does not divide {rows}; expected a step count or batch sizes that split them evenly")
+        for name, model in self.teacher.models.items():
+            if model.checkpoint and model.checkpoint not in self.checkpoints:
+                raise ConfigError(f"teacher.models.{name}.checkpoint: {model.checkpoint!r} is not a row of checkpoints "
+                                  f"(expected one of: {', '.join(self.checkpoints) or 'none defined'})")
         text_tokenizer = self.data.tokenizer == "bpe" or all(
-            self.teacher.models[arch].pretrained for arch in self.teacher.archs)
+            self.teacher.models[arch].loaded for arch in self.teacher.archs)
         if not text_tokenizer and "text" in self.data.niah.families:
             raise ConfigError(f"data.niah.families: text places its needles in the real-text corpus, which the "
                               f"{self.data.tokenizer} tokenizer over the task words does not read; expected "
@@ -118,13 +129,13 @@ class Params:
             if not self.corpus.files:
                 raise ConfigError(f"{paper}.train_data: corpus selected but corpus.files is empty (expected the "
                                   f"local .jsonl or .parquet files to train on)")
-            if not self.teacher.models[section.teacher].pretrained:
+            if not self.teacher.models[section.teacher].loaded:
                 raise ConfigError(f"{paper}.train_data: a corpus is tokenized by a pretrained teacher's tokenizer; "
                                   f"teacher.models.{section.teacher} is trained in the DAG on the word tokenizer "
-                                  f"(set its pretrained, or train_data: synth_text)")
-        # teacher.train trains no teacher when every one of them is a pretrained checkpoint: its mixture names the
+                                  f"(set its pretrained or checkpoint, or train_data: synth_text)")
+        # teacher.train trains no teacher when every one of them is loaded: its mixture names the
         # default data's tasks, which a checkpoint's data need not render
-        trains_a_teacher = not all(self.teacher.models[arch].pretrained for arch in self.teacher.archs)
+        trains_a_teacher = not all(self.teacher.models[arch].loaded for arch in self.teacher.archs)
         for key, train in train_configs(self):
             if key != "teacher.train" or trains_a_teacher:
                 self._check_task_weights(key, train)
