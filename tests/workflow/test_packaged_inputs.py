@@ -11,7 +11,7 @@ import shlex
 from relin.stages import load_stage
 from relin.stages.command import stage_parser
 
-from .conftest import copy_repository, overlay, snakemake
+from .conftest import copy_repository, overlay, run, snakemake
 
 PACKAGED = {"teacher": {"archs": ["qwen3", "gpt_neox", "smol"],
                         "models": {"smol": {"family": "llama", "checkpoint": "smollm2"}}},
@@ -68,3 +68,19 @@ def test_a_checkpoint_teacher_and_the_prose_corpus_wire_the_graph(tmp_path):
     assert "results/pretrained/smollm2/model" in inputs["synth_text_checkpoint"], "the tokenizer is an input"
     assert {"results/pretrained/smollm2/model", "results/data/synth_text-smol"} == {
         i for job in jobs if job["rule"] == "teacher_lm" and "--checkpoint" in job["command"] for i in job["inputs"]}
+
+
+def test_the_pretrained_overlay_builds_its_dag(tmp_path):
+    """``--configfile workflow/configs/pretrained.yaml`` alone over params.yaml: OPAL's and HedgeMamba's chains on the
+    materialised SmolLM2, the report over those two papers, no LIA-MTR job and no teacher trained."""
+    repo = copy_repository(tmp_path / "repo")
+    proc = run(["snakemake", "-n", "-p", "--cores", "2", "--configfile", "workflow/configs/pretrained.yaml"], repo)
+    jobs = _jobs(proc.stdout)
+    rules = {job["rule"] for job in jobs}
+    assert {"pretrained_checkpoint", "prose", "report"} <= rules
+    assert not any(rule.startswith(("lia_mtr", "bridge", "vision")) for rule in rules), sorted(rules)
+    commands = [job["command"] for job in jobs if job["command"]]
+    (teacher,) = [words for words in commands if words[0] == "teacher-lm"]
+    assert _option(teacher, "--checkpoint") == "results/pretrained/smollm2/model"
+    stages = {words[0] for words in commands}
+    assert {"opal-convert", "opal-align", "hedgehog-match", "hedgemamba-init"} <= stages, sorted(stages)
