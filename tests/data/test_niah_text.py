@@ -7,7 +7,7 @@ import pytest
 from relin.config.real_text import BpeConfig, RealTextConfig
 from relin.data.bpe import train_bpe
 from relin.data.niah import string_match_all
-from relin.data.niah_text import NAME, TASK, generate_niah_text
+from relin.data.niah_text import IDIOMS, NAME, TASK, generate_niah_text
 from relin.data.real_text import build_real_text
 from relin.data.tokenizer import WordEncoder
 from relin.errors import ConfigError
@@ -84,3 +84,35 @@ def test_no_train_rows_and_one_line_without_held_out_files(small_config, corpus)
     with pytest.raises(ConfigError, match="data.niah.families: text needs the real-text corpus"):
         generate_rows(cfg, tokenizer, None)
     assert NAME.format(key="alpha") == "magic_number_alpha ="
+
+
+PROSE = ("The committee met on Tuesday. It reviewed the budget for the coming year! Members asked whether the "
+         "harbour could be dredged before winter? The chairman said the engineers would report in the spring. ")
+
+
+@pytest.fixture(scope="module")
+def passkey_rows():
+    texts = [PROSE * (3 + i) for i in range(6)]
+    tokenizer = train_bpe(texts + [IDIOMS["passkey"].intro], BpeConfig(vocab_size=400))
+    rows = generate_niah_text(texts, [240, 320], DEPTHS, PER_DEPTH, 5, tokenizer, WordEncoder(tokenizer),
+                              np.random.default_rng(1), idiom="passkey")
+    return rows, tokenizer
+
+
+def test_the_passkey_idiom_hides_its_sentence_at_a_sentence_boundary(passkey_rows):
+    rows, tokenizer = passkey_rows
+    assert len(rows) == 2 * len(DEPTHS) * PER_DEPTH
+    for r in rows:
+        ids, cut, value = r["input_ids"], r["prompt_len"], r["answer"]
+        assert len(ids) == r["length"] and len(value) == 5
+        prompt = tokenizer.decode(ids[1:cut])
+        assert prompt.startswith("There is an important piece of information hidden inside a lot of irrelevant text.")
+        assert prompt.endswith("\n\nWhat is the pass key? The pass key is")
+        assert tokenizer.decode(ids[cut:-1]) == " " + value
+        needle = f" The pass key is {value}. Remember it. {value} is the pass key."
+        before = prompt[:prompt.index(needle)]
+        assert before.endswith(("\n", ".", "!", "?")), "the needle follows the intro, a line or a sentence"
+    for length in (240, 320):
+        by_depth = {d: np.mean([r["needle_distance"] for r in rows if r["length"] == length and r["depth"] == d])
+                    for d in DEPTHS}
+        assert by_depth[0.0] > by_depth[0.5] > by_depth[1.0] >= 0

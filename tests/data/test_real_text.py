@@ -45,8 +45,10 @@ def test_stage_gives_the_pinned_digest_and_the_same_bytes_twice(tmp_path, relin)
         assert code == 0, err
     sources = [json.loads((out / "source.json").read_text()) for out in outs]
     assert sources[0] == sources[1]
-    assert sources[0]["digest"] == LM_EVAL_0_4_13 and sources[0]["package"] == "lm_eval"
-    assert sources[0]["version"] == "0.4.13" and sources[0]["licence"] == "MIT"
+    assert sources[0]["digest"] == LM_EVAL_0_4_13 and sources[0]["licence"] == "MIT"
+    assert sources[0]["packages"] == [{"package": "lm_eval", "version": "0.4.13", "licence": "MIT",
+                                       "digest": LM_EVAL_0_4_13, "files": 751,
+                                       "bytes": sources[0]["source_bytes"]}]
     for split in SPLITS:
         arrows = [sorted((out / split).glob("*.arrow")) for out in outs]
         assert [p.read_bytes() for p in arrows[0]] == [p.read_bytes() for p in arrows[1]]

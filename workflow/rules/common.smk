@@ -56,14 +56,32 @@ def seeded(render):
     return with_seed
 
 
+# The model a teacher naming a checkpoints row loads, as the pretrained_checkpoint rule materialises it.
+PRETRAINED_MODEL = "results/pretrained/{name}/model"
+
+
+def teacher_reference(arch):
+    """What a loaded teacher is read from: its checkpoints row's materialised model (``checkpoint``), or its hub id
+    or path (``pretrained``); "" for a teacher trained in the DAG."""
+    model = config["teacher"]["models"][arch]
+    return PRETRAINED_MODEL.format(name=model["checkpoint"]) if model.get("checkpoint") else model["pretrained"]
+
+
+def checkpoint_input(arch):
+    """The materialised checkpoints row teacher ``arch`` loads, as an input named ``checkpoint`` (for ``unpack``)."""
+    row = config["teacher"]["models"][arch].get("checkpoint")
+    return {"checkpoint": PRETRAINED_MODEL.format(name=row)} if row else {}
+
+
+# Teachers loaded (pretrained or checkpoint), not trained: each reads the tasks rendered with its own tokenizer.
+PRETRAINED_ARCHS = [arch for arch in config["teacher"]["models"] if teacher_reference(arch)]
+
+
 def text_data(arch):
-    """The synthetic tasks as teacher ``arch`` reads them: rendered with its own tokenizer when it is a pretrained
-    checkpoint, else with the project's (one dataset shared by every teacher trained in the DAG)."""
-    return f"results/data/synth_text-{arch}" if config["teacher"]["models"][arch]["pretrained"] else \
-        "results/data/synth_text"
-
-
-PRETRAINED_ARCHS = [arch for arch, model in config["teacher"]["models"].items() if model["pretrained"]]
+    """The synthetic tasks as teacher ``arch`` reads them: rendered with its own tokenizer when it is loaded (a
+    pretrained checkpoint or a checkpoints row), else with the project's (one dataset shared by every teacher
+    trained in the DAG)."""
+    return f"results/data/synth_text-{arch}" if arch in PRETRAINED_ARCHS else "results/data/synth_text"
 
 
 def train_data(paper):
@@ -75,7 +93,7 @@ def train_data(paper):
 
 # A paper's chain (relin.config.chain): every model of OPAL and HedgeMamba is a row of its table, and the helpers
 # below derive a row's inputs, options and config from it; a rule serves the rows whose ``rule`` is its name.
-CHAINS = paper_chains()
+CHAINS = paper_chains(lambda path: lookup(config, path))
 TEACHER_MODEL = {paper: f"results/teacher/{config[paper]['teacher']}/model" for paper in CHAINS}
 TEACHER_EVAL = {paper: f"teacher-{config[paper]['teacher']}" for paper in CHAINS}
 EVAL_DATA = {paper: text_data(config[paper]["teacher"]) for paper in CHAINS}
@@ -164,6 +182,12 @@ def paper_evaluations(paper):
     """The evaluations of a chain paper's teacher and of every evaluated model (replicas included)."""
     return [f"results/eval/{name}/metrics.json" for name in
             [TEACHER_EVAL[paper], *evaluated_models(paper, lambda p: lookup(config, p))]]
+
+
+# The qwen3_5_text export of OPAL's hybrid: Qwen3.5's blocks are Qwen3's, so only a qwen3-family teacher's hybrid
+# exports (a llama checkpoint's has no q/k norms, which Qwen3.5's attention layers apply).
+OPAL_EXPORT = (["results/opal/export/export.json"]
+               if config["teacher"]["models"][config["opal"]["teacher"]]["family"] == "qwen3" else [])
 
 
 # lm-evaluation-harness results the report reads: none unless opal.lm_eval.tasks names tasks.

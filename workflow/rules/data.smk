@@ -1,6 +1,9 @@
-# The project's tokenizer (data.tokenizer bpe) is the BPE learnt on the real-text corpus, which the tasks and the
-# text rows are rendered with; a word or char tokenizer is built over the task words alone.
-SYNTH_TEXT_INPUTS = ({"bpe": "results/data/bpe", "real_text": "results/data/real_text"}
+# The corpus of the text rows, the text NIAH haystacks and the BPE (data.text.corpus): the Python files of a pinned
+# release (rule real_text) or English prose from pinned npm tarballs (rule prose), in one format.
+TEXT_CORPUS = f"results/data/{config['data']['text'].get('corpus', 'real_text')}"
+# The project's tokenizer (data.tokenizer bpe) is the BPE learnt on that corpus, which the tasks and the text rows
+# are rendered with; a word or char tokenizer is built over the task words alone.
+SYNTH_TEXT_INPUTS = ({"bpe": "results/data/bpe", "real_text": TEXT_CORPUS}
                      if config["data"]["tokenizer"] == "bpe" else {})
 
 
@@ -34,12 +37,13 @@ rule synth_text_checkpoint:
     """The same tasks and real-text rows rendered with a pretrained teacher's own tokenizer (its ids are the only ones
     it knows)."""
     input:
-        real_text="results/data/real_text",
+        unpack(lambda wildcards: checkpoint_input(wildcards.arch)),
+        real_text=TEXT_CORPUS,
     output:
         directory("results/data/synth_text-{arch}"),
     params:
         cfg=sections("data"),
-        tokenizer=lambda wildcards: config["teacher"]["models"][wildcards.arch]["pretrained"],
+        tokenizer=lambda wildcards: teacher_reference(wildcards.arch),
     log:
         "logs/synth_text/{arch}.log",
     benchmark:
@@ -60,12 +64,13 @@ rule synth_text_checkpoint:
 rule text_corpus:
     """The corpus section's local files, tokenized by a pretrained teacher's tokenizer and packed into rows."""
     input:
-        config["corpus"]["files"],
+        unpack(lambda wildcards: checkpoint_input(wildcards.arch)),
+        files=config["corpus"]["files"],
     output:
         directory("results/data/corpus-{arch}"),
     params:
         cfg=sections("corpus"),
-        tokenizer=lambda wildcards: config["teacher"]["models"][wildcards.arch]["pretrained"],
+        tokenizer=lambda wildcards: teacher_reference(wildcards.arch),
     log:
         "logs/text_corpus/{arch}.log",
     benchmark:
@@ -105,10 +110,34 @@ rule real_text:
         "relin real-text --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
+# English prose from pinned npm tarballs, in the real-text corpus's format (data.text.corpus: prose).
+rule prose:
+    """State of the Union addresses and Moby-Dick's chapters from pinned npm tarballs, digest-checked and split by
+    document (a missing tarball or another digest is one line)."""
+    output:
+        directory("results/data/prose"),
+    params:
+        cfg=sections("prose"),
+    log:
+        "logs/prose.log",
+    benchmark:
+        "results/benchmarks/prose.tsv"
+    # upstream of the teachers (priority 20): priority does not reach a job's inputs by itself
+    priority: 20
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=2000,
+        gpu=0,
+    shell:
+        "relin prose --config {params.cfg:q} --out {output} > {log} 2>&1"
+
+
 rule bpe_tokenizer:
-    """A byte-level BPE learnt on the real-text train split, and every split packed into rows in it."""
+    """A byte-level BPE learnt on the text corpus's train split, and every split packed into rows in it."""
     input:
-        "results/data/real_text",
+        TEXT_CORPUS,
     output:
         directory("results/data/bpe"),
     params:

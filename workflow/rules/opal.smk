@@ -206,10 +206,10 @@ rule opal_lm_eval:
 
 rule opal:
     """OPAL alone (`snakemake --cores 2 opal`): the teacher, every converted, trained and control model evaluated,
-    the decode benchmark, the export and OPAL's report."""
+    the decode benchmark, the export (a qwen3-family teacher's) and OPAL's report."""
     input:
         paper_evaluations("opal"),
         "results/opal/speed.csv",
-        "results/opal/export/export.json",
+        OPAL_EXPORT,
         "results/report-opal",
         OPAL_LM_EVAL,

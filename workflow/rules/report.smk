@@ -27,9 +27,10 @@ rule report_manifest:
 
 
 rule report:
-    """HTML/Markdown report (verdicts, tables and figures) of the three papers, built only from stage outputs."""
+    """HTML/Markdown report (verdicts, tables and figures) of the papers report.papers lists (the three by default),
+    built only from stage outputs."""
     input:
-        expand("results/report-inputs/{paper}.json", paper=PAPERS),
+        expand("results/report-inputs/{paper}.json", paper=config["report"]["papers"]),
     output:
         directory("results/report"),
     params:

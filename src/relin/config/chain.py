@@ -74,6 +74,26 @@ def check_chain(paper: str, chain: Chain) -> None:
         visit(name, ())
 
 
+def selected(chain: Chain, rows: list[str]) -> Chain:
+    """The rows a config runs (``<paper>.rows``; empty: every row), in table order."""
+    return {name: step for name, step in chain.items() if not rows or name in rows}
+
+
+def check_rows(key: str, chain: Chain, rows: list[str]) -> None:
+    """``rows`` names rows of the table, each with what it starts from, borrows a budget from and reads."""
+    from .loader import ConfigError
+
+    if unknown := [row for row in rows if row not in chain]:
+        raise ConfigError(f"{key}: unknown row {unknown[0]!r} (expected rows of the table: {', '.join(chain)})")
+    for name in rows:
+        step = chain[name]
+        needs = [step.budget, *(path.split("/", 1)[0] for path in step.reads.values())]
+        needs += [step.start] if step.start not in ("", TEACHER) else []
+        if missing := [need for need in needs if need and need not in rows]:
+            raise ConfigError(f"{key}: row {name!r} needs row {missing[0]!r} (what it starts from, borrows a budget "
+                              f"from or reads); expected it listed too")
+
+
 def replicated(chain: Chain, listed: list[str], name: str) -> bool:
     """Whether a row has one replica per training seed: a trained row listed in ``replicated``, or an untrained
     row (a conversion) built from a replicated one."""

@@ -55,6 +55,9 @@ class NIAHConfig:
     train_lengths: list[int] = option([128, 256], "training context lengths in tokens (examples cycle through them)")
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "test needle depths as fractions of the haystack")
     value_digits: int = option(4, "digits of each needle value (RULER uses 7)", minimum=1)
+    text_idiom: Literal["assignment", "passkey"] = option(
+        "assignment", "how the text family hides and asks for its needle (relin.data.niah_text.IDIOMS): an assignment "
+                      "line in Python source, or the passkey prompt in prose")
     num_keys: int = option(4, "needles in multi-key (1 queried) / keys queried in multi-query", minimum=2, maximum=16)
     train_examples: int = option(3000, "training examples per family", minimum=0)
     test_examples_per_depth: int = option(10, "test examples per (family, length, depth)", minimum=1)
@@ -127,6 +130,16 @@ class ListsConfig:
 
 
 @dataclass(kw_only=True)
+class DigitCopyConfig:
+    """A long number written out, then again (task ``digit_copy``): long answers a pretrained LM copies zero-shot,
+    every token checkable (OPAL's Table 3 family on a checkpoint teacher)."""
+
+    digits: int = option(48, "digits of every number: each answer is this many tokens after its space", minimum=1)
+    train_examples: int = option(2000, "training rows (for the dataset-traces control)", minimum=0)
+    test_examples: int = option(128, "test rows", minimum=1)
+
+
+@dataclass(kw_only=True)
 class FillerConfig:
     """Filler 'language' for haystacks and perplexity: a small word grammar."""
 
@@ -138,9 +151,13 @@ class FillerConfig:
 
 @dataclass(kw_only=True)
 class TextConfig:
-    """Rows of the real-text corpus (``real_text``: a pinned release's Python files) beside the synthetic tasks, task
-    ``text``: the language the teachers learn, and the held-out files every perplexity is measured on, by position."""
+    """Rows of a real-text corpus beside the synthetic tasks, task ``text``: the language the teachers learn, and the
+    held-out files every perplexity is measured on, by position. The corpus is ``real_text`` (a pinned release's Python
+    files) or ``prose`` (State of the Union addresses and Moby-Dick, from pinned npm tarballs)."""
 
+    corpus: Literal["real_text", "prose"] = option(
+        "real_text", "the corpus the text rows, the text NIAH haystacks and the project's BPE are made from: "
+                     "real_text (Python files) or prose (English prose); its folder is results/data/<corpus>")
     train_lengths: list[int] = option([128, 512], "tokens per training row (bos included), cut in turn from the "
                                                   "train files joined by eos: the short rows for length-curriculum "
                                                   "stages (OPAL's 2A), the long ones beside them (2B)")
@@ -156,11 +173,18 @@ class TextConfig:
                               f"{self.train_lengths}")
 
 
+TASK_FAMILIES = ("mqar", "niah", "arithmetic", "walk", "lists", "filler", "text", "digit_copy")
+
+
 @dataclass(kw_only=True)
 class DataConfig:
     """Synthetic text tasks (``synth_text``), deterministic by seed, saved as a HF dataset."""
 
     seed: int = option(0, "data seed")
+    tasks: list[Literal[TASK_FAMILIES]] = option(
+        ["mqar", "niah", "arithmetic", "walk", "lists", "filler", "text"],
+        "the families rendered (each's own section sets its rows); a pretrained teacher's overlay keeps the ones it "
+        "masters zero-shot")
     tokenizer: Literal["bpe", "word", "char"] = option(
         "word", "the project's tokenizer: the byte-level BPE learnt on the real-text corpus (bpe; the DAG's default) "
                 "with every task word added as one token, or a word- or char-level one over the task words alone")
@@ -170,4 +194,6 @@ class DataConfig:
     walk: WalkConfig = option(default_factory=WalkConfig, help="walks on a cycle of items (long exact answers)")
     lists: ListsConfig = option(default_factory=ListsConfig, help="lists copied or reversed (long exact answers)")
     filler: FillerConfig = option(default_factory=FillerConfig, help="filler language")
+    digit_copy: DigitCopyConfig = option(default_factory=DigitCopyConfig, help="long numbers copied (long exact "
+                                                                                 "answers; data.tasks digit_copy)")
     text: TextConfig = option(default_factory=TextConfig, help="real-text rows (tokenizer bpe)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .chain import TEACHER, Chain, Step, check_chain
+from .chain import TEACHER, Chain, Step, check_chain, check_rows
 from .loader import check_replicated, option
 from .train import TrainConfig
 
@@ -142,6 +142,9 @@ class HedgeMambaConfig:
     replicated: list[str] = option([], "the models retrained with every seed of `seeds` (replicas <name>-s<seed>); "
                                        "a replica starts from its parent's replica when the parent is replicated "
                                        "too (HedgeMamba's init follows hedgehog), else from the parent")
+    rows: list[str] = option([], "the rows of HedgeMamba's table (config.hedgemamba.CHAIN) this config runs (its "
+                                 "ablations are rows); empty: every row")
 
     def validate(self, prefix: str) -> None:
+        check_rows(f"{prefix}.rows", CHAIN, self.rows)
         check_replicated(f"{prefix}.replicated", self.replicated, [n for n, s in CHAIN.items() if s.trained])

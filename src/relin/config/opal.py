@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .chain import TEACHER, Chain, Step, check_chain
+from .chain import TEACHER, Chain, Step, check_chain, check_rows
 from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
@@ -40,6 +40,16 @@ class GDNConfig:
     qk_norm: bool = option(False, "keep the teacher's per-head q/k RMSNorm before the kernel's L2 norm (RADLADS' "
                                     "use_qk_rmsnorm; Qwen3.5's GDN has none, so `relin export` refuses it)")
     allow_neg_eigval: bool = option(False, "beta in (0, 2) instead of (0, 1)")
+
+
+@dataclass(kw_only=True)
+class LayerScoringConfig:
+    """The rows each layer's conversion KL is scored on (the kl_guided selection and the report's per-layer KL): the
+    first of the shuffled training split, cut to ``max_len``; a ranking needs few of them, and every layer costs a
+    forward of the whole model over them."""
+
+    rows: int = option(64, "training rows scored", minimum=1)
+    max_len: int = option(0, "tokens of each scored row kept (0: whole rows)", minimum=0)
 
 
 @dataclass(kw_only=True)
@@ -120,7 +130,8 @@ class SpeedConfig:
 # OPAL's models in report order, one row each: the rules, the report manifest and the report's OPAL section all read
 # this table (relin.config.chain). A model of the chain starts from the row it names; the Table 3 controls continue
 # stage 2B at stage 3's budget.
-_CONVERT = ("opal.layer_selection", "opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.gdn")
+_CONVERT = ("opal.layer_selection", "opal.keep_every", "opal.attention_layers", "opal.kernel_backend", "opal.gdn",
+            "opal.layer_scoring")
 _ALIGN = ("opal.align", "opal.niah_protocol")
 CHAIN: Chain = {
     "swa": Step("opal_convert", "SWA(window, sinks) baseline", start=TEACHER,
@@ -200,6 +211,8 @@ class OpalConfig:
     kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the GDN layers (auto: Triton "
                                                                           "on CUDA tensors)")
     gdn: GDNConfig = option(default_factory=GDNConfig, help="Gated DeltaNet layers")
+    layer_scoring: LayerScoringConfig = option(default_factory=LayerScoringConfig,
+                                               help="the rows each layer's conversion KL is scored on")
     swa: SWAConfig = option(default_factory=SWAConfig, help="the SWA baseline")
     align: AlignConfig = option(default_factory=AlignConfig, help="stage 1: hidden-state alignment")
     offpolicy_short: OffPolicyConfig = option(default_factory=OffPolicyConfig, help="stage 2A: short context")
@@ -221,8 +234,10 @@ class OpalConfig:
     replicated: list[str] = option([], "the trained models retrained with every seed of `seeds` (replicas "
                                        "<name>-s<seed>); a replica starts from its parent's replica when the parent "
                                        "is replicated too, else from the parent (e.g. stage 3's arms from one 2B)")
+    rows: list[str] = option([], "the rows of OPAL's table (config.opal.CHAIN) this config runs; empty: every row")
 
     def validate(self, prefix: str) -> None:
+        check_rows(f"{prefix}.rows", CHAIN, self.rows)
         check_replicated(f"{prefix}.replicated", self.replicated, TRAINED)
         if (self.layer_selection == "explicit") != bool(self.attention_layers):
             raise ConfigError(f"{prefix}.attention_layers: expected indices exactly when layer_selection is explicit "

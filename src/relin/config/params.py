@@ -14,6 +14,7 @@ from typing import Any, Callable, get_args, get_origin
 
 import yaml
 
+from .checkpoints import PackagedCheckpointConfig, default_checkpoints
 from .corpus import CorpusConfig
 from .data import DataConfig
 from .eval import EvalConfig
@@ -21,6 +22,7 @@ from .hedgemamba import HedgeMambaConfig, stage_rows
 from .lia_mtr import LiaMtrConfig
 from .loader import ConfigError, _check_bounds, _type_hints, build, convert, option
 from .opal import NIAH_TASKS, OpalConfig
+from .prose import ProseConfig
 from .real_text import BpeConfig, RealTextConfig
 from .report import ReportConfig
 from .teacher import TeacherConfig
@@ -31,8 +33,11 @@ from .train import TrainConfig
 # of a corpus's rows (relin.data.corpus.TASK): the names task_weights and prompt_tasks may give. They live here, not
 # in the data config, so that checking them reruns no stage.
 TASKS = ("mqar", "niah_single", "niah_multikey", "niah_multiquery", "arithmetic", "walk", "list_copy", "list_reverse",
-         "filler", "text")
+         "digit_copy", "filler", "text")
 CORPUS_TASK = "corpus"
+# The teacher families each conversion copies (relin.models.convert.opal / .hedgemamba CONVERTIBLE).
+OPAL_FAMILIES = ("qwen3", "llama")
+HEDGEMAMBA_FAMILIES = ("gpt_neox", "llama")
 # The GDN options opal_export (a target of every full DAG run: rule all) needs, each with the reason
 # relin.models.export.qwen3_5.export_problems refuses another value: Qwen3.5's Gated DeltaNet has no counterpart.
 EXPORTABLE_GDN = {
@@ -59,7 +64,12 @@ class Params:
     corpus: CorpusConfig = option(default_factory=CorpusConfig, help="a text corpus from local files")
     real_text: RealTextConfig = option(default_factory=RealTextConfig,
                                        help="a real-text corpus every install has: a pinned release's Python files")
+    prose: ProseConfig = option(default_factory=ProseConfig, help="a prose corpus from pinned npm tarballs (State of "
+                                                                  "the Union, Moby-Dick), in real_text's format")
     bpe: BpeConfig = option(default_factory=BpeConfig, help="the byte-level BPE learnt on the real-text corpus")
+    checkpoints: dict[str, PackagedCheckpointConfig] = option(
+        default_factory=default_checkpoints, help="pretrained models shipped inside installed registry packages, by "
+                                                  "name (relin pretrained-checkpoint; teacher.models.*.checkpoint)")
     teacher: TeacherConfig = option(default_factory=TeacherConfig, help="teacher language models")
     eval: EvalConfig = option(default_factory=EvalConfig, help="language-model evaluation")
     report: ReportConfig = option(default_factory=ReportConfig, help="report")
@@ -76,8 +86,9 @@ class Params:
             raise ConfigError(f"opal.teacher: {teacher!r} is not trained (expected one of teacher.archs: "
                               f"{', '.join(self.teacher.archs)})")
         model = self.teacher.models[teacher]
-        if model.family != "qwen3":
-            raise ConfigError(f"opal.teacher: expected a qwen3-family teacher, got {teacher!r} ({model.family})")
+        if model.family not in OPAL_FAMILIES:
+            raise ConfigError(f"opal.teacher: expected a {' or '.join(OPAL_FAMILIES)}-family teacher, got {teacher!r} "
+                              f"({model.family})")
         self._check_kept_layers(model.num_hidden_layers)
         for key, (needed, reason) in EXPORTABLE_GDN.items():
             if (value := getattr(self.opal.gdn, key)) != needed:
@@ -87,9 +98,9 @@ class Params:
         if hedgemamba not in self.teacher.archs:
             raise ConfigError(f"hedgemamba.teacher: {hedgemamba!r} is not trained (expected one of teacher.archs: "
                               f"{', '.join(self.teacher.archs)})")
-        if self.teacher.models[hedgemamba].family != "gpt_neox":
-            raise ConfigError(f"hedgemamba.teacher: expected a gpt_neox-family teacher, got {hedgemamba!r} "
-                              f"({self.teacher.models[hedgemamba].family})")
+        if self.teacher.models[hedgemamba].family not in HEDGEMAMBA_FAMILIES:
+            raise ConfigError(f"hedgemamba.teacher: expected a {' or '.join(HEDGEMAMBA_FAMILIES)}-family teacher, got "
+                              f"{hedgemamba!r} ({self.teacher.models[hedgemamba].family})")
         match, finetune = self.hedgemamba.match.train, self.hedgemamba.finetune.train
         rows = stage_rows(match, finetune)
         if rows % finetune.steps:
@@ -97,8 +108,12 @@ class Params:
             raise ConfigError(f"hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's "
                               f"and stage 2's {rows} rows in {finetune.steps} equal updates, and {finetune.steps} "
                               f"does not divide {rows}; expected a step count or batch sizes that split them evenly")
+        for name, model in self.teacher.models.items():
+            if model.checkpoint and model.checkpoint not in self.checkpoints:
+                raise ConfigError(f"teacher.models.{name}.checkpoint: {model.checkpoint!r} is not a row of checkpoints "
+                                  f"(expected one of: {', '.join(self.checkpoints) or 'none defined'})")
         text_tokenizer = self.data.tokenizer == "bpe" or all(
-            self.teacher.models[arch].pretrained for arch in self.teacher.archs)
+            self.teacher.models[arch].loaded for arch in self.teacher.archs)
         if not text_tokenizer and "text" in self.data.niah.families:
             raise ConfigError(f"data.niah.families: text places its needles in the real-text corpus, which the "
                               f"{self.data.tokenizer} tokenizer over the task words does not read; expected "
@@ -114,12 +129,16 @@ class Params:
             if not self.corpus.files:
                 raise ConfigError(f"{paper}.train_data: corpus selected but corpus.files is empty (expected the "
                                   f"local .jsonl or .parquet files to train on)")
-            if not self.teacher.models[section.teacher].pretrained:
+            if not self.teacher.models[section.teacher].loaded:
                 raise ConfigError(f"{paper}.train_data: a corpus is tokenized by a pretrained teacher's tokenizer; "
                                   f"teacher.models.{section.teacher} is trained in the DAG on the word tokenizer "
-                                  f"(set its pretrained, or train_data: synth_text)")
+                                  f"(set its pretrained or checkpoint, or train_data: synth_text)")
+        # teacher.train trains no teacher when every one of them is loaded: its mixture names the
+        # default data's tasks, which a checkpoint's data need not render
+        trains_a_teacher = not all(self.teacher.models[arch].loaded for arch in self.teacher.archs)
         for key, train in train_configs(self):
-            self._check_task_weights(key, train)
+            if key != "teacher.train" or trains_a_teacher:
+                self._check_task_weights(key, train)
         self._check_prompt_tasks()
 
     def _check_kept_layers(self, layers: int) -> None:
@@ -162,9 +181,11 @@ class Params:
         rows = {"mqar": bool(data.mqar.train), "arithmetic": data.arithmetic.train_examples > 0,
                 "walk": data.walk.train_examples > 0,
                 **{f"list_{op}": data.lists.train_examples > 0 for op in data.lists.ops},
+                "digit_copy": data.digit_copy.train_examples > 0,
                 "filler": data.filler.train_examples > 0, "text": data.text.train_examples > 0,
                 **{f"niah_{family}": data.niah.train_examples > 0 for family in data.niah.families}}
-        return [task for task in TASKS if rows.get(task)]
+        family = {f"list_{op}": "lists" for op in data.lists.ops} | {f"niah_{f}": "niah" for f in data.niah.families}
+        return [task for task in TASKS if rows.get(task) and family.get(task, task) in data.tasks]
 
     def _held_out(self, source: str) -> tuple[str, ...]:
         return NIAH_TASKS if source == "opal" and self.opal.niah_protocol == "zero_shot" else ()

@@ -10,13 +10,26 @@ from dataclasses import dataclass
 
 from .loader import ConfigError, option
 
-# The digest (relin.data.real_text.source_digest) of lm_eval 0.4.13's 751 .py files: the same computed from its
+# The digest (relin.data.documents.source_digest) of lm_eval 0.4.13's 751 .py files: the same computed from its
 # wheel lm_eval-0.4.13-py3-none-any.whl (sha256 5daaa197...5286a) and from a pip install of it.
 LM_EVAL_0_4_13 = "sha256:c91c63e2c7afe1bd24f0ccd029f28e5f77aaf258ffb5d11b03abc3dcefa8f93f"
 
 
 @dataclass(kw_only=True)
-class RealTextConfig:
+class DocumentSplits:
+    """How a corpus of whole documents is sampled and split (:mod:`relin.data.documents`): by hashes of their paths,
+    so a document never moves between splits when ``max_bytes`` changes."""
+
+    max_bytes: int = option(0, "documents (in a fixed order by path hash) until their bytes reach this; 0: all",
+                            minimum=0)
+    validation_fraction: float = option(0.1, "share of documents (by path hash) held out for validation",
+                                        minimum=0, maximum=0.5)
+    test_fraction: float = option(0.1, "share of documents (by path hash) held out for the test split",
+                                  exclusive_minimum=0, maximum=0.5)
+
+
+@dataclass(kw_only=True)
+class RealTextConfig(DocumentSplits):
     """A real-text corpus every install has: the ``.py`` files of a pinned package release, digest-checked.
 
     The files of the installed release (pinned ``==`` in pyproject.toml) are read in path order and checked against
@@ -29,10 +42,6 @@ class RealTextConfig:
     expected_digest: str = option(LM_EVAL_0_4_13, "sha256:<hex> of every .py file of the release (\"\": record only)")
     max_bytes: int = option(4_000_000, "files (in a fixed order by path hash) until their bytes reach this; 0: all",
                             minimum=0)
-    validation_fraction: float = option(0.1, "share of files (by path hash) held out for validation",
-                                        minimum=0, maximum=0.5)
-    test_fraction: float = option(0.1, "share of files (by path hash) held out for the test split",
-                                  exclusive_minimum=0, maximum=0.5)
     source_dir: str = option("", "read the files under this folder (laid out as in site-packages) instead of the "
                                  "installed package's; for tests ('': the installed package)")
 

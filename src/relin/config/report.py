@@ -56,6 +56,9 @@ class ReportConfig:
     """The HTML/Markdown report built from stage outputs, and how its verdicts are drawn."""
 
     title: str = option("relin report", "report title")
+    papers: list[Literal["opal", "hedgemamba", "lia_mtr"]] = option(
+        ["opal", "hedgemamba", "lia_mtr"], "the papers the report (the DAG's target) shows, each with its chain; an "
+                                           "overlay that runs some of them lists those")
     mastery: float = option(0.8, "a reference (teacher, text-only LLM, bridge-NIAH MHA) counts as competent on a task "
                                  "family at this accuracy; recovery is taken over the families the teacher masters",
                             minimum=0, maximum=1)
@@ -68,6 +71,8 @@ class ReportConfig:
                                                 help="thresholds of the preconditions a claim must meet")
 
     def validate(self, prefix: str) -> None:
+        if not self.papers or len(set(self.papers)) != len(self.papers):
+            raise ConfigError(f"{prefix}.papers: expected distinct papers, at least one, got {self.papers}")
         unknown = sorted(set(self.margins) - set(MARGINS))
         if unknown:
             raise ConfigError(f"{prefix}.margins.{unknown[0]}: unknown claim (expected one of: {', '.join(MARGINS)})")

@@ -10,9 +10,11 @@ from .train import CurriculumStage, TrainConfig
 
 @dataclass(kw_only=True)
 class TeacherModelConfig:
-    """A teacher transformer built from a transformers config (or loaded by id/path)."""
+    """A teacher transformer built from a transformers config, or loaded: by Hugging Face id or path
+    (``pretrained``), or from a ``checkpoints`` row (``checkpoint``)."""
 
-    family: Literal["qwen3", "gpt_neox"] = option(help="transformers architecture")
+    family: Literal["qwen3", "gpt_neox", "llama"] = option(help="transformers architecture (llama: loaded only, "
+                                                                "pretrained or checkpoint)")
     hidden_size: int = option(128, "model width", minimum=8)
     num_hidden_layers: int = option(2, "decoder layers", minimum=1)
     num_attention_heads: int = option(4, "query heads", minimum=1)
@@ -30,11 +32,20 @@ class TeacherModelConfig:
                                             "and tiny models then never learn MQAR", exclusive_minimum=0)
     pretrained: str = option("", "Hugging Face id or local path to load instead of building "
                                  "(empty = build from this config and train)")
+    checkpoint: str = option("", "a checkpoints row to load instead of building: the model relin "
+                                 "pretrained-checkpoint materialised from its packages (empty = none)")
     curriculum: list[CurriculumStage] | None = option(None, "this teacher's length curriculum in place of "
                                                             "teacher.train.curriculum (unset: that one)")
 
     def validate(self, prefix: str) -> None:
-        ignored = {"qwen3": ("rotary_pct",), "gpt_neox": ("num_key_value_heads", "head_dim")}[self.family]
+        if self.pretrained and self.checkpoint:
+            raise ConfigError(f"{prefix}: pretrained ({self.pretrained!r}) and checkpoint ({self.checkpoint!r}) both "
+                              f"name the weights to load; expected one of them")
+        if self.family == "llama" and not self.loaded:
+            raise ConfigError(f"{prefix}.family: a llama teacher is loaded, never built from this config (relin "
+                              f"builds qwen3 and gpt_neox teachers); expected pretrained or checkpoint set")
+        ignored = {"qwen3": ("rotary_pct",), "gpt_neox": ("num_key_value_heads", "head_dim"),
+                   "llama": ()}[self.family]
         for key in ignored:
             if getattr(self, key) is not None:
                 raise ConfigError(f"{prefix}.{key}: a {self.family} teacher has no such option (it would be ignored); "
@@ -45,6 +56,11 @@ class TeacherModelConfig:
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ConfigError(f"{prefix}.hidden_size: expected a multiple of num_attention_heads (the head width is "
                               f"hidden / heads)")
+
+    @property
+    def loaded(self) -> bool:
+        """Loaded (``pretrained`` or ``checkpoint``), not built and trained in the DAG."""
+        return bool(self.pretrained or self.checkpoint)
 
     @property
     def kv_heads(self) -> int:

@@ -10,59 +10,29 @@ What may differ between machines (another release, an edited or sdist-built inst
 sha256 over ``"<package>==<version>\\n"`` and, for every ``.py`` file in path order, ``"<path>\\0<size>\\0"`` and its
 bytes. A mismatch with ``real_text.expected_digest`` is one line naming the package, its version and both digests.
 
-The corpus itself is a ``DatasetDict`` of whole files (columns ``path``, ``text``, ``bytes``; one row per file,
-sorted by path) in splits train / validation / test. A file's split is fixed by a hash of its path; ``max_bytes``
-takes files in another fixed order (a differently salted hash of the path) until their bytes reach the cap, so the
-sample spreads over the whole package and a smaller cap gives a subset of a larger one's files, in the same splits.
+The corpus is split by file and written as every corpus is (:mod:`relin.data.documents`).
 """
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..config.real_text import RealTextConfig
 from ..errors import InputError
+from ..packages import check_digest as refuse_other_digest
+from ..packages import installed
+from .documents import SPLITS, SourceFile, source_digest, source_record, split_documents, split_of
 
 if TYPE_CHECKING:
     from datasets import DatasetDict
 
-SPLITS = ("train", "validation", "test")
+__all__ = ["SPLITS", "SourceFile", "build_real_text", "check_digest", "read_source", "split_of"]
 SUFFIX = ".py"
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """One file of the corpus: its path relative to site-packages (POSIX) and its bytes."""
-
-    path: str
-    data: bytes
-
-
-def _unit(salt: str, path: str) -> float:
-    """A number in [0, 1) fixed by ``path`` alone (the same on every machine, unlike ``hash``)."""
-    return int.from_bytes(hashlib.sha256(f"{salt}\0{path}".encode()).digest()[:8], "big") / 2.0 ** 64
-
-
-def split_of(path: str, validation_fraction: float, test_fraction: float) -> str:
-    """The split of the file at ``path``: test, validation or train by a hash of the path."""
-    u = _unit("split", path)
-    return "test" if u < test_fraction else "validation" if u < test_fraction + validation_fraction else "train"
 
 
 def _installed_files(package: str, version: str) -> tuple[str, list[tuple[str, Path]]]:
     """``(installed version, [(path, location)])`` of the package's ``.py`` files as its ``RECORD`` lists them."""
-    from importlib import metadata
-
-    try:
-        dist = metadata.distribution(package)
-    except metadata.PackageNotFoundError:
-        raise InputError(f"real_text: package {package} is not installed (expected {package}=={version}, a pinned "
-                         f"dependency: pip install {package}=={version})") from None
-    if dist.version != version:
-        raise InputError(f"real_text: {package} {dist.version} is installed, expected {version} (the corpus is that "
-                         f"release's files: pip install {package}=={version})")
+    dist = installed(f"{package}=={version}", "real_text", f"pip install {package}=={version}")
     if dist.files is None:
         raise InputError(f"real_text: {package} {version} has no RECORD of its files (installed by a tool that "
                          f"does not write one; expected a pip install of its wheel)")
@@ -95,69 +65,30 @@ def read_source(cfg: RealTextConfig) -> list[SourceFile]:
     return files
 
 
-def source_digest(package: str, version: str, files: list[SourceFile]) -> str:
-    """``sha256:<hex>`` over the package name and version, then each file's path, size and bytes in order."""
-    digest = hashlib.sha256(f"{package}=={version}\n".encode())
-    for f in files:
-        digest.update(f"{f.path}\0{len(f.data)}\0".encode())
-        digest.update(f.data)
-    return "sha256:" + digest.hexdigest()
-
-
 def check_digest(cfg: RealTextConfig, found: str) -> None:
     """One line, naming the package, its version and both digests, unless ``found`` is the pinned one."""
-    if cfg.expected_digest and found != cfg.expected_digest:
-        raise InputError(f"real_text: {cfg.package} {cfg.version}: its .py files have digest {found}, expected "
-                         f"{cfg.expected_digest} (not the release's bytes: reinstall it with pip install "
-                         f"--force-reinstall {cfg.package}=={cfg.version}, or pin the new digest in "
-                         f"real_text.expected_digest if the source was changed on purpose)")
-
-
-def select(files: list[SourceFile], max_bytes: int) -> list[SourceFile]:
-    """The files taken (in path-hash order) until their bytes reach ``max_bytes`` (0: all), sorted by path."""
-    if not max_bytes:
-        return files
-    chosen, total = [], 0
-    for f in sorted(files, key=lambda f: _unit("order", f.path)):
-        if total >= max_bytes:
-            break
-        chosen.append(f)
-        total += len(f.data)
-    return sorted(chosen, key=lambda f: f.path)
+    refuse_other_digest(f"real_text: {cfg.package} {cfg.version}: its .py files have digest", found,
+                        cfg.expected_digest, f"not the release's bytes: reinstall it with pip install "
+                        f"--force-reinstall {cfg.package}=={cfg.version}, or pin the new digest in "
+                        f"real_text.expected_digest if the source was changed on purpose")
 
 
 def build_real_text(cfg: RealTextConfig) -> tuple["DatasetDict", dict]:
     """``(DatasetDict, source)``: splits train / validation / test of whole files (``path``, ``text``, ``bytes``),
-    and what ``source.json`` records (package, version, licence, digest, files and bytes per split).
+    and what ``source.json`` records (:func:`relin.data.documents.source_record`: the package with its version,
+    licence and digest, files and bytes per split).
 
     Raises :class:`InputError` (one line) on another release, a digest mismatch, a file that is not UTF-8, or a
     split left without files (a ``max_bytes`` too small for the fractions)."""
-    from datasets import Dataset, DatasetDict, Features, Value
-
     files = read_source(cfg)
-    digest = source_digest(cfg.package, cfg.version, files)
+    digest = source_digest(f"{cfg.package}=={cfg.version}", files)
     check_digest(cfg, digest)
-    by_split: dict[str, dict[str, list]] = {s: {"path": [], "text": [], "bytes": []} for s in SPLITS}
-    for f in select(files, cfg.max_bytes):
-        try:
-            text = f.data.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise InputError(f"real_text: {cfg.package} {cfg.version}: {f.path} is not UTF-8 (byte {err.start})") \
-                from None
-        columns = by_split[split_of(f.path, cfg.validation_fraction, cfg.test_fraction)]
-        columns["path"].append(f.path)
-        columns["text"].append(text)
-        columns["bytes"].append(len(f.data))
-    empty = [s for s in SPLITS if not by_split[s]["path"] and (s != "validation" or cfg.validation_fraction)]
-    if empty:
-        raise InputError(f"real_text: no files in the {', '.join(empty)} split(s) of {cfg.package} {cfg.version} "
-                         f"(max_bytes={cfg.max_bytes}; expected a larger real_text.max_bytes or larger fractions)")
-    features = Features({"path": Value("string"), "text": Value("string"), "bytes": Value("int64")})
-    data = DatasetDict({s: Dataset.from_dict(by_split[s], features=features) for s in SPLITS})
-    source = {"package": cfg.package, "version": cfg.version, "licence": _licence(cfg), "digest": digest,
-              "source_files": len(files), "source_bytes": sum(len(f.data) for f in files),
-              "splits": {s: {"files": len(by_split[s]["path"]), "bytes": sum(by_split[s]["bytes"])} for s in SPLITS}}
-    return data, source
+    data, splits = split_documents(files, cfg.max_bytes, cfg.validation_fraction, cfg.test_fraction,
+                                   f"real_text: {cfg.package} {cfg.version}",
+                                   "a larger real_text.max_bytes or larger fractions")
+    package = {"package": cfg.package, "version": cfg.version, "licence": _licence(cfg), "digest": digest,
+               "files": len(files), "bytes": sum(len(f.data) for f in files)}
+    return data, source_record([package], digest, files, splits)
 
 
 def _licence(cfg: RealTextConfig) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..config.data import DataConfig
 from .arithmetic import arithmetic_words, generate_arithmetic
+from .digit_copy import generate_digit_copies
 from .filler import FillerLanguage, generate_filler
 from .lists import generate_lists, item_words, list_words
 from .mqar import generate_mqar, mqar_vocabulary
@@ -51,8 +52,9 @@ def longest_answer_tokens(cfg: DataConfig, tokenizer=None) -> dict[str, int]:
     encoder = WordEncoder(tokenizer if tokenizer is not None else build_tokenizer(proxy, []))
     value = "9" * cfg.niah.value_digits
     niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys), "text": value}
-    answers = {f"niah_{family}": niah[family] for family in cfg.niah.families}
-    answers["arithmetic"] = str(cfg.arithmetic.max_operand * (max(cfg.arithmetic.steps) + 1))
+    answers = {f"niah_{family}": niah[family] for family in cfg.niah.families} if "niah" in cfg.tasks else {}
+    if "arithmetic" in cfg.tasks:
+        answers["arithmetic"] = str(cfg.arithmetic.max_operand * (max(cfg.arithmetic.steps) + 1))
     return {task: len(encoder.ids(answer)) for task, answer in answers.items()}
 
 
@@ -68,16 +70,17 @@ def generate_rows(cfg: DataConfig, tokenizer, texts: dict[str, list[str]] | None
     language = FillerLanguage(cfg.filler.vocab_size)
     keys, values = mqar_vocabulary(cfg.mqar.num_keys, cfg.mqar.num_values)
     splits: dict[str, list[dict]] = {"train": [], "test": []}
-    for split in splits:
+    tasks = set(cfg.tasks)
+    for split in splits if "mqar" in tasks else ():
         for i, setting in enumerate(getattr(cfg.mqar, split)):
             splits[split] += generate_mqar(setting, keys, values, cfg.mqar.power_a, encoder,
                                            _rng(cfg.seed, "mqar", split, i))
     niah = cfg.niah
-    for family in niah.families:
+    for family in niah.families if "niah" in tasks else ():
         if family == "text":
             splits["test"] += generate_niah_text((texts or {}).get("test", []), niah.lengths, niah.depths,
                                                  niah.test_examples_per_depth, niah.value_digits, tokenizer, encoder,
-                                                 _rng(cfg.seed, "niah", family, "test"))
+                                                 _rng(cfg.seed, "niah", family, "test"), niah.text_idiom)
             continue
         rng = _rng(cfg.seed, "niah", family, "train")
         for i in range(niah.train_examples):
@@ -89,23 +92,30 @@ def generate_rows(cfg: DataConfig, tokenizer, texts: dict[str, list[str]] | None
             splits["test"] += generate_niah(family, length, depths, niah.value_digits, niah.num_keys,
                                             language, encoder, _rng(cfg.seed, "niah", family, "test", length))
     arith = cfg.arithmetic
-    for split, count in (("train", arith.train_examples), ("test", arith.test_examples)):
+    for split, count in (("train", arith.train_examples), ("test", arith.test_examples)) if "arithmetic" in tasks \
+            else ():
         splits[split] += generate_arithmetic(count, arith.steps, arith.max_operand, encoder,
                                              _rng(cfg.seed, "arithmetic", split))
     walks = cfg.walk
-    for split, count in (("train", walks.train_examples), ("test", walks.test_examples)):
+    for split, count in (("train", walks.train_examples), ("test", walks.test_examples)) if "walk" in tasks else ():
         splits[split] += generate_walks(count, walks.items, walks.max_stride, item_words(walks.vocab_size), split,
                                         encoder, _rng(cfg.seed, "walk", split))
     lists = cfg.lists
-    for op in lists.ops:
+    for op in lists.ops if "lists" in tasks else ():
         for split, count, fewest in (("train", lists.train_examples, lists.min_items),
                                      ("test", lists.test_examples, lists.items)):
             splits[split] += generate_lists(op, count, fewest, lists.items, item_words(lists.vocab_size), encoder,
                                             _rng(cfg.seed, "lists", op, split))
-    for split, count in (("train", cfg.filler.train_examples), ("test", cfg.filler.test_examples)):
+    copies = cfg.digit_copy
+    for split, count in (("train", copies.train_examples), ("test", copies.test_examples)) \
+            if "digit_copy" in tasks else ():
+        splits[split] += generate_digit_copies(count, copies.digits, tokenizer, encoder,
+                                               _rng(cfg.seed, "digit_copy", split))
+    for split, count in (("train", cfg.filler.train_examples), ("test", cfg.filler.test_examples)) \
+            if "filler" in tasks else ():
         splits[split] += generate_filler(count, cfg.filler.seq_len, language, encoder,
                                          _rng(cfg.seed, "filler", split))
-    if texts is not None and cfg.text.train_examples:
+    if texts is not None and cfg.text.train_examples and "text" in tasks:
         splits["train"] += text_train_rows(texts["train"], tokenizer, encoder.bos, encoder.eos, cfg.text)
         splits["test"] += text_test_rows(texts["test"], tokenizer, encoder.bos, cfg.text)
     return splits

@@ -27,19 +27,23 @@ Get = Callable[[str], Any]
 """The value of a dotted params path (``get("opal.teacher")``)."""
 # The params a paper's manifest is listed from, and their types (the config sections of relin report-manifest).
 SECTIONS: dict[str, dict[str, type]] = {
-    "opal": {"seeds": list[int], "opal.teacher": str, "opal.replicated": list[str], "opal.lm_eval.tasks": list[str],
-             "opal.lm_eval.models": list[str]},
-    "hedgemamba": {"seeds": list[int], "hedgemamba.teacher": str, "hedgemamba.replicated": list[str]},
+    "opal": {"seeds": list[int], "opal.teacher": str, "opal.replicated": list[str], "opal.rows": list[str],
+             "opal.lm_eval.tasks": list[str], "opal.lm_eval.models": list[str]},
+    "hedgemamba": {"seeds": list[int], "hedgemamba.teacher": str, "hedgemamba.replicated": list[str],
+                   "hedgemamba.rows": list[str]},
     "lia_mtr": {"seeds": list[int], "lia_mtr.bridges": list[str], "lia_mtr.replicated": list[str],
                 "lia_mtr.niah.bridges": list[str], "lia_mtr.niah.replicated": list[str], "lia_mtr.source": str},
 }
 
 
-def chains() -> dict[str, Chain]:
+def chains(get: Get | None = None) -> dict[str, Chain]:
+    """Each chain paper's table; with ``get``, the rows its config runs (``<paper>.rows``)."""
+    from ..config.chain import selected
     from ..config.hedgemamba import CHAIN as HEDGEMAMBA
     from ..config.opal import CHAIN as OPAL
 
-    return {"opal": OPAL, "hedgemamba": HEDGEMAMBA}
+    tables = {"opal": OPAL, "hedgemamba": HEDGEMAMBA}
+    return {paper: selected(chain, get(f"{paper}.rows") if get else []) for paper, chain in tables.items()}
 
 
 def _entry(name: str, path: str) -> dict[str, str]:
@@ -52,14 +56,14 @@ def _scored(name: str) -> dict[str, list[dict[str, str]]]:
 
 def chain_models(paper: str, get: Get) -> list[tuple[str, str]]:
     """``(row, replica)`` of every model of a paper's chain, in table order, each replica after the first."""
-    chain = chains()[paper]
+    chain = chains(get)[paper]
     listed, seeds = get(f"{paper}.replicated"), get("seeds")
     return [(name, rep) for name in chain for rep in replicas(chain, listed, seeds, name)]
 
 
 def evaluated_models(paper: str, get: Get) -> dict[str, str]:
     """The evaluation name (``<paper>-<row><rep>``) -> model directory of each evaluated model of a chain."""
-    chain = chains()[paper]
+    chain = chains(get)[paper]
     return {f"{paper}-{name}{rep}": f"results/{paper}/{name}{rep}/model"
             for name, rep in chain_models(paper, get) if chain[name].evaluated}
 
@@ -72,7 +76,7 @@ def _merge(into: dict[str, list], more: dict[str, list]) -> None:
 def chain_files(paper: str, get: Get) -> dict[str, list[dict[str, str]]]:
     """The report inputs of a chain paper: its teacher's evaluation and history, each evaluated model's scores,
     each trained model's history and budget, and the paper's own outputs."""
-    chain, teacher = chains()[paper], get(f"{paper}.teacher")
+    chain, teacher = chains(get)[paper], get(f"{paper}.teacher")
     files: dict[str, list] = {kind: [] for kind in KINDS}
     _merge(files, _scored(f"teacher-{teacher}"))
     files["history"].append(_entry(f"teacher-{teacher}", f"results/teacher/{teacher}/history.csv"))

@@ -33,8 +33,8 @@ def read_corpus(path: str) -> dict:
     output of another stage, which would then no longer be what that stage wrote."""
     from datasets import Dataset
 
+    from ..data.documents import SPLITS
     from ..data.loaders import load_split
-    from ..data.real_text import SPLITS
 
     return {s: Dataset(load_split(path, s, ("path", "text", "bytes"), EXPECTED).data.table.combine_chunks())
             for s in SPLITS}

@@ -33,6 +33,17 @@ def _flat_metrics(metrics: dict) -> dict[str, float]:
     return {k: v for k, v in flat.items() if v is not None}
 
 
+def autocast(precision: str, model):
+    """bf16 autocast on the model's device for ``precision`` bf16; nothing for fp32."""
+    import contextlib
+
+    import torch
+
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast(next(model.parameters()).device.type, dtype=torch.bfloat16)
+
+
 def run(args: argparse.Namespace, sections) -> None:
     import sys
 
@@ -59,7 +70,8 @@ def run(args: argparse.Namespace, sections) -> None:
                             inputs=[args.model, args.data],
                             outputs=[args.out, args.by_length, args.items]) as tracker:
         tracker.set_tags({"relin.model_name": args.name})
-        result = evaluate_lm(model, rows, tokenizer, cfg, name=args.name)
+        with autocast(cfg.precision, model):
+            result = evaluate_lm(model, rows, tokenizer, cfg, name=args.name)
         metrics = result.metrics()
         atomic_write_json(args.out, metrics)
         atomic_write_csv(args.by_length, result.by_length_rows(), list(BY_LENGTH_COLUMNS))

@@ -49,6 +49,7 @@ TASKS: dict[str, TaskScoring] = {
     "arithmetic": TaskScoring("generate", arithmetic.score),
     **{task: TaskScoring("exact", score_tokens=exact.score_tokens, budget=exact.budget)
        for task in ("walk", "list_copy", "list_reverse")},
+    "digit_copy": TaskScoring("exact", score_tokens=exact.score_answer, budget=exact.answer_budget),
 }
 
 KNOWN_TASKS = (*TASKS, *PERPLEXITY_TASKS)

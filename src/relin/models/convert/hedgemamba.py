@@ -1,6 +1,11 @@
-"""HedgeMamba's weight copies (seeds/001 §3): a GPT-NeoX (Pythia) teacher -> a hybrid of Hedgehog layers
+"""HedgeMamba's weight copies (seeds/001 §3): a GPT-NeoX (Pythia) or Llama teacher -> a hybrid of Hedgehog layers
 (stage 1's student) -> a hybrid of HedgeMamba blocks initialised from it (eq. 7), and the random-init
 control of the same shape.
+
+A Llama teacher (a pretrained checkpoint such as SmolLM2) needs no splitting: its ``self_attn.{q,k,v,o}_proj`` copy
+by name, and its grouped key/value heads are repeated to every query head (query head i reads kv head i // group, as
+``repeat_kv`` does), since a Hedgehog layer and a HedgeMamba block keep one key/value projection per head; the
+Hedgehog layer then computes what the teacher's projections give each head.
 
 GPT-NeoX specifics, handled here rather than hoped for (methods.md §7A.6):
 
@@ -23,6 +28,7 @@ from ...config.loader import as_dict
 from ...errors import InputError
 from ...layers.hedgemamba import HedgeMamba
 from ..hybrid import HybridConfig, HybridForCausalLM
+from .heads import expand_heads
 
 # GPT-NeoX name -> the hybrid's, for everything outside the attention.
 RENAMES = (("gpt_neox.embed_in.", "model.embed_tokens."), ("gpt_neox.final_layer_norm.", "model.norm."),
@@ -35,12 +41,27 @@ MAMBA_FROM_HEDGEHOG = {"C_proj": "q_proj", "B_proj": "k_proj", "x_proj": "v_proj
                        "feature_map_C": "feature_map_q", "feature_map_B": "feature_map_k"}
 
 
+# Teachers HedgeMamba converts: Pythia's GPT-NeoX (the seed's) and Llama (pretrained checkpoints).
+CONVERTIBLE = ("gpt_neox", "llama")
+
+
 def hybrid_config(teacher_config, mixer_types: list[str], **sections) -> HybridConfig:
-    """The hybrid config (GPT-NeoX block) of a GPT-NeoX teacher config with the given layer types."""
-    if teacher_config.model_type != "gpt_neox":
-        raise InputError(f"teacher model type {teacher_config.model_type!r}: HedgeMamba converts gpt_neox "
-                         f"(Pythia) teachers")
-    return HybridConfig.from_teacher(teacher_config, mixer_types, **sections)
+    """The hybrid config (the teacher's block) of a GPT-NeoX or Llama teacher config with the given layer types;
+    a linear mixer keeps a key/value head per query head."""
+    if teacher_config.model_type not in CONVERTIBLE:
+        raise InputError(f"teacher model type {teacher_config.model_type!r}: HedgeMamba converts "
+                         f"{' or '.join(CONVERTIBLE)} teachers")
+    config = HybridConfig.from_teacher(teacher_config, mixer_types, **sections)
+    if any(kind != "attention" for kind in mixer_types):
+        config.num_key_value_heads = config.num_attention_heads
+    return config
+
+
+def teacher_attention(teacher, index: int) -> str:
+    """The module name of the teacher's attention in layer ``index`` (GPT-NeoX's ``attention``, Llama's
+    ``self_attn``): what stage 1 matches each Hedgehog layer to."""
+    module = "attention" if teacher.config.model_type == "gpt_neox" else "self_attn"
+    return f"{teacher.base_model_prefix}.layers.{index}.{module}"
 
 
 def split_fused_qkv(weight: torch.Tensor, bias: torch.Tensor | None, num_heads: int) -> dict[str, torch.Tensor]:
@@ -55,8 +76,11 @@ def split_fused_qkv(weight: torch.Tensor, bias: torch.Tensor | None, num_heads: 
     return out
 
 
-def _teacher_weights(teacher) -> dict[str, torch.Tensor]:
-    """The teacher's state dict under the hybrid's names, attention split into ``layers.i.attention.{q,k,v,o}_proj``."""
+def _teacher_weights(teacher, expand_kv: bool = True) -> dict[str, torch.Tensor]:
+    """The teacher's state dict under the hybrid's names, attention as ``layers.i.attention.{q,k,v,o}_proj``
+    (GPT-NeoX's split from its fused projection; Llama's k/v repeated to every query head with ``expand_kv``)."""
+    if teacher.config.model_type == "llama":
+        return _llama_weights(teacher, expand_kv)
     out = {}
     heads = teacher.config.num_attention_heads
     for key, value in teacher.state_dict().items():
@@ -78,6 +102,17 @@ def _teacher_weights(teacher) -> dict[str, torch.Tensor]:
     return renamed
 
 
+def _llama_weights(teacher, expand_kv: bool) -> dict[str, torch.Tensor]:
+    heads, kv_heads = teacher.config.num_attention_heads, teacher.config.num_key_value_heads
+    out = {}
+    for key, value in teacher.state_dict().items():
+        key = key.replace(".self_attn.", ".attention.")
+        if expand_kv and key.endswith((".attention.k_proj.weight", ".attention.v_proj.weight")):
+            value = expand_heads(value, kv_heads, heads)
+        out[key] = value
+    return out
+
+
 @torch.no_grad()
 def _load(student: HybridForCausalLM, weights: dict[str, torch.Tensor], new: tuple[str, ...]) -> HybridForCausalLM:
     """Load ``weights`` into ``student``; every parameter it lacks must end with one of ``new``."""
@@ -94,8 +129,9 @@ def _load(student: HybridForCausalLM, weights: dict[str, torch.Tensor], new: tup
 @torch.no_grad()
 def hedgehog_from_teacher(teacher, seed: int = 0, *, hedgehog: HedgehogLayerConfig | None = None,
                           kernel_backend: str = "auto") -> HybridForCausalLM:
-    """Stage 1's student: every attention layer of a ``GPTNeoXForCausalLM`` a Hedgehog layer with the
-    teacher's q/k/v/o (split from the fused projection) and identity feature maps (Hedgehog's init)."""
+    """Stage 1's student: every attention layer of a ``GPTNeoXForCausalLM`` or ``LlamaForCausalLM`` a Hedgehog
+    layer with the teacher's q/k/v/o (split from GPT-NeoX's fused projection, Llama's k/v repeated to every head)
+    and identity feature maps (Hedgehog's init)."""
     layers = teacher.config.num_hidden_layers
     config = hybrid_config(teacher.config, ["hedgehog"] * layers, hedgehog=hedgehog or HedgehogLayerConfig(),
                            kernel_backend=kernel_backend)
@@ -108,11 +144,11 @@ def hedgehog_from_teacher(teacher, seed: int = 0, *, hedgehog: HedgehogLayerConf
 
 @torch.no_grad()
 def attention_from_teacher(teacher) -> HybridForCausalLM:
-    """The teacher itself as a hybrid of ``attention`` layers (GPT-NeoX block): the check that the block,
-    the split of the fused projection and the renames reproduce ``GPTNeoXForCausalLM``."""
+    """The teacher itself as a hybrid of ``attention`` layers (its own block): the check that the block, the split
+    of GPT-NeoX's fused projection and the renames reproduce ``GPTNeoXForCausalLM`` / ``LlamaForCausalLM``."""
     config = hybrid_config(teacher.config, ["attention"] * teacher.config.num_hidden_layers)
     student = HybridForCausalLM(config).to(torch.float32)
-    weights = {k.replace(".attention.", ".self_attn."): v for k, v in _teacher_weights(teacher).items()}
+    weights = {k.replace(".attention.", ".self_attn."): v for k, v in _teacher_weights(teacher, False).items()}
     return _load(student, weights, ())
 
 

@@ -11,7 +11,9 @@ Their Mamba-2 recipe (``jxiw/MambaInLlama@60d64dc``, ``mamba2/hybrid_wrapper.py`
 2. ``in_proj`` rows ``[z, x, B, C, dt]``: x <- ``v_proj``, B <- ``k_proj``, C <- ``q_proj``; ``out_proj`` <- ``o_proj``.
    Here: ``x_proj`` <- v, ``B_proj`` <- k, ``C_proj`` <- q, ``out_proj`` <- the attention's ``dense``, each weight
    and bias (GPT-NeoX's attention is biased, Llama's is not; the fused ``query_key_value`` split per head).
-   No GQA repeat: Pythia has as many key/value heads as query heads (d_xb = d_inner). RoPE is dropped.
+   Pythia has as many key/value heads as query heads (d_xb = d_inner); a Llama teacher's grouped x and B rows
+   (d_xb < d_inner, which their layer repeats per head group) are repeated here on the weights, the same
+   function. RoPE is dropped.
 3. The z and dt rows of ``in_proj`` keep ``nn.Linear``'s default init (no bias): here ``z_proj`` and ``dt_proj``
    keep ``nn.Linear``'s init, the gate bias 0.
 4. ``dt_bias`` = softplus⁻¹(Δ), Δ = exp(U·(log 0.1 − log 1e-3) + log 1e-3) floored at 1e-4; then
@@ -45,8 +47,9 @@ MAMBA_FROM_ATTENTION = {"C_proj": "q_proj", "B_proj": "k_proj", "x_proj": "v_pro
 @torch.no_grad()
 def mamba_in_llama_from_teacher(teacher, seed: int = 0, *, conv_size: int = 4, kernel_backend: str = "auto"
                                 ) -> HybridForCausalLM:
-    """Every attention layer of a ``GPTNeoXForCausalLM`` a Mamba-2 block initialised as Mamba-in-the-Llama does
-    (the module docstring's steps): q/k/v/o copied into C/B/x/out, no feature map, their Δ, A, D and conv init."""
+    """Every attention layer of a ``GPTNeoXForCausalLM`` or ``LlamaForCausalLM`` a Mamba-2 block initialised as
+    Mamba-in-the-Llama does (the module docstring's steps): q/k/v/o copied into C/B/x/out, no feature map, their Δ,
+    A, D and conv init."""
     layers = teacher.config.num_hidden_layers
     block = MambaBlockConfig(conv_size=conv_size, conv_activation="silu")
     config = hybrid_config(teacher.config, ["hedgemamba"] * layers, hedgehog=HedgehogLayerConfig(),

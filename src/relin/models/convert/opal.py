@@ -1,12 +1,12 @@
-"""OPAL's conversion (Raje et al. 2026, §3 and Table 5): a Qwen3 teacher becomes a hybrid whose kept
-layers stay softmax attention and whose other layers become Gated DeltaNet, or a sliding window
-with sink tokens for the SWA(window, sinks) baseline.
+"""OPAL's conversion (Raje et al. 2026, §3 and Table 5): a Qwen3 teacher (or a Llama one: the same block without
+q/k norms) becomes a hybrid whose kept layers stay softmax attention and whose other layers become Gated DeltaNet,
+or a sliding window with sink tokens for the SWA(window, sinks) baseline.
 
 Everything but the replaced mixers is the teacher's (embeddings, norms, MLPs, head, kept attention).
 A GDN layer takes q_proj and o_proj as they are and k_proj, v_proj expanded from the teacher's
 key/value heads to all query heads at head granularity (query head i read kv head i // group, as
-``repeat_kv`` does), and keeps the q/k norms; its decay (A_log, dt_bias), β, output gate, short
-convolutions and gated norm are new. A SWA layer is the teacher's attention with a window.
+``repeat_kv`` does), and keeps a Qwen3 teacher's q/k norms when ``gdn.qk_norm``; its decay (A_log, dt_bias), β,
+output gate, short convolutions and gated norm are new. A SWA layer is the teacher's attention with a window.
 """
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ import torch
 from ...config.opal import GDNConfig, SWAConfig
 from ...errors import InputError
 from ..hybrid import HybridConfig, HybridForCausalLM
+from .heads import expand_heads
+
+# Teachers whose attention layers the conversion copies (Llama's block is Qwen3's without the q/k norms).
+CONVERTIBLE = ("qwen3", "llama")
 
 
 def layer_conversion_kl(teacher, batches: list[dict], gdn: GDNConfig | None = None, seed: int = 0,
@@ -43,19 +47,16 @@ def layer_conversion_kl(teacher, batches: list[dict], gdn: GDNConfig | None = No
     return scores
 
 
-def expand_heads(weight: torch.Tensor, kv_heads: int, heads: int) -> torch.Tensor:
-    """``[kv_heads·D, C]`` -> ``[heads·D, C]``, each kv head's block of D rows repeated heads/kv_heads times."""
-    head_dim = weight.shape[0] // kv_heads
-    return weight.view(kv_heads, head_dim, -1).repeat_interleave(heads // kv_heads, 0).reshape(heads * head_dim, -1)
-
-
 @torch.no_grad()
 def convert(teacher, mixer_types: list[str], seed: int = 0, *, gdn: GDNConfig | None = None,
             swa: SWAConfig | None = None, kernel_backend: str = "auto") -> HybridForCausalLM:
-    """A hybrid with ``mixer_types`` per layer, initialised from ``teacher`` (a ``Qwen3ForCausalLM``); ``gdn`` and
-    ``swa`` are the replaced layers' options."""
-    if teacher.config.model_type != "qwen3":
-        raise InputError(f"teacher model type {teacher.config.model_type!r}: OPAL converts qwen3 teachers")
+    """A hybrid with ``mixer_types`` per layer, initialised from ``teacher`` (a ``Qwen3ForCausalLM`` or
+    ``LlamaForCausalLM``); ``gdn`` and ``swa`` are the replaced layers' options."""
+    model_type = teacher.config.model_type
+    if model_type not in CONVERTIBLE:
+        raise InputError(f"teacher model type {model_type!r}: OPAL converts {' or '.join(CONVERTIBLE)} teachers")
+    if gdn is not None and gdn.qk_norm and model_type != "qwen3" and "gdn" in mixer_types:
+        raise InputError(f"opal.gdn.qk_norm: a {model_type} teacher has no q/k norms to keep; expected false")
     config = HybridConfig.from_teacher(teacher.config, mixer_types, kernel_backend=kernel_backend,
                                        gdn=gdn or GDNConfig(), swa=swa or SWAConfig())
     torch.manual_seed(seed)

@@ -12,8 +12,9 @@ from ...errors import ConfigError, InputError
 
 # Mixer types a layer may have (each also in the modeling's ``build_mixer``).
 MIXER_TYPES = ("attention", "swa", "gdn", "hedgehog", "hedgemamba")
-# The blocks around the mixers: Qwen3's (OPAL's teacher) or GPT-NeoX's (HedgeMamba's Pythia teacher).
-BLOCKS = ("qwen3", "gpt_neox")
+# The blocks around the mixers: Qwen3's (OPAL's teacher), GPT-NeoX's (HedgeMamba's Pythia teacher), or Llama's (a
+# pretrained checkpoint such as SmolLM2: Qwen3's block without the q/k norms).
+BLOCKS = ("qwen3", "gpt_neox", "llama")
 # Each mixer's options, a section of the config typed by the params.yaml section it comes from.
 LAYER_OPTIONS: dict[str, type] = {"swa": SWAConfig, "gdn": GDNConfig, "hedgehog": HedgehogLayerConfig,
                                   "hedgemamba": MambaBlockConfig}
@@ -35,9 +36,9 @@ class HybridConfig(PretrainedConfig):
     ``<mixer>_<option>`` keyword (options live in their section). :meth:`layer` returns a section typed.
 
     ``block`` picks what surrounds the mixers: ``qwen3`` (RMSNorm, q/k-normed GQA attention, gated MLP,
-    sequential residual) or ``gpt_neox`` (LayerNorm, biased attention with ``rotary_pct`` of each head
-    rotated, GELU MLP, and the parallel residual ``x + mixer(ln₁ x) + mlp(ln₂ x)`` when
-    ``use_parallel_residual``).
+    sequential residual), ``llama`` (the same without the q/k norms) or ``gpt_neox`` (LayerNorm, biased attention
+    with ``rotary_pct`` of each head rotated, GELU MLP, and the parallel residual ``x + mixer(ln₁ x) + mlp(ln₂ x)``
+    when ``use_parallel_residual``).
     """
 
     model_type = "relin_hybrid"
@@ -81,11 +82,17 @@ class HybridConfig(PretrainedConfig):
         """The options of mixer ``kind`` as their config dataclass (:data:`LAYER_OPTIONS`)."""
         return build(LAYER_OPTIONS[kind], dict(getattr(self, kind)), f"hybrid config {kind}")
 
+    @property
+    def qk_norm(self) -> bool:
+        """Whether the block's attention normalises q and k per head before RoPE (Qwen3's does, Llama's and
+        GPT-NeoX's do not)."""
+        return self.block == "qwen3"
+
     @classmethod
     def from_teacher(cls, teacher_config, mixer_types: list[str], *, kernel_backend: str = "auto",
                      **sections: Any) -> "HybridConfig":
-        """The hybrid of a ``Qwen3`` or ``GPTNeoX`` teacher config with ``mixer_types`` per layer; ``sections``
-        are mixer options (:data:`LAYER_OPTIONS` dataclasses or dicts)."""
+        """The hybrid of a ``Qwen3``, ``Llama`` or ``GPTNeoX`` teacher config with ``mixer_types`` per layer;
+        ``sections`` are mixer options (:data:`LAYER_OPTIONS` dataclasses or dicts)."""
         common = dict(vocab_size=teacher_config.vocab_size, hidden_size=teacher_config.hidden_size,
                       intermediate_size=teacher_config.intermediate_size,
                       num_hidden_layers=teacher_config.num_hidden_layers,
@@ -96,12 +103,16 @@ class HybridConfig(PretrainedConfig):
                       eos_token_id=teacher_config.eos_token_id, kernel_backend=kernel_backend,
                       **{k: as_dict(v) for k, v in sections.items()})
         rope = getattr(teacher_config, "rope_parameters", None) or {}
-        if teacher_config.model_type == "qwen3":
-            return cls(**common, num_attention_heads=teacher_config.num_attention_heads,
-                       num_key_value_heads=teacher_config.num_key_value_heads, head_dim=teacher_config.head_dim,
-                       rms_norm_eps=teacher_config.rms_norm_eps,
+        model_type = teacher_config.model_type
+        if model_type in ("qwen3", "llama"):
+            if model_type == "llama":
+                _check_llama(teacher_config, rope)
+            heads = teacher_config.num_attention_heads
+            return cls(**common, num_attention_heads=heads, num_key_value_heads=teacher_config.num_key_value_heads,
+                       head_dim=getattr(teacher_config, "head_dim", None) or teacher_config.hidden_size // heads,
+                       rms_norm_eps=teacher_config.rms_norm_eps, block=model_type,
                        rope_theta=float(rope.get("rope_theta", getattr(teacher_config, "rope_theta", 10000.0))))
-        if teacher_config.model_type == "gpt_neox":
+        if model_type == "gpt_neox":
             heads = teacher_config.num_attention_heads
             return cls(**common, num_attention_heads=heads, num_key_value_heads=heads,
                        head_dim=teacher_config.hidden_size // heads,
@@ -109,5 +120,17 @@ class HybridConfig(PretrainedConfig):
                        rotary_pct=float(rope.get("partial_rotary_factor", getattr(teacher_config, "rotary_pct", 1.0))),
                        block="gpt_neox", layer_norm_eps=teacher_config.layer_norm_eps,
                        use_parallel_residual=teacher_config.use_parallel_residual, hidden_act=teacher_config.hidden_act)
-        raise InputError(f"teacher model type {teacher_config.model_type!r}: expected qwen3 (OPAL) or gpt_neox "
-                         f"(HedgeMamba)")
+        raise InputError(f"teacher model type {model_type!r}: expected qwen3 or llama (OPAL, HedgeMamba) or "
+                         f"gpt_neox (HedgeMamba)")
+
+
+def _check_llama(teacher_config, rope: dict) -> None:
+    """A Llama checkpoint the llama block reproduces: no biases, a SiLU gated MLP, plain RoPE (one line otherwise)."""
+    unsupported = [f"{key}={getattr(teacher_config, key)!r}" for key, plain in
+                   (("attention_bias", False), ("mlp_bias", False), ("hidden_act", "silu"))
+                   if getattr(teacher_config, key, plain) != plain]
+    if rope.get("rope_type", "default") != "default":
+        unsupported.append(f"rope_type={rope['rope_type']!r}")
+    if unsupported:
+        raise InputError(f"llama teacher: {', '.join(unsupported)} is not what the hybrid's llama block builds "
+                         f"(expected no biases, hidden_act silu and default RoPE)")

@@ -58,7 +58,7 @@ def build_mixer(config: HybridConfig, kind: str) -> nn.Module:
     neox = config.block == "gpt_neox"
     attention = dict(width=config.hidden_size, num_heads=config.num_attention_heads,
                      num_kv_heads=config.num_key_value_heads, head_dim=config.head_dim, eps=config.rms_norm_eps,
-                     qk_norm=not neox, bias=neox, out_bias=neox, backend=config.kernel_backend)
+                     qk_norm=config.qk_norm, bias=neox, out_bias=neox, backend=config.kernel_backend)
     heads = (config.hidden_size, config.num_attention_heads, config.head_dim)
     if kind == "hedgehog":
         return HedgehogAttention(*heads, config.layer("hedgehog"), bias=neox, backend=config.kernel_backend)

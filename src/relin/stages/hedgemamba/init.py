@@ -9,7 +9,9 @@ import argparse
 from ...config.hedgemamba import MambaBlockConfig
 from ...models.saved import load_saved
 
-CHECK_ROWS = 16
+# The rows checked, each cut to CHECK_LEN tokens, a few at a time (a [rows, T, vocab] logits tensor of a
+# checkpoint's vocabulary is gigabytes)
+CHECK_ROWS, CHECK_LEN, CHECK_BATCH = 16, 512, 4
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -24,17 +26,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def logit_gap(reference, converted, rows: list[list[int]], pad_id: int) -> dict[str, float]:
-    """Max |logit difference| over the real positions of ``rows`` (right-padded), and the largest |logit|."""
+    """Max |logit difference| over the real positions of ``rows`` (right-padded, ``CHECK_BATCH`` at a time), and the
+    largest |logit|."""
     import torch
 
-    width = max(len(r) for r in rows)
-    ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in rows])
-    mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-    with torch.no_grad():
-        expected = reference.eval()(ids, attention_mask=mask).logits[mask.bool()]
-        got = converted.eval()(ids, attention_mask=mask).logits[mask.bool()]
-    return {"max_abs_logit_diff": float((got - expected).abs().max()), "max_abs_logit": float(expected.abs().max()),
-            "tokens": int(mask.sum())}
+    gap, largest, tokens = 0.0, 0.0, 0
+    for lo in range(0, len(rows), CHECK_BATCH):
+        chunk = rows[lo:lo + CHECK_BATCH]
+        width = max(len(r) for r in chunk)
+        ids = torch.tensor([r + [pad_id] * (width - len(r)) for r in chunk])
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in chunk])
+        with torch.no_grad():
+            expected = reference.eval()(ids, attention_mask=mask).logits[mask.bool()]
+            got = converted.eval()(ids, attention_mask=mask).logits[mask.bool()]
+        gap = max(gap, float((got - expected).abs().max()))
+        largest, tokens = max(largest, float(expected.abs().max())), tokens + int(mask.sum())
+    return {"max_abs_logit_diff": gap, "max_abs_logit": largest, "tokens": tokens}
 
 
 def run(args: argparse.Namespace, sections) -> None:
@@ -50,7 +57,8 @@ def run(args: argparse.Namespace, sections) -> None:
         hedgehog = data.model(args.hedgehog, load_saved)
         # issue #47's decay init, read from the block section once it has the field (today's ``exact`` until then)
         student = hedgemamba_from_hedgehog(hedgehog, block, decay=block.decay_init)
-        check = logit_gap(hedgehog, student, data.input_ids.head(CHECK_ROWS), data.tokenizer.pad_token_id)
+        rows = [row[:CHECK_LEN] for row in data.input_ids.head(CHECK_ROWS)]
+        check = logit_gap(hedgehog, student, rows, data.tokenizer.pad_token_id)
         tracker.log_metrics(check)
         tracker.log_params({"num_parameters": sum(p.numel() for p in student.parameters())})
         write_model(args.out, student, data.tokenizer)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 
-from ...config.opal import GDNConfig, SWAConfig
+from ...config.opal import GDNConfig, LayerScoringConfig, SWAConfig
 
 # What the GDN conversion reads of ``opal``: its layer choice and its mixer's options (a change to a training
 # stage does not redo it); the SWA conversion reads its own options and the GDN conversion's choice.
 PATTERN = {"opal.layer_selection": str, "opal.keep_every": int, "opal.attention_layers": list[int],
-           "opal.kernel_backend": str}
-# Training rows scored for the per-layer KL: a fixed draw, a few batches (the choice needs a ranking, not a number).
-SCORED_ROWS, SCORE_BATCH = 64, 16
+           "opal.kernel_backend": str, "opal.layer_scoring": LayerScoringConfig}
+# Scored rows per forward.
+SCORE_BATCH = 16
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
@@ -39,9 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="model directory to write")
 
 
-def scoring_batches(data_path: str, pad_id: int, teacher: str) -> list[dict]:
-    """Up to ``SCORED_ROWS`` training rows (the first of the shuffled split), right-padded in batches; the
-    ``teacher`` directory must hold the data's tokenizer."""
+def scoring_batches(data_path: str, pad_id: int, teacher: str, scoring: LayerScoringConfig) -> list[dict]:
+    """Up to ``scoring.rows`` training rows (the first of the shuffled split) of at most ``scoring.max_len`` tokens,
+    right-padded in batches; the ``teacher`` directory must hold the data's tokenizer."""
     import torch
 
     from ...data.tokenizer import check_same_tokenizer
@@ -49,7 +49,7 @@ def scoring_batches(data_path: str, pad_id: int, teacher: str) -> list[dict]:
 
     data = TextData.load(data_path)
     check_same_tokenizer(data.tokenizer, data_path, teacher)
-    rows = data.input_ids.head(SCORED_ROWS)
+    rows = [row[:scoring.max_len or None] for row in data.input_ids.head(scoring.rows)]
     batches = []
     for lo in range(0, len(rows), SCORE_BATCH):
         chunk = rows[lo:lo + SCORE_BATCH]
@@ -73,7 +73,8 @@ def score_layers(sections, teacher, teacher_dir: str, data_path: str | None) -> 
                          "dataset directory, or --layers with a layers.json whose scores to reuse)")
     # Nine forwards of the teacher over the scored rows: on the accelerator when there is one.
     scores = layer_conversion_kl(teacher.to(compute_device()),
-                                 scoring_batches(data_path, teacher.config.pad_token_id or 0, teacher_dir),
+                                 scoring_batches(data_path, teacher.config.pad_token_id or 0, teacher_dir,
+                                                 sections.get("opal.layer_scoring")),
                                  sections.get("opal.gdn"), kernel_backend=sections.get("opal.kernel_backend"))
     teacher.to("cpu")
     return scores
