@@ -3,6 +3,7 @@ make a claim not testable here."""
 import numpy as np
 import pytest
 
+from relin.report.preconditions import competent, enough_seeds, headroom, moved, reached
 from relin.report.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -18,14 +19,9 @@ from relin.report.verdicts import (
     at_least,
     at_most,
     beats,
-    competent,
-    enough_seeds,
-    headroom,
     judged,
     mean_of,
-    moved,
     over_seeds,
-    reached,
     tally,
     wilson,
 )
@@ -199,8 +195,8 @@ def test_a_claim_whose_preconditions_hold_is_judged():
     (1, enough_seeds({"A": ARMS["A"], "B": Estimate(0.6, np.linspace(0.55, 0.65, 101))}, 3), "B 1"),
     (2, headroom({"A": Estimate(1.0, np.ones(101)), "B": ARMS["B"]}, 1.0, 0.5, 0.02), "at the ceiling 1: A"),
     (2, headroom({"A": Estimate(0.52, np.linspace(0.45, 0.6, 101)), "B": Estimate(0.5, np.linspace(0.44, 0.56, 101))},
-                 1.0, 0.5, 0.02), "within reach of chance"),
-    (3, moved({"A": Estimate.exact(0.4), "B": Estimate.exact(-4.0)}, 2.0), "A +0.4 points"),
+                 1.0, 0.5, 0.02), "within 0.02 of chance 0.5: A, B"),
+    (3, moved({"A": Estimate.exact(0.4), "B": Estimate.exact(-4.0)}, 2.0), "A +0.4 [+0.4, +0.4] points"),
     (4, reached("stage 3's rollout horizon", 16, 48, " tokens"), "16 tokens"),
 ])
 def test_each_precondition_failing_alone_makes_the_claim_not_testable_naming_it(index, failing, named):

@@ -1,5 +1,5 @@
-"""The one verdict vocabulary of the report, the preconditions that decide whether a claim can be judged, and the
-intervals behind every verdict.
+"""The one verdict vocabulary of the report, how preconditions decide whether a claim can be judged (each kind of
+precondition is built in :mod:`relin.report.preconditions`), and the intervals behind every verdict.
 
 A claim of a paper becomes a measurement: our estimate with a 95% interval, the paper's number, the claim's
 preconditions (each computed from the run's own outputs and shown beside the verdict) and one of four outcomes:
@@ -414,55 +414,3 @@ INTERVALS = ("Intervals: 95%; over evaluated items (paired bootstrap, Wilson for
              "seed; a t interval over seeds joined with the item interval for several. A claim is judged only when "
              "each precondition holds (✓), else it is not testable here; its margin was fixed in config before the "
              "run.")
-
-
-# --- preconditions computed from a run's outputs ------------------------------------------------------------------
-
-def competent(reference: str, scores: dict[str, float], threshold: float) -> Precondition:
-    """The reference (teacher, text-only LLM, MHA) scores at least ``threshold`` on every family or category the
-    claim uses."""
-    shown = ", ".join(f"{k} {v:.2f}" for k, v in scores.items()) or "no score"
-    ok = bool(scores) and all(np.isfinite(v) and v >= threshold for v in scores.values())
-    return Precondition(f"{reference} competent (≥ {threshold:g}) on each family used", shown, ok)
-
-
-def enough_seeds(arms: dict[str, Estimate], minimum: int) -> Precondition:
-    """Every arm compared rests on at least ``minimum`` training seeds."""
-    counts = {name: e.seeds for name, e in arms.items()}
-    shown = ", ".join(f"{k} {v}" for k, v in counts.items())
-    return Precondition(f"training seeds per arm (≥ {minimum})", shown, min(counts.values()) >= minimum)
-
-
-def headroom(arms: dict[str, Estimate], ceiling: float, chance: float, margin: float,
-             favoured: str | None = None) -> Precondition:
-    """The metric can show a difference: no arm within ``margin`` of the ceiling, and not every arm's interval
-    reaching chance. When the one arm at the ceiling is the arm the claim says wins (``favoured``), the ceiling
-    only shrinks the difference the claim predicts: it holds for a win only (:attr:`Precondition.only_a_win`)."""
-    at_ceiling = [n for n, e in arms.items() if e.value >= ceiling - margin]
-    at_chance = all(e.low <= chance for e in arms.values())
-    shown = ", ".join(f"{n} {e.value:.3g}" for n, e in arms.items())
-    capped = favoured is not None and at_ceiling == [favoured]
-    if at_ceiling:
-        shown += f"; at the ceiling {ceiling:g}: {', '.join(at_ceiling)}"
-        if capped:
-            shown += " (the arm the claim favours: only a win can be read)"
-    if at_chance:
-        shown += f"; every arm within reach of chance {chance:g}"
-    return Precondition("headroom (no arm at the ceiling, not all at chance)", shown,
-                        (capped or not at_ceiling) and not at_chance, only_a_win=capped)
-
-
-def moved(changes: dict[str, Estimate], margin: float, unit: str = " points", who: str = "each arm",
-          beside: dict[str, Estimate] | None = None) -> Precondition:
-    """The treatment moved the model: each arm of ``changes`` differs from its parent by more than ``margin``
-    (``beside``: changes shown, not required)."""
-    shown = ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in changes.items())
-    if beside:
-        shown += " (" + ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in beside.items()) + ")"
-    return Precondition(f"{who} moved from its parent by more than {margin:g}{unit}", shown,
-                        all(abs(e.value) > margin for e in changes.values()))
-
-
-def reached(what: str, value: float, needed: float, unit: str = "") -> Precondition:
-    """The run reached the claim's regime (a rollout horizon, a context length, a number of training tokens)."""
-    return Precondition(f"{what} ≥ {needed:g}{unit}", f"{value:g}{unit}", bool(value >= needed))
