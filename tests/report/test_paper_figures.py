@@ -54,10 +54,10 @@ def test_table3_quotes_each_control_with_its_own_figure():
 
 
 # Labels in the figure column that hold digits and are no figure: table, figure, equation and section numbers,
-# contexts and budgets, benchmark and model names, seed numbers.
+# contexts and budgets, benchmark and model names, seed numbers, Theorem 2's bound.
 LABELS = re.compile(r"Table (?:[0-9]+|I)|Fig\. [0-9]+|Lemma [0-9]+|eqs?\. [0-9\-]+|§[0-9.]+|seed [0-9]+|[0-9]+K\b|"
                     r"[0-9]+M tokens|MATH-500|arXiv [0-9.]+|notes/methods\.md|SWA \([0-9]+, [0-9]+\)|\(2[0-9]{3}\)|"
-                    r"Wang et al\. [0-9]{4}|Pythia-1B|10B tokens|Qwen[0-9.]*-[0-9]+B|t½")
+                    r"Wang et al\. [0-9]{4}|Pythia-1B|10B tokens|Qwen[0-9.]*-[0-9]+B|t½|\(1 − λ_s\)")
 
 
 def _figure_cells(summary: str) -> list[str]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import relin.report.preconditions as pc
-from relin.report.verdicts import NOT_TESTABLE, REPRODUCED, Estimate, Margin, beats, judged
+from relin.report.verdicts import CONTRADICTED, NOT_TESTABLE, REPRODUCED, Estimate, Margin, beats, judged
 
 SOURCE = Path(pc.__file__).parents[1]
 
@@ -75,7 +75,8 @@ def test_no_precondition_is_a_constant():
 
 def test_a_win_over_an_arm_at_chance_is_readable_and_nothing_else():
     """Only the arm the claim disfavours at chance: the floor hides how far below the favoured arm it is, so the
-    difference is a lower bound; a tie or a loss there cannot be read. Both at chance: nothing can."""
+    difference is a lower bound; a tie or a loss there cannot be read. Both at chance: nothing can. The favoured arm
+    alone at chance: only its loss can be read."""
     pre = pc.headroom({"A": CLEAR, "B": AT_CHANCE}, 1.0, 0.5, 0.02, favoured="A")
     assert pre.holds and pre.only_a_win and "disfavours at chance" in pre.measured
     assert judged((pre,), lambda: beats(_arm(20.0, 14.0, 26.0), Margin(2.0, "two points"))).outcome == REPRODUCED
@@ -84,7 +85,10 @@ def test_a_win_over_an_arm_at_chance_is_readable_and_nothing_else():
     both = pc.headroom({"A": AT_CHANCE, "B": AT_CHANCE}, 1.0, 0.5, 0.02, favoured="A")
     assert not both.holds and "within 0.02 of chance 0.5: A, B" in both.measured
     favoured_low = pc.headroom({"A": AT_CHANCE, "B": CLEAR}, 1.0, 0.5, 0.02, favoured="A")
-    assert not favoured_low.holds
+    assert favoured_low.holds and favoured_low.only_a_loss and not favoured_low.only_a_win
+    loss = judged((favoured_low,), lambda: beats(_arm(-20.0, -26.0, -14.0), Margin(2.0, "two points")))
+    assert loss.outcome == CONTRADICTED
+    assert judged((favoured_low,), lambda: beats(_arm(1.0, -1.0, 3.0), Margin(2.0, "p"))).outcome == NOT_TESTABLE
 
 
 def test_an_arm_whose_interval_clears_chance_by_less_than_the_margin_is_at_chance():

@@ -228,13 +228,23 @@ def test_the_favoured_arm_alone_at_the_ceiling_lets_a_win_be_read_and_nothing_el
     assert unsure.outcome == NOT_TESTABLE and "inconclusive" in unsure.reason
 
 
-@pytest.mark.parametrize("arms", [{"A": ARMS["A"], "B": Estimate(1.0, np.ones(101))},
-                                  {"A": Estimate(1.0, np.ones(101)), "B": Estimate(0.995, np.ones(101))}],
-                         ids=["the other arm at the ceiling", "both at the ceiling"])
-def test_a_ceiling_on_an_arm_the_claim_does_not_favour_leaves_nothing_to_read(arms):
+def test_both_arms_at_the_ceiling_leave_nothing_to_read():
+    arms = {"A": Estimate(1.0, np.ones(101)), "B": Estimate(0.995, np.ones(101))}
     pre = (headroom(arms, 1.0, 0.5, 0.02, favoured="A"),)
-    assert not pre[0].holds and not pre[0].only_a_win
+    assert not pre[0].holds and not pre[0].only_a_win and not pre[0].only_a_loss
     assert judged(pre, lambda: beats(CLEAR, ONE)).outcome == NOT_TESTABLE
+
+
+def test_the_disfavoured_arm_alone_at_the_ceiling_leaves_only_a_loss_to_read():
+    """B at the ceiling can only be better than measured: a loss of A beyond the margin stands, anything else may be
+    the ceiling's doing."""
+    pre = (headroom({"A": ARMS["A"], "B": Estimate(1.0, np.ones(101))}, 1.0, 0.5, 0.02, favoured="A"),)
+    assert pre[0].holds and pre[0].only_a_loss and "only a loss the other way round" in pre[0].measured
+    behind = Estimate(-30.0, np.linspace(-34.0, -26.0, 101))
+    assert judged(pre, lambda: beats(behind, ONE)).outcome == CONTRADICTED
+    assert judged(pre, lambda: beats(CLEAR, ONE)).outcome == NOT_TESTABLE
+    tie = judged(pre, lambda: beats(Estimate(0.0, np.linspace(-0.5, 0.5, 101)), ONE))
+    assert tie.outcome == NOT_TESTABLE and "a tie" in tie.reason
 
 
 def test_tally_counts_each_outcome():

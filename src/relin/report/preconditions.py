@@ -67,16 +67,21 @@ def headroom(arms: Mapping[str, Estimate], ceiling: float, chance: float, margin
     """The metric can show a difference of ``margin``: no arm within ``margin`` of the ceiling, and every arm's interval
     above chance by ``margin`` (two arms at chance differ by noise, whatever the interval says).
 
-    A win stays readable (:attr:`Precondition.only_a_win`) in two cases, both of which make the measured difference a
-    lower bound on the effect: the arm the claim favours (``favoured``) alone at the ceiling, the others clear of
-    chance; or the favoured arm clear of chance and every other arm at chance (the floor hides how far below it they
-    are). A tie or a loss there may be the ceiling's or the floor's doing and cannot be read."""
+    A bound on one side makes the measured difference a bound on the effect, so one outcome stays readable. A win
+    (:attr:`Precondition.only_a_win`) when the arm the claim favours (``favoured``) is alone at the ceiling, the
+    others clear of chance, or when every other arm is at chance and the favoured one clear of it (the floor hides how
+    far below it they are). A loss the other way round (:attr:`Precondition.only_a_loss`) when every other arm is at
+    the ceiling and the favoured one below it, or the favoured arm alone at chance. Anything else there may be the
+    ceiling's or the floor's doing and cannot be read."""
     at_ceiling = [n for n, e in arms.items() if e.value >= ceiling - margin]
     at_chance = [n for n, e in arms.items() if not e.low > chance + margin]
     shown = ", ".join(f"{n} {e.value:.3g} [{e.low:.3g}, {e.high:.3g}]" for n, e in arms.items())
     others = [n for n in arms if n != favoured]
-    capped = favoured is not None and at_ceiling == [favoured] and not at_chance
-    floored = favoured is not None and not at_ceiling and bool(others) and at_chance == others
+    bounded = favoured is not None and bool(others)
+    capped = bounded and at_ceiling == [favoured] and not at_chance
+    floored = bounded and not at_ceiling and at_chance == others
+    overtopped = bounded and at_ceiling == others and favoured not in at_chance
+    sunk = bounded and at_chance == [favoured] and not at_ceiling
     if at_ceiling:
         shown += f"; at the ceiling {ceiling:g}: {', '.join(at_ceiling)}"
     if at_chance:
@@ -84,9 +89,12 @@ def headroom(arms: Mapping[str, Estimate], ceiling: float, chance: float, margin
     if capped or floored:
         shown += (" (the arm the claim favours at the ceiling" if capped else " (only the arms the claim disfavours at "
                   "chance") + ": only a win can be read)"
-    ok = capped or floored or (not at_ceiling and not at_chance)
+    elif overtopped or sunk:
+        shown += (" (only the arms the claim disfavours at the ceiling" if overtopped
+                  else " (the arm the claim favours at chance") + ": only a loss the other way round can be read)"
+    ok = capped or floored or overtopped or sunk or (not at_ceiling and not at_chance)
     return Precondition("headroom (no arm at the ceiling, each above chance by the margin)", shown, ok,
-                        only_a_win=capped or floored)
+                        only_a_win=capped or floored, only_a_loss=overtopped or sunk)
 
 
 def moved(changes: Mapping[str, Estimate], margin: float, unit: str = " points", who: str = "each arm",

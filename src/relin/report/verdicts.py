@@ -34,6 +34,8 @@ REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE = "reproduced", "contradict
     "not testable here"
 OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
 WITHIN_NOISE = "within noise"
+# How a contradiction that reads the comparison the other way round (beyond the margin) begins.
+OTHER_WAY = "the other way round"
 
 LEVEL = 0.95
 RESAMPLES = 2000
@@ -73,6 +75,9 @@ class Precondition:
     # holds for a win only: the arm the claim favours sits at the metric's ceiling, so the measured difference is a
     # lower bound on the effect; a tie or a loss may be the ceiling's doing and cannot be read
     only_a_win: bool = False
+    # holds for a loss only: the arm the claim disfavours sits at the ceiling (or the favoured one at chance), so the
+    # measured difference is an upper bound on the effect; only the other way round beyond the margin can be read
+    only_a_loss: bool = False
 
     def __str__(self) -> str:
         return f"{'✓' if self.holds else '✗'} {self.what}: {self.measured}"
@@ -80,7 +85,9 @@ class Precondition:
 
 def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict]) -> Verdict:
     """``decide()`` when every precondition holds; else ``not testable here`` naming each failed one. Under a
-    precondition that holds for a win only (:attr:`Precondition.only_a_win`), any other outcome is not testable."""
+    precondition that holds for a win only (:attr:`Precondition.only_a_win`), any other outcome is not testable; under
+    one that holds for a loss only (:attr:`Precondition.only_a_loss`), any outcome but a contradiction the other way
+    round."""
     def named(conditions: list[Precondition]) -> str:
         return "; ".join(f"{p.what}: {p.measured}" for p in conditions)
 
@@ -88,9 +95,14 @@ def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict])
     if failed:
         return Verdict(NOT_TESTABLE, named(failed))
     verdict = decide()
+    if verdict is None:
+        return verdict
     capped = [p for p in preconditions if p.only_a_win]
-    if capped and verdict is not None and verdict.outcome != REPRODUCED:
+    if capped and verdict.outcome != REPRODUCED:
         return Verdict(NOT_TESTABLE, f"{named(capped)} (the run shows {verdict})")
+    bounded = [p for p in preconditions if p.only_a_loss]
+    if bounded and not (verdict.outcome == CONTRADICTED and verdict.reason.startswith(OTHER_WAY)):
+        return Verdict(NOT_TESTABLE, f"{named(bounded)} (the run shows {verdict})")
     return verdict
 
 
@@ -332,7 +344,7 @@ def beats(difference: Estimate, margin: Margin, names: tuple[str, str] = ("A", "
     if high > m:
         return inconclusive(f"the difference's interval [{low:+.3g}, {high:+.3g}] contains the margin +{m:g}")
     if high < -m:
-        return Verdict(CONTRADICTED, f"the other way round: {b} ahead by more than the margin ({m:g}{unit})")
+        return Verdict(CONTRADICTED, f"{OTHER_WAY}: {b} ahead by more than the margin ({m:g}{unit})")
     if low >= -m and low > 0:
         return Verdict(CONTRADICTED, f"smaller than the margin: {a} ahead by {low:.3g}–{high:.3g}{unit}, "
                                      f"below {m:g}")
