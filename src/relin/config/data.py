@@ -101,7 +101,7 @@ class WalkConfig:
                                     "held_out_every", minimum=1)
 
     def validate(self, prefix: str) -> None:
-        from ..data.walk import test_pairs
+        from ..data.walk_split import test_pairs
 
         if self.max_stride >= self.vocab_size:
             raise ConfigError(f"{prefix}.max_stride: expected < vocab_size ({self.vocab_size}), got "

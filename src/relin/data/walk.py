@@ -16,17 +16,14 @@ the answer and eos are supervised.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .lists import item_words
 from .rows import answer_row
+from .walk_split import TEST_EVERY, held_out, test_pairs
 
 TASK = "walk"
 WORDS = ("walk", "from", "by")
-# One (start, stride) pair in this many is held out for the test split, unless a config says otherwise.
-TEST_EVERY = 8
 
 
 def walk_words(vocab_size: int) -> list[str]:
@@ -45,20 +42,6 @@ def parse_prompt(text: str) -> tuple[str, int]:
     if len(words) != 5 or words[:2] != ["walk", "from"] or words[3] != "by" or not words[4].endswith(":"):
         raise ValueError(f"not a walk prompt: {text!r}")
     return words[2], int(words[4][:-1])
-
-
-def held_out(start: int, stride: int, vocab_size: int, every: int = TEST_EVERY) -> bool:
-    """Whether the pair is a test walk. A stride ``k`` walks the items ``start`` shares a residue with modulo
-    ``g = gcd(k, vocab_size)``; they are ``r + g j`` for ``j < vocab_size / g``, and only ``j ≡ -k (mod every)``
-    is held out, so each such cycle keeps a training start. (Reading the residue of ``start + k`` instead held out
-    every start of stride 8's cycles through multiples of 8 on 64 items: steps no training walk took.)"""
-    return (start // math.gcd(stride, vocab_size) + stride) % every == 0
-
-
-def test_pairs(vocab_size: int, max_stride: int, every: int = TEST_EVERY) -> list[tuple[int, int]]:
-    """Every held-out (start, stride) pair, in order."""
-    return [(start, stride) for stride in range(1, max_stride + 1) for start in range(vocab_size)
-            if held_out(start, stride, vocab_size, every)]
 
 
 def generate_walks(count: int, items: int, max_stride: int, vocabulary: list[str], split: str, encoder,
