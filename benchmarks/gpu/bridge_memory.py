@@ -20,7 +20,7 @@ Per point, through :func:`relin.eval.bridge_memory.measure_cuda`: ``peak_bytes``
 (``base_bytes``), ``peak_abs_bytes`` the absolute high-water mark, ``ms`` the median of ``--repeats``
 forwards timed with CUDA events after one warm-up forward (which also compiles the Triton kernels).
 Precision: bf16 weights and inputs on CUDA (``--dtype``); on ``--device cpu`` fp32 through
-:func:`relin.eval.bridge_memory.measure_cpu` (RSS of a forked child: a dry run at small N).
+:func:`relin.eval.bridge_memory.measure_cpu` (the CPU allocator's peak from the profiler: a dry run at small N).
 
 Issue 16's goals, stated beside the measurements (``goals`` in the JSON):
 

@@ -171,6 +171,8 @@ def test_a_prompt_task_at_weight_zero_needs_no_rows():
 def test_a_prompt_task_whose_rows_are_not_generated_is_refused():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     del params["teacher"]["train"]["task_weights"]["walk"]
+    for stage in ("match", "finetune"):
+        del params["hedgemamba"][stage]["train"]["task_weights"]["walk"]
     params["opal"]["offpolicy_matched"]["train"]["task_weights"] = {"walk": 0.0}
     params["data"]["walk"]["train_examples"] = 0
     with pytest.raises(ConfigError, match=r"^params.yaml: opal.onpolicy.prompt_tasks: 'walk' has a positive "
@@ -330,6 +332,8 @@ def test_a_zero_weight_may_name_a_known_task_the_rows_lack():
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["data"]["walk"]["train_examples"] = 0
     params["teacher"]["train"]["task_weights"]["walk"] = 0.0
+    for stage in ("match", "finetune"):
+        params["hedgemamba"][stage]["train"]["task_weights"]["walk"] = 0.0
     params["opal"]["offpolicy_matched"]["train"]["task_weights"] = {"walk": 0.0}
     params["opal"]["onpolicy"]["prompt_tasks"] = {"walk": 0.0, "mqar": 1.0}
     loaded = load_layers([("params.yaml", params)], check)

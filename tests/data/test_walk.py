@@ -39,13 +39,14 @@ def test_held_out_walks_start_or_stride_apart_from_the_training_ones(tokenizer):
     train = {parse_prompt(tokenizer.decode(r["input_ids"][:r["prompt_len"]], skip_special_tokens=True))
              for r in generate_walks(2000, 6, 8, VOCABULARY, "train", encoder, rng)}
     test = {parse_prompt(tokenizer.decode(r["input_ids"][:r["prompt_len"]], skip_special_tokens=True))
-            for r in generate_walks(200, 6, 8, VOCABULARY, "test", encoder, rng)}
+            for r in generate_walks(64, 6, 8, VOCABULARY, "test", encoder, rng)}
     assert train and test and not train & test
     assert walk(62, 3, 3, VOCABULARY) == [VOCABULARY[62], VOCABULARY[1], VOCABULARY[4]]
 
 
-@pytest.mark.parametrize("vocab_size, max_stride, items", [(64, 8, 48), (64, 8, 256), (16, 3, 12), (128, 64, 48)])
-def test_every_step_of_a_held_out_walk_is_taken_by_a_training_walk(vocab_size, max_stride, items):
+@pytest.mark.parametrize("vocab_size, max_stride, items, every", [(64, 8, 48, 8), (64, 8, 256, 8), (16, 3, 12, 8),
+                                                                   (128, 64, 48, 8), (128, 8, 48, 2), (64, 16, 48, 4)])
+def test_every_step_of_a_held_out_walk_is_taken_by_a_training_walk(vocab_size, max_stride, items, every):
     vocabulary = item_words(vocab_size)
 
     def steps(start, k):
@@ -53,9 +54,9 @@ def test_every_step_of_a_held_out_walk_is_taken_by_a_training_walk(vocab_size, m
         return {(a, b, k) for a, b in zip(items_, items_[1:])}
 
     pairs = [(start, k) for start in range(vocab_size) for k in range(1, max_stride + 1)]
-    test = [p for p in pairs if held_out(*p, vocab_size)]
+    test = [p for p in pairs if held_out(*p, vocab_size, every)]
     taken = set().union(*(steps(*p) for p in pairs if p not in test))
-    assert test and len(test) < len(pairs) / 4
+    assert test and len(test) <= len(pairs) / every + max_stride
     unseen = [p for p in test if not steps(*p) <= taken]
     assert not unseen, f"held-out walks with a step no training walk takes: {unseen[:4]}"
 
@@ -68,6 +69,18 @@ def test_held_out_answers_are_items_tokens_long(small_config):
     test = [r for r in data["test"].to_list() if r["task"] == "walk"]
     assert len(test) == 5 and {len(r["input_ids"]) - r["prompt_len"] for r in test} == {13}
     assert sum(r["task"] == "walk" for r in data["train"].to_list()) == 20
+
+
+def test_test_walks_are_distinct_held_out_pairs_and_ask_for_no_more_than_there_are(tokenizer):
+    encoder = WordEncoder(tokenizer)
+    rows = generate_walks(64, 6, 8, VOCABULARY, "test", encoder, np.random.default_rng(1))
+    prompts = [tuple(r["input_ids"][:r["prompt_len"]]) for r in rows]
+    assert len(set(prompts)) == 64, "every held-out pair once: a repeated prompt is no new item"
+    with pytest.raises(ValueError, match="only 64 distinct"):
+        generate_walks(65, 6, 8, VOCABULARY, "test", encoder, np.random.default_rng(1))
+    with pytest.raises(ConfigError, match="test_examples: 65 distinct test walks asked, the held-out"):
+        build(WalkConfig, {"test_examples": 65}, "data.walk")
+    assert build(WalkConfig, {"vocab_size": 128, "held_out_every": 2, "test_examples": 512}, "data.walk")
 
 
 def test_config_refuses_a_stride_as_long_as_the_cycle():

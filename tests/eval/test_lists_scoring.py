@@ -11,8 +11,6 @@ from relin.eval.lm import evaluate_lm
 from relin.eval.tasks import TASKS
 from relin.eval.tasks.exact import budget, gold_tokens, score_tokens
 
-from .helpers import LogitsModel
-
 
 @pytest.fixture(scope="module")
 def list_tokenizer():
@@ -43,37 +41,43 @@ def test_gold_scores_one_and_every_single_wrong_token_zero(list_rows, list_token
         assert score_tokens([], row) == 0.0
 
 
-def _replying(rows, reply):
-    """A generator that continues each row's prompt with ``reply(row)`` (token ids), padded with eos."""
-    replies = {tuple(r["input_ids"][:r["prompt_len"]]): reply(r) for r in rows}
+class _Oracle(torch.nn.Module):
+    """Logits that predict, at every position, the next token of its input (so under teacher forcing the gold), but
+    ``wrong(row_ids, t) -> token`` in place of it where that returns one."""
 
-    def run(prompts: torch.Tensor, max_new_tokens: int) -> torch.Tensor:
-        out = torch.full((prompts.shape[0], max_new_tokens), -1, dtype=torch.long)
-        for i, prompt in enumerate(prompts.tolist()):
-            tokens = replies[tuple(prompt)][:max_new_tokens]
-            out[i, :len(tokens)] = torch.tensor(tokens, dtype=torch.long)
-        return out
+    def __init__(self, vocab_size: int, wrong=lambda ids, t: None):
+        super().__init__()
+        self.vocab_size, self.wrong = vocab_size, wrong
 
-    return run
+    def forward(self, input_ids: torch.Tensor, **_):
+        from types import SimpleNamespace
+
+        logits = torch.zeros(*input_ids.shape, self.vocab_size)
+        for b, ids in enumerate(input_ids.tolist()):
+            for t in range(len(ids) - 1):
+                token = self.wrong(ids, t)
+                logits[b, t, ids[t + 1] if token is None else token] = 1.0
+        return SimpleNamespace(logits=logits)
 
 
-def test_evaluation_generates_each_answer_and_scores_it_exactly(list_rows, list_tokenizer):
+def test_evaluation_scores_each_answer_exactly(list_rows, list_tokenizer):
     from datasets import Dataset
 
     data = Dataset.from_list(list_rows)
     assert all(TASKS[r["task"]].kind == "exact" for r in list_rows)
-    model = LogitsModel(len(list_tokenizer))
-    # eval.max_new_tokens is shorter than every answer: the list families generate their own answers' lengths
+    prompts = {tuple(r["input_ids"]): r["prompt_len"] for r in list_rows}
+    # eval.max_new_tokens is shorter than every answer: the list families read their own answers' lengths
     cfg = EvalConfig(max_new_tokens=2)
-    right = evaluate_lm(model, data, list_tokenizer, cfg, name="gold", generator=_replying(list_rows, gold_tokens))
+    right = evaluate_lm(_Oracle(len(list_tokenizer)), data, list_tokenizer, cfg, name="gold")
 
-    def one_wrong(row):
-        gold = gold_tokens(row)
-        return gold[:3] + [gold[4]] + gold[4:]
+    def fourth(ids, t):
+        """The fourth answer token of every row (of every other row with ``half``) predicted as another one."""
+        return (ids[t + 1] + 1) % len(list_tokenizer) if t == prompts[tuple(ids)] + 2 else None
 
-    wrong = evaluate_lm(model, data, list_tokenizer, cfg, name="wrong", generator=_replying(list_rows, one_wrong))
+    wrong = evaluate_lm(_Oracle(len(list_tokenizer), fourth), data, list_tokenizer, cfg, name="wrong")
     assert right.metrics()["accuracy"] == {"list_copy": 1.0, "list_reverse": 1.0}
     assert wrong.metrics()["accuracy"] == {"list_copy": 0.0, "list_reverse": 0.0}
-    half = evaluate_lm(model, data, list_tokenizer, cfg, name="half", generator=_replying(
-        list_rows, lambda r: gold_tokens(r) if list_rows.index(r) % 2 else one_wrong(r)))
+    order = {tuple(r["input_ids"]): i for i, r in enumerate(list_rows)}
+    half = evaluate_lm(_Oracle(len(list_tokenizer), lambda ids, t: None if order[tuple(ids)] % 2 else fourth(ids, t)),
+                       data, list_tokenizer, cfg, name="half")
     assert half.metrics()["accuracy"] == {"list_copy": 0.5, "list_reverse": 0.5}

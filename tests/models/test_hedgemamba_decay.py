@@ -62,8 +62,8 @@ def _one_adamw_step(model, ids) -> tuple[torch.Tensor, torch.Tensor]:
 
 def test_near_identity_init_is_exact_and_a_plain_adamw_step_moves_the_decay(hedgehog):
     """≤ 1e-4 in logits at 300 tokens and at the longest row the model takes (1024); then one AdamW step at
-    params.yaml's stage-2 lr moves every layer's A_log by more than 1e-3 of its value (Adam's step is ~lr, A_log
-    = -ln 2), where from the exact init (A_log = -20, gradient ~1e-10 < AdamW's eps) it moves ~1e-5 of it."""
+    params.yaml's stage-2 lr moves every layer's A_log by more than lr times its value (Adam's step is ~lr, A_log
+    = -ln 2: ~1.4 lr), where from the exact init (A_log = -20, gradient ~1e-10 < AdamW's eps) it moves ~1e-2 lr."""
     mamba = hedgemamba_from_hedgehog(hedgehog, decay="near_identity").eval()
     assert mamba.config.max_position_embeddings == 1024
     for ids in (_ids(300), _ids(1024, batch=1)):
@@ -75,7 +75,7 @@ def test_near_identity_init_is_exact_and_a_plain_adamw_step_moves_the_decay(hedg
     before, after = _one_adamw_step(mamba.train(), _ids(300))
     assert torch.all(before == NEAR_IDENTITY_A_LOG)
     relative = ((after - before).abs() / before.abs()).amax(-1)             # per layer, its largest head
-    assert relative.min().item() > 1e-3, relative
+    assert relative.min().item() > _finetune_lr(), relative
     # Adam's step in units of lr, |g| / (|g| + eps): most heads' gradients are well above AdamW's eps
     assert ((after - before).abs() / _finetune_lr()).median().item() > 0.5
 
@@ -235,7 +235,7 @@ def test_every_arm_gets_the_same_all_parameter_updates_and_rows():
     """At params.yaml's shapes (stage 1: 100 x 16 rows, φ only; stage 2: 200 x 16): a control from the teacher
     makes 200 all-parameter updates of 24 rows (12 x 2 accumulated), 4800 rows like HedgeMamba's 1600 + 3200."""
     match, finetune = TrainConfig(steps=100, batch_size=16), TrainConfig(steps=200, batch_size=16)
-    for variant in ("random", "mil", "mamba_in_llama"):
+    for variant in ("random", "no_match", "mamba_in_llama"):
         budget = arm_budget(variant, match, finetune)
         assert (budget.steps, budget.batch_size, budget.grad_accum) == (200, 12, 2)
     assert arm_budget("hedgemamba", match, finetune) is finetune and arm_budget("hedgehog", match, finetune) is finetune

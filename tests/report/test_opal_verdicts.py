@@ -10,22 +10,21 @@ from relin.report.verdicts import CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE, REPR
 FAMILIES = ("niah_single", "niah_multikey", "niah_multiquery", "arithmetic")
 N = 80  # items per family
 # A teacher whose mix held no NIAH rows (the paper's protocol): every needle family is zero-shot for it too.
-SETTINGS = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8,
-                        teacher_zero_shot=FAMILIES[:3])
+SETTINGS = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8)
 # An 8-layer teacher under the paper's rule: attention kept at layers 3 and 7 (Table 4's regime: two or more).
 LAYERS = {"kept": [3, 7], "conversion_kl": [1.7, 3.2, 0.04, 0.05, 0.3, 0.2, 0.1, 0.06], "selection": "every_n"}
 
 
 def _items(name, accuracy: dict[str, float], distance=None, seed=0, offset=0) -> ModelItems:
-    """``N`` items per family, ``round(accuracy · N)`` right from item ``offset`` on; needles alternate near and
-    far."""
+    """``N`` items per family, ``round(accuracy · N)`` right from item ``offset`` on; needles alternate near (8
+    tokens back) and far (300: beyond the 8 x 32 tokens SWA's stacked windows reach)."""
     rng = np.random.default_rng(seed)
     task = np.array([f for f in FAMILIES for _ in range(N)] + ["filler"] * 10, dtype=object)
     right = np.arange(N) - offset
     hits = np.concatenate([((right >= 0) & (right < round(accuracy.get(f, 0.0) * N))).astype(float) for f in FAMILIES]
                           + [np.zeros(10)])
     if distance is None:
-        distance = np.where(np.arange(len(task)) % 2 == 0, 8, 100)
+        distance = np.where(np.arange(len(task)) % 2 == 0, 8, 300)
     columns = {"task": task, "length": np.full(len(task), 128.0), "depth": np.zeros(len(task)),
                "needle_distance": np.asarray(distance, float), "hits": hits,
                "total": np.r_[np.ones(4 * N), np.zeros(10)], "nll": np.r_[np.zeros(4 * N), 30 + rng.random(10)],
@@ -69,43 +68,62 @@ def test_a_student_that_did_not_learn_its_own_tasks_makes_the_niah_claim_not_tes
     assert "50% [" in verdict.reason, "the student's recovery on arithmetic, its training family here"
 
 
-def test_the_niah_claim_reads_only_needles_the_teacher_never_trained_on():
-    """Issue #48: a teacher that learnt the synthetic needles from its own rows proves nothing about zero-shot
-    retrieval; with only those scored, the claim is not testable however well both models retrieve them."""
-    models = [_items("teacher-qwen3", STRONG), _items("opal-onpolicy", STRONG)]
-    scores = ItemScores(models, resamples=200)
-    trained = OpalSettings(teacher="teacher-qwen3", swa_window=32, niah_protocol="zero_shot", mastery=0.8)
-    claim = next(c for c in claims(scores, trained, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
-    assert claim.verdict.outcome == NOT_TESTABLE and "never trained on: none scored" in claim.verdict.reason
+def test_the_niah_claim_reads_the_needles_the_students_never_trained_on():
+    """Issue 62: the paper's setting guarantees that the students meet NIAH zero-shot; under the in-distribution
+    protocol no family qualifies and the claim is not testable however well both models retrieve."""
+    from dataclasses import replace
+
+    scores = ItemScores([_items("teacher-qwen3", STRONG), _items("opal-onpolicy", STRONG)], resamples=200)
     claim = next(c for c in claims(scores, SETTINGS, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
     assert claim.verdict.outcome == REPRODUCED, claim.verdict.reason
+    seen = replace(SETTINGS, niah_protocol="in_distribution")
+    claim = next(c for c in claims(scores, seen, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
+    assert claim.verdict.outcome == NOT_TESTABLE and "never trained on, with items" in claim.verdict.reason
+
+
+@pytest.mark.parametrize("student, outcome", [(STRONG, REPRODUCED), ({"arithmetic": 0.9}, NOT_TESTABLE)])
+def test_against_a_teacher_trained_on_the_needles_only_a_win_is_read(student, outcome):
+    """A teacher whose mix trained the needles the students never saw is stronger than the paper's zero-shot one:
+    a student reaching it is a win, one falling short of it says nothing."""
+    from dataclasses import replace
+
+    trained = replace(SETTINGS, teacher_trained=FAMILIES[:3])
+    scores = ItemScores([_items("teacher-qwen3", STRONG), _items("opal-onpolicy", student)], resamples=200)
+    claim = next(c for c in claims(scores, trained, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
+    assert claim.verdict.outcome == outcome, claim.verdict.reason
+    assert "only a win can be read" in str(claim.preconditions[1])
+    untrained = next(c for c in claims(scores, SETTINGS, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
+    assert untrained.verdict.outcome == (REPRODUCED if student is STRONG else CONTRADICTED)
 
 
 def test_a_hybrid_keeping_one_attention_layer_makes_the_niah_claim_not_testable():
     """Issue #48: Table 4 is read on a hybrid that keeps at least two attention layers (the paper 9 of 36)."""
     scores = ItemScores([_items("teacher-qwen3", STRONG), _items("opal-onpolicy", STRONG)], resamples=200)
     one = {"kept": [3], "conversion_kl": [1.7, 3.2, 0.04, 0.05], "selection": "every_n"}
-    for layers, reason in ((one, "keeps ≥ 2 attention layers"), (None, "no layer record")):
+    for layers, reason in ((one, "attention layers the hybrid keeps ≥ 2"), (None, "no layer record")):
         claim = next(c for c in claims(scores, SETTINGS, None, layers=layers) if "NIAH retrieval" in c.claim)
         assert claim.verdict.outcome == NOT_TESTABLE and reason in claim.verdict.reason, claim.verdict.reason
     claim = next(c for c in claims(scores, SETTINGS, None, layers=LAYERS) if "NIAH retrieval" in c.claim)
     assert "[3, 7] of 8 (every_n)" in str(claim.preconditions[-1])
 
 
-def test_the_swa_claim_scores_only_needles_beyond_the_window():
+def test_the_swa_claim_scores_only_needles_beyond_its_stacked_reach():
+    """Issue 62: SWA(32) on 8 layers carries a token 8 x 32 = 256 back; a needle 100 tokens back is beyond one
+    window but within that reach, so it is not a needle SWA must lose."""
     teacher = _items("teacher-qwen3", STRONG)
-    # SWA right exactly on the near needles (even items): 50% overall, 0% beyond the window
+    # SWA right exactly on the near needles (even items): 50% overall, 0% beyond its reach
     near = {f: 0.0 for f in FAMILIES}
     swa = _items("opal-swa", near)
     for f in range(3):
         swa.columns["hits"][f * N:(f + 1) * N] = (np.arange(N) % 2 == 0)
     found, _ = _claims([teacher, swa])
-    claim = found["SWA collapses on NIAH beyond its window"]
+    claim = found["SWA collapses on NIAH beyond its reach"]
     assert claim.verdict.outcome == REPRODUCED and claim.ours.startswith("0% [0, 0]")
-    close = np.full(4 * N + 10, 4)  # every needle inside the window
-    models = [_items("teacher-qwen3", STRONG, distance=close), _items("opal-swa", near, distance=close)]
-    verdict = _claims(models)[0]["SWA collapses on NIAH beyond its window"].verdict
-    assert verdict.outcome == NOT_TESTABLE and "needles beyond the 32-token window" in verdict.reason
+    within_reach = np.where(np.arange(4 * N + 10) % 2 == 0, 8, 100)     # beyond one window, within 8 of them
+    models = [_items("teacher-qwen3", STRONG, distance=within_reach), _items("opal-swa", near, distance=within_reach)]
+    verdict = _claims(models)[0]["SWA collapses on NIAH beyond its reach"].verdict
+    assert verdict.outcome == NOT_TESTABLE and "needles beyond SWA's stacked reach (32 x 8 = 256 tokens)" in \
+        verdict.reason
 
 
 def _arm(model, accuracy, seeds=3, offset=0):
@@ -140,9 +158,10 @@ def test_onpolicy_against_a_control_is_judged_against_its_margin(onpolicy, contr
 @pytest.mark.parametrize("change, named", [
     ({"horizon": 16}, "stage 3's rollout horizon ≥ 48 tokens: 16 tokens"),
     ({"seeds": 1}, "training seeds per arm (≥ 3): opal-onpolicy 1, opal-offpolicy_matched 1"),
-    ({"onpolicy": 0.5, "control": 0.9, "parent": 0.5}, "stage 3 moved from its parent by more than 2 points: "
-                                                         "opal-onpolicy +0 points (opal-offpolicy_matched +"),
-    ({"onpolicy": 0.0, "control": 0.0, "parent": 0.5}, "every arm within reach of chance"),
+    ({"onpolicy": 0.5, "control": 0.9, "parent": 0.5}, "stage 3 moved from its parent by more than 2 points (its "
+                                                         "interval): opal-onpolicy +0 ["),
+    ({"onpolicy": 0.0, "control": 0.0, "parent": 0.5}, "within 0.02 of chance 0: opal-onpolicy, "
+                                                         "opal-offpolicy_matched"),
 ])
 def test_table3_is_not_testable_when_the_run_could_not_show_it(change, named):
     claim = _table3(**{"onpolicy": 0.9, "control": 0.5, **change})
@@ -152,7 +171,7 @@ def test_table3_is_not_testable_when_the_run_could_not_show_it(change, named):
 def test_a_control_that_stays_at_its_parent_is_a_result_not_a_run_unable_to_show_it():
     claim = _table3(0.9, 0.5, parent=0.5)
     moved = next(p for p in claim.preconditions if "moved" in p.what)
-    assert moved.holds and "opal-offpolicy_matched +0 points" in moved.measured
+    assert moved.holds and "(opal-offpolicy_matched +0 [" in moved.measured
     assert claim.verdict.outcome == REPRODUCED
 
 
@@ -198,16 +217,15 @@ def test_every_declared_opal_model_is_a_row_of_table4():
     assert rows[:len(MODELS) + 1] == ["teacher-qwen3", *(name(m) for m in MODELS)]
 
 
-def test_the_teachers_zero_shot_families_follow_their_mix():
-    """niah_text never has train rows; a synthetic family is zero-shot when the teachers' mix gives it weight 0 or
-    the data gives it no train rows (an unlisted task weighs 1)."""
+def test_the_teachers_trained_families_follow_their_mix():
+    """niah_text never has train rows; a synthetic family is trained on when the teachers' mix gives it a positive
+    weight and the data gives it train rows (an unlisted task weighs 1)."""
     from relin.config.data import NIAHConfig
     from relin.config.train import TrainConfig
-    from relin.stages.report import teacher_zero_shot
+    from relin.stages.report import teacher_trained
 
     niah = NIAHConfig()
-    assert teacher_zero_shot(niah, TrainConfig()) == ("niah_text",)
-    assert teacher_zero_shot(niah, TrainConfig(task_weights={"niah_single": 0.0, "mqar": 1.0})) == \
-        ("niah_single", "niah_text")
-    assert teacher_zero_shot(NIAHConfig(train_examples=0), TrainConfig()) == \
-        ("niah_single", "niah_multikey", "niah_multiquery", "niah_text")
+    assert teacher_trained(niah, TrainConfig()) == ("niah_single", "niah_multikey", "niah_multiquery")
+    assert teacher_trained(niah, TrainConfig(task_weights={"niah_single": 0.0, "mqar": 1.0})) == \
+        ("niah_multikey", "niah_multiquery")
+    assert teacher_trained(NIAHConfig(train_examples=0), TrainConfig()) == ()

@@ -144,3 +144,45 @@ def test_a_file_that_is_not_a_manifest_is_one_line(tmp_path, capsys):
     assert main(["report", "--config", CONFIG, "--manifest", str(bad), "--out", str(tmp_path / "report")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and str(bad) in err and "not a report manifest" in err
+
+
+def test_the_report_names_the_commit_of_its_rules_and_warns_when_they_came_after_the_run():
+    """Issue 62: a rule that decides verdicts is committed before the run whose report uses it. The head names the
+    last commit of the rules; rules that differ from it, or were committed after the first output was written, are a
+    warning at the head."""
+    from datetime import datetime, timezone
+
+    from relin.report.build import Provenance, rules_notices
+
+    committed = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+    before, after = committed.timestamp() + 3600, committed.timestamp() - 3600
+    clean = Provenance(("params.yaml",), "abc1234", "2026-12-01", "9f8e7d6", committed.isoformat())
+    notices = rules_notices(clean, before)
+    assert [n.warning for n in notices] == [False] and "as of commit 9f8e7d6 (2026-12-01T12:00:00+00:00)" in \
+        notices[0].text
+    late = rules_notices(clean, after)
+    assert late[-1].warning and "committed after this run's stages wrote their outputs" in late[-1].text
+    dirty = rules_notices(Provenance(("params.yaml",), "abc1234+", "2026-12-01", "9f8e7d6+", committed.isoformat()),
+                          before)
+    assert dirty[-1].warning and "differ from their last commit" in dirty[-1].text
+
+
+def test_the_rules_commit_is_the_last_that_changed_a_rule_file(tmp_path, monkeypatch):
+    import subprocess
+
+    from relin.stages.report import RULES, rules_commit
+
+    def git(*argv):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv], cwd=tmp_path, check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "params.yaml").write_text("report: {}\n")
+    git("add", "."), git("commit", "-qm", "rules")
+    ruled = git("rev-parse", "--short", "HEAD")
+    (tmp_path / "README.md").write_text("x\n")
+    git("add", "."), git("commit", "-qm", "not a rule")
+    monkeypatch.chdir(tmp_path)
+    assert "params.yaml" in RULES and rules_commit()[0] == ruled
+    (tmp_path / "params.yaml").write_text("report: {mastery: 0.9}\n")
+    assert rules_commit()[0] == ruled + "+"

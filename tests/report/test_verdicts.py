@@ -3,6 +3,7 @@ make a claim not testable here."""
 import numpy as np
 import pytest
 
+from relin.report.preconditions import competent, enough_seeds, headroom, moved, reached
 from relin.report.verdicts import (
     CONTRADICTED,
     INCONCLUSIVE,
@@ -18,14 +19,9 @@ from relin.report.verdicts import (
     at_least,
     at_most,
     beats,
-    competent,
-    enough_seeds,
-    headroom,
     judged,
     mean_of,
-    moved,
     over_seeds,
-    reached,
     tally,
     wilson,
 )
@@ -199,8 +195,8 @@ def test_a_claim_whose_preconditions_hold_is_judged():
     (1, enough_seeds({"A": ARMS["A"], "B": Estimate(0.6, np.linspace(0.55, 0.65, 101))}, 3), "B 1"),
     (2, headroom({"A": Estimate(1.0, np.ones(101)), "B": ARMS["B"]}, 1.0, 0.5, 0.02), "at the ceiling 1: A"),
     (2, headroom({"A": Estimate(0.52, np.linspace(0.45, 0.6, 101)), "B": Estimate(0.5, np.linspace(0.44, 0.56, 101))},
-                 1.0, 0.5, 0.02), "within reach of chance"),
-    (3, moved({"A": Estimate.exact(0.4), "B": Estimate.exact(-4.0)}, 2.0), "A +0.4 points"),
+                 1.0, 0.5, 0.02), "within 0.02 of chance 0.5: A, B"),
+    (3, moved({"A": Estimate.exact(0.4), "B": Estimate.exact(-4.0)}, 2.0), "A +0.4 [+0.4, +0.4] points"),
     (4, reached("stage 3's rollout horizon", 16, 48, " tokens"), "16 tokens"),
 ])
 def test_each_precondition_failing_alone_makes_the_claim_not_testable_naming_it(index, failing, named):
@@ -232,13 +228,23 @@ def test_the_favoured_arm_alone_at_the_ceiling_lets_a_win_be_read_and_nothing_el
     assert unsure.outcome == NOT_TESTABLE and "inconclusive" in unsure.reason
 
 
-@pytest.mark.parametrize("arms", [{"A": ARMS["A"], "B": Estimate(1.0, np.ones(101))},
-                                  {"A": Estimate(1.0, np.ones(101)), "B": Estimate(0.995, np.ones(101))}],
-                         ids=["the other arm at the ceiling", "both at the ceiling"])
-def test_a_ceiling_on_an_arm_the_claim_does_not_favour_leaves_nothing_to_read(arms):
+def test_both_arms_at_the_ceiling_leave_nothing_to_read():
+    arms = {"A": Estimate(1.0, np.ones(101)), "B": Estimate(0.995, np.ones(101))}
     pre = (headroom(arms, 1.0, 0.5, 0.02, favoured="A"),)
-    assert not pre[0].holds and not pre[0].only_a_win
+    assert not pre[0].holds and not pre[0].only_a_win and not pre[0].only_a_loss
     assert judged(pre, lambda: beats(CLEAR, ONE)).outcome == NOT_TESTABLE
+
+
+def test_the_disfavoured_arm_alone_at_the_ceiling_leaves_only_a_loss_to_read():
+    """B at the ceiling can only be better than measured: a loss of A beyond the margin stands, anything else may be
+    the ceiling's doing."""
+    pre = (headroom({"A": ARMS["A"], "B": Estimate(1.0, np.ones(101))}, 1.0, 0.5, 0.02, favoured="A"),)
+    assert pre[0].holds and pre[0].only_a_loss and "only a loss the other way round" in pre[0].measured
+    behind = Estimate(-30.0, np.linspace(-34.0, -26.0, 101))
+    assert judged(pre, lambda: beats(behind, ONE)).outcome == CONTRADICTED
+    assert judged(pre, lambda: beats(CLEAR, ONE)).outcome == NOT_TESTABLE
+    tie = judged(pre, lambda: beats(Estimate(0.0, np.linspace(-0.5, 0.5, 101)), ONE))
+    assert tie.outcome == NOT_TESTABLE and "a tie" in tie.reason
 
 
 def test_tally_counts_each_outcome():

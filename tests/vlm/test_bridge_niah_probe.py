@@ -67,7 +67,7 @@ def test_the_probe_batches_follow_the_curriculum_and_repeat_per_step():
 def test_the_answer_is_the_queried_keys_value_and_no_distractor_shares_its_key(depth):
     import numpy as np
 
-    cfg = BridgeNIAHConfig(num_values=5, num_keys=3)
+    cfg = BridgeNIAHConfig(num_values=5, num_keys=3, haystack="distractors")
     rng = np.random.default_rng(np.random.SeedSequence().entropy)
     for length in (2, 3, 17, 64):
         pairs, targets = niah_batch(rng, cfg, 200, length, depth)
@@ -87,3 +87,27 @@ def test_the_answer_is_the_queried_keys_value_and_no_distractor_shares_its_key(d
     pairs, _ = niah_batch(rng, cfg, 50, 40, 0.5)
     for row in pairs[..., 0].tolist():
         assert set(row[:-1]) - {row[-1]} == set(range(3)) - {row[-1]}
+
+
+@pytest.mark.parametrize("depth", [None, 0.0, 0.4, 1.0])
+def test_in_the_noise_haystack_the_needle_is_the_one_pair_among_filler_words(depth):
+    """RULER's noise haystack: every other position a filler word with the no-value slot, which a write gate can keep
+    out of the state; the needle is the only key-value pair and the query names its key."""
+    import numpy as np
+
+    cfg = BridgeNIAHConfig(num_values=5, num_keys=3, num_filler=4)
+    rng = np.random.default_rng(np.random.SeedSequence().entropy)
+    for length in (2, 3, 17, 64):
+        pairs, targets = niah_batch(rng, cfg, 200, length, depth)
+        keys, values = pairs[..., 0].numpy(), pairs[..., 1].numpy()
+        assert (values[:, -1] == cfg.num_values).all() and (keys[:, -1] < cfg.num_keys).all()
+        is_pair = keys[:, :-1] < cfg.num_keys
+        assert (is_pair.sum(1) == 1).all(), "one key-value pair: the needle"
+        needle = is_pair.argmax(1)
+        assert (keys[np.arange(200), needle] == keys[:, -1]).all()
+        assert (values[np.arange(200), needle] == targets.numpy()).all() and (targets.numpy() < cfg.num_values).all()
+        filler = ~is_pair
+        assert ((keys[:, :-1][filler] >= cfg.num_keys) & (keys[:, :-1][filler] < cfg.num_keys + 4)).all()
+        assert (values[:, :-1][filler] == cfg.num_values + 1).all(), "filler carries the no-value slot"
+        if depth is not None:
+            assert (needle == round(depth * (length - 2))).all()

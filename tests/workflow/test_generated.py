@@ -272,17 +272,20 @@ def test_replicas_follow_each_papers_replicated_list():
             inputs(f"opal_offpolicy-offpolicy_matched{rep}")
         assert f"results/hedgemamba/init{rep}/model" in inputs(f"hedgemamba_finetune-finetune{rep}")
         assert f"results/hedgemamba/hedgehog{rep}/model" in inputs(f"hedgemamba_finetune-hedgehog_only{rep}")
-        assert f"results/lia_mtr/align/lia_mtr{rep}/model" in inputs(f"bridge_instruct-lia_mtr{rep}")
         config = json.loads(jobs[f"opal_onpolicy-onpolicy{rep}"].params.cfg)
         assert config["opal.onpolicy"]["train"]["seed"] == int(rep[2:])
+    # OPAL's arms with its own five seeds, the other papers' with the top-level three
+    assert {f"opal_onpolicy-onpolicy-s{s}" for s in (3, 4)} <= set(jobs)
+    assert "hedgemamba_finetune-finetune-s3" not in jobs
+    assert "bridge_niah-lia_mtr-s2" in jobs and "bridge_niah-lia_mtr-s3" not in jobs
     assert not any(name.startswith(("opal_offpolicy-offpolicy_short-s", "opal_offpolicy-offpolicy_long-s",
-                                    "bridge_instruct-mha-s", "bridge_niah-mha-s")) for name in jobs), \
+                                    "bridge_instruct-lia_mtr-s", "bridge_niah-mha-s")) for name in jobs), \
         "models no paper lists keep one seed"
     # a replicated stage-1 arm seeds from its untrained parent; the stage after it continues from seed 0's model
     assert "results/opal/gdn/model" in inputs("opal_align-align-s1")
     assert "results/opal/align/model" in inputs("opal_offpolicy-offpolicy_short")
-    assert {"results/eval/opal-onpolicy-s2/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s2/answers",
-            "results/lia_mtr/niah/linear_attn-s1/items.csv", "results/eval/hedgemamba-random-s2/items.csv"} <= \
+    assert {"results/eval/opal-onpolicy-s4/items.csv", "results/lia_mtr/niah/linear_attn-s1/items.csv",
+            "results/eval/hedgemamba-random-s2/items.csv"} <= \
         set().union(*(inputs(f"report_manifest-{paper}") for paper in ("opal", "hedgemamba", "lia_mtr")))
 
 

@@ -182,12 +182,13 @@ def test_lia_mtr_stages_run_and_reach_the_report(smoke_run):
         niah = json.loads((root / "niah" / bridge / "metrics.json").read_text())
         assert niah["bridge"] == bridge and set(niah["state"]) == {"16", "32"}      # Theorem 2: its state per length
     memory = list(csv.DictReader(open(root / "memory/memory.csv")))
-    assert list(memory[0]) == ["bridge", "impl", "n", "status", "peak_bytes"]
+    assert list(memory[0]) == ["bridge", "impl", "n", "status", "peak_bytes", "method"]
+    assert {r["method"] for r in memory} == {"allocator"}
     assert {(r["bridge"], r["impl"]) for r in memory} == {("lia_mtr", "-"), ("lia_mtr_head_matrix", "-"),
                                                           ("mha", "naive"), ("mha", "sdpa"), ("linear_attn", "-"),
                                                           ("mlp2x_gelu", "-")}
     lemma2 = json.loads((root / "memory/metrics.json").read_text())["lemma2"]
-    assert {"head_matrix_error", "map_dimensions"} <= set(lemma2)
+    assert {"head_matrix_error", "map_dimensions", "constant_input_growth"} <= set(lemma2)
     patch_probe = json.loads((root / "mme/patch_probe/metrics.json").read_text())
     assert set(patch_probe["tasks"]) == set(patch_probe["tower"]["tasks"]) == MME_CATEGORIES | {"control"}
     assert {int(r["n"]) for r in memory} == {64, 128}

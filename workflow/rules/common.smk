@@ -36,13 +36,19 @@ TRAIN = "relin" if GPUS_PER_JOB == 1 else f"torchrun --standalone --nproc-per-no
 # named, each further seed s a replica "<name>-s<s>" of the models a paper lists in "replicated". Rules of student
 # stages carry a {rep} wildcard ("" or "-s<s>") and set every train.seed of their sections to the replica's seed.
 SEEDS = config["seeds"]
-REPLICAS = ["", *(f"-s{seed}" for seed in SEEDS[1:])]
 REPLICA = "(-s[0-9]+)?"
+
+
+def seeds_of(section):
+    """The training seeds of a section's replicated models (``section`` dotted, e.g. ``lia_mtr.niah``): its own
+    ``seeds``, else the top-level ones (both begin with the same first seed)."""
+    return chains.section_seeds(lookup(config, section), SEEDS)
 
 
 def replicas_of(paper, model):
     """The replica suffixes a paper's model is trained with (``paper`` a dotted section, e.g. ``lia_mtr.niah``)."""
-    return REPLICAS if model in lookup(config, paper)["replicated"] else [""]
+    return ["", *(f"-s{seed}" for seed in seeds_of(paper)[1:])] if model in lookup(config, paper)["replicated"] \
+        else [""]
 
 
 def seeded(render):
@@ -108,7 +114,7 @@ def rows_of(paper, rule):
 def chain_models(paper):
     """Every model directory of a chain, replicas included."""
     return [f"results/{paper}/{name}{rep}" for name in CHAINS[paper]
-            for rep in chains.replicas(CHAINS[paper], config[paper]["replicated"], SEEDS, name)]
+            for rep in chains.replicas(CHAINS[paper], config[paper]["replicated"], seeds_of(paper), name)]
 
 
 def _row_file(paper, row, rep, file):

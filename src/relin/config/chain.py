@@ -114,6 +114,11 @@ def parent_replica(chain: Chain, listed: list[str], parent: str, rep: str) -> st
     return rep if parent in chain and replicated(chain, listed, parent) else ""
 
 
+def section_seeds(section: Mapping[str, Any], seeds: list[int]) -> list[int]:
+    """The training seeds of a section's replicated models: its own ``seeds`` when it lists some, else ``seeds``."""
+    return list(section.get("seeds") or seeds)
+
+
 def replica_seed(rep: str, seeds: list[int]) -> int:
     return int(rep[2:]) if rep else seeds[0]
 

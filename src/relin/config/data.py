@@ -97,13 +97,23 @@ class WalkConfig:
                         minimum=1)
     vocab_size: int = option(64, "items on the cycle", minimum=2)
     max_stride: int = option(8, "largest stride (strides 1..max_stride)", minimum=1)
+    held_out_every: int = option(8, "one (start, stride) pair in this many is held out for the test walks (every "
+                                    "stride's cycle keeps training starts)", minimum=2)
     train_examples: int = option(4000, "training walks (start and stride pairs apart from the test ones)", minimum=0)
-    test_examples: int = option(50, "test walks", minimum=1)
+    test_examples: int = option(50, "test walks: distinct held-out pairs, at most vocab_size x max_stride / "
+                                    "held_out_every", minimum=1)
 
     def validate(self, prefix: str) -> None:
+        from ..data.walk_split import test_pairs
+
         if self.max_stride >= self.vocab_size:
             raise ConfigError(f"{prefix}.max_stride: expected < vocab_size ({self.vocab_size}), got "
                               f"{self.max_stride}")
+        available = len(test_pairs(self.vocab_size, self.max_stride, self.held_out_every))
+        if self.test_examples > available:
+            raise ConfigError(f"{prefix}.test_examples: {self.test_examples} distinct test walks asked, the held-out "
+                              f"(start, stride) pairs number {available} (raise vocab_size, max_stride or lower "
+                              f"held_out_every)")
 
 
 @dataclass(kw_only=True)

@@ -29,6 +29,9 @@ CHAIN: Chain = {
                           sections=("hedgemamba.finetune",), options={"variant": "hedgehog"}),
     "random": Step("hedgemamba_finetune", "Mamba from random init, same budget (control)", start=TEACHER,
                    sections=_FROM_TEACHER, options={"variant": "random"}),
+    "no_match": Step("hedgemamba_finetune", "HedgeMamba without stage 1 (eq. 7's exact init, φ at identity), same "
+                                            "budget (control)", start=TEACHER, sections=_FROM_TEACHER,
+                     options={"variant": "no_match"}),
     "mil": Step("hedgemamba_finetune", "Mamba-in-the-Llama's initialisation (q/k/v/o -> C/B/x/out, no φ, their Δ, A "
                                        "and conv, gated RMSNorm), no stage 1 (control)", start=TEACHER,
                 sections=_FROM_TEACHER, options={"variant": "mamba_in_llama"}),
@@ -114,8 +117,11 @@ class FinetuneConfig:
         "model", "Λ (A_log) and Δ's bias in the same AdamW as every parameter (the seed's), or their own group "
                  "(decay_lr_scale × lr, eps 1e-20, no weight decay: the project's earlier recipe, a named variant)")
     conv_activation: Literal["keep", "silu"] = option(
-        "silu", "the conv's activation in stage 2: SiLU, the seed's unlocked 'original Mamba branches' (§3.2; the "
-                "random arm then starts with stock Mamba's conv), or the init's (keep)")
+        "keep", "the conv's activation in stage 2: the init's (keep: stage 2 starts from the model that equals "
+                "Hedgehog, the seed's 'the whole Mamba block output matches that of Hedgehog at initialization'; its "
+                "conv and gate train from the identity, the 'original Mamba branches' unlocked), or SiLU switched on "
+                "at stage 2's start (stock Mamba's conv; the model it starts from is then no longer Hedgehog, and the "
+                "random arm starts with stock Mamba's conv)")
     train: TrainConfig = option(default_factory=TrainConfig, help="stage-2 training (the controls use it too)")
 
 
@@ -139,6 +145,9 @@ class HedgeMambaConfig:
     mamba: MambaBlockConfig = option(default_factory=MambaBlockConfig, help="the HedgeMamba blocks")
     match: MatchConfig = option(default_factory=MatchConfig, help="stage 1: attention matching")
     finetune: FinetuneConfig = option(default_factory=FinetuneConfig, help="stage 2 (and the controls): CE fine-tune")
+    seeds: list[int] = option([], "training seeds of the models listed in replicated here, in place of the "
+                                  "top-level `seeds` (empty: those); the first must be theirs, whose models carry no "
+                                  "suffix")
     replicated: list[str] = option([], "the models retrained with every seed of `seeds` (replicas <name>-s<seed>); "
                                        "a replica starts from its parent's replica when the parent is replicated "
                                        "too (HedgeMamba's init follows hedgehog), else from the parent")

@@ -160,7 +160,8 @@ class PhaseConfig:
 @dataclass(kw_only=True)
 class BridgeNIAHConfig:
     """Bridge-isolated NIAH (Fig. 2): each bridge alone learns to retrieve the value of the key queried at the
-    end, whose pair sits at a depth among distractor pairs; a linear readout at the last position."""
+    end, whose pair sits at a depth in a haystack (filler words, or distractor pairs); a linear readout at the last
+    position."""
 
     bridges: list[BridgeName] = option(["lia_mtr", "lia_mtr_head_matrix", "linear_attn", "mha"],
                                        "bridges compared (Fig. 2)")
@@ -169,11 +170,19 @@ class BridgeNIAHConfig:
                           "linear readout is a bilinear form of rank <= C)", minimum=4)
     num_values: int = option(8, "distinct values (the readout's classes; chance 1 / num_values)", minimum=2)
     num_keys: int = option(8, "distinct keys (distractor pairs draw theirs from all but the needle's)", minimum=2)
+    haystack: Literal["noise", "distractors"] = option(
+        "noise", "what surrounds the needle: filler words with no value (RULER's noise haystack, which a write gate "
+                 "can keep out of the state) or distractor key-value pairs (no gate can single out the needle: its key "
+                 "is named only at the end)")
+    num_filler: int = option(16, "distinct filler words of the noise haystack", minimum=1)
     train_lengths: list[int] = option([32, 64, 128], "sequence lengths trained on")
     lengths: list[int] = option([64, 256, 1024, 2048], "sequence lengths evaluated (the paper: up to 16K)")
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "needle depths as fractions of the sequence")
     test_examples: int = option(32, "examples per (length, depth)", minimum=1)
     train: TrainConfig = option(default_factory=TrainConfig, help="training of each bridge")
+    seeds: list[int] = option([], "training seeds of the models listed in replicated here, in place of the "
+                                  "top-level `seeds` (empty: those); the first must be theirs, whose models carry no "
+                                  "suffix")
     replicated: list[BridgeName] = option([], "the bridges of this experiment retrained with every seed of `seeds` "
                                               "(replicas <name>-s<seed>)")
 
@@ -228,6 +237,9 @@ class LiaMtrConfig:
     instruct: PhaseConfig = option(default_factory=PhaseConfig, help="phase 2: bridge + LLM on conversations")
     niah: BridgeNIAHConfig = option(default_factory=BridgeNIAHConfig, help="bridge-isolated NIAH (Fig. 2)")
     memory: BridgeMemoryConfig = option(default_factory=BridgeMemoryConfig, help="memory against N")
+    seeds: list[int] = option([], "training seeds of the models listed in replicated here, in place of the "
+                                  "top-level `seeds` (empty: those); the first must be theirs, whose models carry no "
+                                  "suffix")
     replicated: list[BridgeName] = option([], "the bridges retrained through both phases and MME with every seed of "
                                               "`seeds` (replicas <name>-s<seed>)")
 

@@ -231,6 +231,9 @@ class OpalConfig:
                      "scored zero-shot, as the paper's); in_distribution: each stage's own task mix, NIAH included")
     speed: SpeedConfig = option(default_factory=SpeedConfig, help="the hybrid_speed benchmark")
     lm_eval: LMEvalConfig = option(default_factory=LMEvalConfig, help="lm-evaluation-harness benchmarks")
+    seeds: list[int] = option([], "training seeds of the models listed in replicated here, in place of the "
+                                  "top-level `seeds` (empty: those); the first must be theirs, whose models carry no "
+                                  "suffix")
     replicated: list[str] = option([], "the trained models retrained with every seed of `seeds` (replicas "
                                        "<name>-s<seed>); a replica starts from its parent's replica when the parent "
                                        "is replicated too, else from the parent (e.g. stage 3's arms from one 2B)")

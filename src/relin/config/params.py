@@ -81,6 +81,11 @@ class Params:
     def validate(self, prefix: str) -> None:
         if not self.seeds or len(set(self.seeds)) != len(self.seeds) or min(self.seeds) < 0:
             raise ConfigError(f"seeds: expected distinct non-negative integers, at least one, got {self.seeds}")
+        for key, seeds in (("opal.seeds", self.opal.seeds), ("hedgemamba.seeds", self.hedgemamba.seeds),
+                           ("lia_mtr.seeds", self.lia_mtr.seeds), ("lia_mtr.niah.seeds", self.lia_mtr.niah.seeds)):
+            if seeds and (len(set(seeds)) != len(seeds) or min(seeds) < 0 or seeds[0] != self.seeds[0]):
+                raise ConfigError(f"{key}: expected distinct non-negative integers starting with seeds' first "
+                                  f"({self.seeds[0]}: its models carry no suffix), got {seeds}")
         teacher = self.opal.teacher
         if teacher not in self.teacher.archs:
             raise ConfigError(f"opal.teacher: {teacher!r} is not trained (expected one of teacher.archs: "

@@ -99,7 +99,7 @@ def generate_rows(cfg: DataConfig, tokenizer, texts: dict[str, list[str]] | None
     walks = cfg.walk
     for split, count in (("train", walks.train_examples), ("test", walks.test_examples)) if "walk" in tasks else ():
         splits[split] += generate_walks(count, walks.items, walks.max_stride, item_words(walks.vocab_size), split,
-                                        encoder, _rng(cfg.seed, "walk", split))
+                                        encoder, _rng(cfg.seed, "walk", split), walks.held_out_every)
     lists = cfg.lists
     for op in lists.ops if "lists" in tasks else ():
         for split, count, fewest in (("train", lists.train_examples, lists.min_items),

@@ -6,25 +6,24 @@ The ``vocab_size`` items ``xa, xb, ...`` (:func:`relin.data.lists.item_words`) s
 writes the start item out, then each item is the one ``stride`` places after the item before it. The cycle is learnt
 in the weights (no retrieval from the context beyond the start and the stride), every answer is ``items`` tokens and
 eos, checkable token by token, and one wrong item puts every later one off the gold walk: a long generation where
-errors compound. (start, stride) pairs are split between train and test (:func:`held_out`, about one in
-``TEST_EVERY``), so no held-out walk is a training one, and every cycle a stride walks keeps training starts: a
+errors compound. (start, stride) pairs are split between train and test (:func:`held_out`, one in ``every``), so no
+held-out walk is a training one, and every cycle a stride walks keeps training starts: a
 held-out walk asks for steps the training walks take, from a start and stride never paired there (since every step,
 the first included, goes from an item of the answer; a teacher trained on walks that stepped from the prompt's item
-learnt the first step of each pair by heart: 0.72 exact, 36 of its 50 held-out walks wrong at the first step). Only
+learnt the first step of each pair by heart: 0.72 exact, 36 of its 50 held-out walks wrong at the first step). The
+test walks are distinct pairs (a greedy model answers a repeated prompt the same way: a repeat is no new item). Only
 the answer and eos are supervised.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 
 from .lists import item_words
 from .rows import answer_row
+from .walk_split import TEST_EVERY, held_out, test_pairs
 
 TASK = "walk"
 WORDS = ("walk", "from", "by")
-TEST_EVERY = 8
 
 
 def walk_words(vocab_size: int) -> list[str]:
@@ -45,22 +44,23 @@ def parse_prompt(text: str) -> tuple[str, int]:
     return words[2], int(words[4][:-1])
 
 
-def held_out(start: int, stride: int, vocab_size: int) -> bool:
-    """Whether the pair is a test walk. A stride ``k`` walks the items ``start`` shares a residue with modulo
-    ``g = gcd(k, vocab_size)``; they are ``r + g j`` for ``j < vocab_size / g``, and only ``j ≡ -k (mod TEST_EVERY)``
-    is held out, so each such cycle keeps a training start. (Reading the residue of ``start + k`` instead held out
-    every start of stride 8's cycles through multiples of 8 on 64 items: steps no training walk took.)"""
-    return (start // math.gcd(stride, vocab_size) + stride) % TEST_EVERY == 0
-
-
 def generate_walks(count: int, items: int, max_stride: int, vocabulary: list[str], split: str, encoder,
-                   rng: np.random.Generator) -> list[dict]:
-    """``count`` rows of ``split`` (``train`` or ``test``); a row's ``length`` is its tokens (bos and eos in)."""
+                   rng: np.random.Generator, every: int = TEST_EVERY) -> list[dict]:
+    """``count`` rows of ``split`` (``train``: pairs drawn with replacement; ``test``: distinct held-out pairs, at
+    most all of them); a row's ``length`` is its tokens (bos and eos in)."""
+    if split == "test":
+        pairs = test_pairs(len(vocabulary), max_stride, every)
+        if count > len(pairs):
+            raise ValueError(f"{count} test walks: only {len(pairs)} distinct held-out (start, stride) pairs")
+        chosen = [pairs[i] for i in sorted(rng.choice(len(pairs), size=count, replace=False))]
+    else:
+        chosen = []
+        while len(chosen) < count:
+            start, stride = int(rng.integers(len(vocabulary))), int(rng.integers(1, max_stride + 1))
+            if not held_out(start, stride, len(vocabulary), every):
+                chosen.append((start, stride))
     rows = []
-    while len(rows) < count:
-        start, stride = int(rng.integers(len(vocabulary))), int(rng.integers(1, max_stride + 1))
-        if held_out(start, stride, len(vocabulary)) != (split == "test"):
-            continue
+    for start, stride in chosen:
         answer = " ".join(walk(start, stride, items, vocabulary))
         prompt, answer_ids = encoder.ids(f"walk from {vocabulary[start]} by {stride}:"), encoder.ids(answer)
         rows.append(answer_row(TASK, encoder.bos, encoder.eos, prompt, answer_ids, answer=answer, answers=[answer],

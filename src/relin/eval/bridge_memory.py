@@ -1,9 +1,11 @@
 """Peak memory and time of one bridge's forward over N visual patches (seed 000's memory-vs-N benchmark).
 
-On CUDA: ``torch.cuda.max_memory_allocated`` above the inputs and weights, an out-of-memory error recorded as
-``oom``. On the CPU: the forked child's resident-set high-water mark above its level before the forward (a
-fresh fork per point, so one point's peak never hides the next's), and a point whose N x N attention
-scores alone would pass ``max_bytes`` recorded as ``skipped`` instead of run.
+Both count what torch's allocator hands out (``method`` ``allocator``), not what the process holds: on CUDA,
+``torch.cuda.max_memory_allocated`` above the inputs and weights, an out-of-memory error recorded as ``oom``; on the
+CPU, the high-water mark of the bytes allocated during the forward, summed in time order from every allocation and
+free torch's profiler records (a process's resident pages, which the allocator's caching and the OS's page granularity
+blur, would not resolve a growth exponent at small N). A CPU point whose N x N attention scores alone would pass
+``max_bytes`` is recorded as ``skipped`` instead of run.
 """
 from __future__ import annotations
 
@@ -58,41 +60,42 @@ def measure_cuda(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales
                 torch.cuda.synchronize()
                 times.append(start.elapsed_time(end))
         return {"status": "ok", "peak_bytes": int(peak_abs - base), "peak_abs_bytes": int(peak_abs),
-                "base_bytes": int(base), "ms": sorted(times)[len(times) // 2]}
+                "base_bytes": int(base), "ms": sorted(times)[len(times) // 2], "method": "allocator"}
     except torch.cuda.OutOfMemoryError:
-        return {"status": "oom", "peak_bytes": None, "peak_abs_bytes": None, "base_bytes": None, "ms": None}
+        return {"status": "oom", "peak_bytes": None, "peak_abs_bytes": None, "base_bytes": None, "ms": None,
+                "method": "allocator"}
     finally:
         torch.cuda.empty_cache()
 
 
-def _child(queue, args) -> None:
-    import resource
+def allocated_peak(fn) -> int:
+    """The most bytes torch's CPU allocator held at once during ``fn()``, above its level when ``fn`` started: every
+    allocation and free the profiler records (``profile_memory``), summed in time order."""
+    from torch.profiler import ProfilerActivity, profile
 
-    bridge, x = _forward(*args, "cpu", torch.float32)
-    with torch.no_grad():
-        bridge(x[:, :8])
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        start = time.perf_counter()
-        bridge(x)
-        ms = 1000 * (time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    queue.put({"status": "ok", "peak_bytes": int(max(after - before, 0) * 1024), "ms": ms})
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+                    key=lambda e: e.start_ns())
+    level = peak = 0
+    for event in events:
+        level += event.nbytes()
+        peak = max(peak, level)
+    return peak
 
 
 def measure_cpu(name: str, impl: str, n: int, d_in: int, d_out: int, num_scales: int, max_bytes: int) -> dict:
-    """One point on the CPU, in a forked child (its RSS high-water mark above the pre-forward level)."""
-    import multiprocessing
-
+    """One point on the CPU: the allocator's peak during the forward (:func:`allocated_peak`) and the time of that
+    forward (the profiler's bookkeeping included: a figure of the machine, for MLflow)."""
     if name == "mha" and impl == "naive" and 2 * attention_bytes(n) > max_bytes:
-        return {"status": "skipped", "peak_bytes": None, "ms": None}
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    child = ctx.Process(target=_child, args=(queue, (name, impl, n, d_in, d_out, num_scales)))
-    child.start()
-    child.join()
-    if child.exitcode != 0:
-        return {"status": "oom", "peak_bytes": None, "ms": None}
-    return queue.get()
+        return {"status": "skipped", "peak_bytes": None, "ms": None, "method": "allocator"}
+    bridge, x = _forward(name, impl, n, d_in, d_out, num_scales, "cpu", torch.float32)
+    with torch.no_grad():
+        bridge(x[:, :8])
+        start = time.perf_counter()
+        peak = allocated_peak(lambda: bridge(x))
+        ms = 1000 * (time.perf_counter() - start)
+    return {"status": "ok", "peak_bytes": peak, "ms": ms, "method": "allocator"}
 
 
 def variants(bridges: list[str], mha_impls: list[str]) -> list[tuple[str, str]]:

@@ -5,11 +5,20 @@ queried at the end, whose pair sits at a depth among distractor pairs. It trains
 option of its ``train`` section applies (a length curriculum, resume, per-step metrics); then it is scored over a
 depth x length grid.
 
-A sequence of L positions: L − 1 pairs (key, value), each position's feature the sum of a key and a value
-embedding (one patch holds both, as a patch feature holds what it shows), then the query: the needle's key with
-the query slot in place of a value. The needle pair sits at pair index round(depth · (L − 2)); every distractor
-key differs from the needle's (they may repeat among themselves), so the answer is the needle's value. Keys
-``[0, num_keys)``, values ``[0, num_values)``, the query slot ``num_values``.
+A sequence of L positions: the haystack's L − 1 positions with the needle pair (key, value) among them, then the
+query: the needle's key with the query slot in place of a value. Each position's feature is the sum of a key and a
+value embedding (one patch holds both, as a patch feature holds what it shows). The needle sits at position
+round(depth · (L − 2)). The haystack (``haystack``):
+
+- ``noise`` (the default; RULER's niah_single_1 haystack, "the grass is green ..."): filler tokens, each a filler
+  word (``[num_keys, num_keys + num_filler)``) with the no-value slot, which a write gate can learn to keep out of
+  the state, as the seed credits its gate with doing ("restricted the accumulation of background noise");
+- ``distractors``: key-value pairs whose keys all differ from the needle's (they may repeat among themselves); no gate
+  can single out the needle there, since the key that matters is named only at the end (a named variant,
+  ``workflow/configs/niah_distractors.yaml``).
+
+Keys ``[0, num_keys)``, values ``[0, num_values)``, the query slot ``num_values``, the no-value slot
+``num_values + 1``; the answer is the needle's value.
 """
 from __future__ import annotations
 
@@ -26,14 +35,21 @@ def niah_batch(rng: np.random.Generator, cfg, batch: int, length: int, depth: fl
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """``pairs [batch, length, 2]`` (key, value per position; the last is the query) and ``targets [batch]``, the
     needle's value. The needle's depth is random when None."""
-    keys = rng.integers(0, cfg.num_keys - 1, size=(batch, length))
     needle_keys = rng.integers(0, cfg.num_keys, size=batch)
-    keys += keys >= needle_keys[:, None]          # distractor keys skip the needle's
-    values = rng.integers(0, cfg.num_values, size=(batch, length))
+    if cfg.haystack == "noise":
+        keys = cfg.num_keys + rng.integers(0, cfg.num_filler, size=(batch, length))
+        values = np.full((batch, length), cfg.num_values + 1)      # filler: a filler word and no value
+        needle_values = rng.integers(0, cfg.num_values, size=batch)
+    else:
+        keys = rng.integers(0, cfg.num_keys - 1, size=(batch, length))
+        keys += keys >= needle_keys[:, None]      # distractor keys skip the needle's
+        values = rng.integers(0, cfg.num_values, size=(batch, length))
     where = (rng.integers(0, length - 1, size=batch) if depth is None
              else np.full(batch, int(round(depth * (length - 2)))))
     rows = np.arange(batch)
     keys[rows, where] = needle_keys
+    if cfg.haystack == "noise":
+        values[rows, where] = needle_values
     keys[:, -1] = needle_keys
     values[:, -1] = cfg.num_values
     return torch.from_numpy(np.stack([keys, values], -1)), torch.from_numpy(values[rows, where])
@@ -44,8 +60,9 @@ class NIAHProbe(nn.Module):
 
     def __init__(self, bridge_name: str, cfg, bridge: BridgeConfig, backend: str = "auto"):
         super().__init__()
-        self.keys = nn.Embedding(cfg.num_keys, cfg.dim)
-        self.values = nn.Embedding(cfg.num_values + 1, cfg.dim)
+        # keys, then the filler words; values, then the query slot and the no-value slot
+        self.keys = nn.Embedding(cfg.num_keys + cfg.num_filler, cfg.dim)
+        self.values = nn.Embedding(cfg.num_values + 2, cfg.dim)
         self.bridge = Bridge(bridge_name, cfg.dim, cfg.dim, bridge, backend)
         self.readout = nn.Linear(cfg.dim, cfg.num_values)
 

@@ -1,6 +1,12 @@
 """Seed 000's Lemma 2 ("LIA-MTR mathematically generalizes standard first-order linear attention"), checked
 numerically under each reading of the state (notes/methods.md §7C.1).
 
+Against the linear attention the project's baseline implements (Katharopoulos et al., whom the seed cites for its
+ELU + 1: φ on queries and keys, normalised by φ(q_t)·Σ φ(k_j)), one rule for both readings
+(:func:`constant_input_growth`): on a constant input that attention's output is the same at every position, whatever
+its weights (a weighted mean of equal values), while LIA-MTR reduced to S = 1, λ = 1, no gate writes the same k ⊙ v
+(or k vᵀ) t times and reads it unnormalised, so its output is t times a constant; no weights make the two equal.
+
 First-order linear attention (unnormalised, φ on the keys as eq. 1): ``o_t = Σ_{j≤t} (q_t · k_j) v_j``, i.e. the
 query read through ``S_t = Σ_{j≤t} k_j v_jᵀ``, a d_k x d_v matrix. LIA-MTR reduces to it with one scale, λ = 1,
 no gate (g ≡ 1, α ≡ 1):
@@ -17,6 +23,8 @@ no gate (g ≡ 1, α ≡ 1):
   with d_k · d_v channels, which is the head_matrix state flattened.
 """
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -96,8 +104,29 @@ def map_dimensions(d: int = 8, n: int = 256, seed: int = 0, tol: float = 1e-9) -
     return {"linear_attention": rank(states), "diagonal": rank(diagonal), "width": d, "keys_x_values": d * d}
 
 
+def growth_exponent(outputs: torch.Tensor) -> float:
+    """p of ``‖y_t‖ ∝ t^p`` between the first and last position of ``outputs [1, T, d]``."""
+    first, last = outputs[0, 0].norm().item(), outputs[0, -1].norm().item()
+    return math.log(max(last, 1e-300) / max(first, 1e-300)) / math.log(outputs.shape[1])
+
+
+def constant_input_growth(d: int = 8, n: int = 64, seed: int = 0) -> dict[str, float]:
+    """On one input vector repeated ``n`` times, the exponent p of each model's output norm ∝ t^p: the project's
+    linear-attention baseline (normalised, φ on q and k; p = 0 for any weights) and LIA-MTR reduced to S = 1,
+    λ = 1, no gate under each reading of the state (p = 1 for any weights), all with random weights."""
+    from ..layers.bridges import LinearAttentionBridge
+
+    torch.manual_seed(seed)
+    x = torch.randn(1, 1, d, generator=torch.Generator().manual_seed(seed + 3)).expand(1, n, d).contiguous()
+    models = {"linear_attention": LinearAttentionBridge(d, d, num_heads=1, backend="torch"),
+              "diagonal": _reduced(d, "diagonal", d), "head_matrix": _reduced(d, "head_matrix", d)}
+    with torch.no_grad():
+        return {name: growth_exponent(model(x).double()) for name, model in models.items()}
+
+
 def lemma2_checks(d: int = 8, seed: int = 0) -> dict:
     """Every number the report's Lemma 2 rows read."""
     return {"head_matrix_error": head_matrix_error(d, seed=seed),
             "expanded_diagonal_error": expanded_diagonal_error(d, seed=seed),
-            "map_dimensions": map_dimensions(d, seed=seed)}
+            "map_dimensions": map_dimensions(d, seed=seed),
+            "constant_input_growth": constant_input_growth(d, seed=seed)}

@@ -2,7 +2,8 @@
 
 Perplexity of the held-out real-text files (token-weighted, overall and by position in the file; the filler
 passages where the data has no text rows), MQAR accuracy at the labelled positions (teacher-forced), NIAH
-string-match and arithmetic exact match of greedy continuations, the walks' and lists' exact match token by token;
+string-match and arithmetic exact match of greedy continuations, the walks' and lists' greedy exact match token by
+token (read in one teacher-forced pass, which decides it exactly);
 every score grouped per task family, context length and needle depth.
 """
 from __future__ import annotations
@@ -100,15 +101,14 @@ def _task_results(model, generator: Generator, tokenizer, task: str, chosen: lis
         label_scores = score_labels(model, [r["input_ids"] for r in chosen], [r["labels"] for r in chosen],
                                     cfg.batch_size)
         return [(s.correct, s.count) for s in label_scores]
+    if scoring.kind == "exact":
+        # Greedy decoding writes the gold answer and its eos exactly when, and only when, each gold token is the
+        # argmax given the gold tokens before it (by induction over the answer): one teacher-forced pass scores
+        # what generating the answer token by token would, at the cost of one forward.
+        label_scores = score_labels(model, [r["input_ids"] for r in chosen], [r["labels"] for r in chosen],
+                                    cfg.batch_size)
+        return [(float(s.correct == s.count), 1.0) for s in label_scores]
     prompts = [r["input_ids"][:r["prompt_len"]] for r in chosen]
-    if scoring.kind == "exact":  # each row's own answer length, the tokens kept past eos: scored in ids
-        scores = [0.0] * len(chosen)
-        for need in sorted({scoring.budget(r) for r in chosen}):
-            picked = [i for i, r in enumerate(chosen) if scoring.budget(r) == need]
-            generated = continuations(generator, [prompts[i] for i in picked], need, cfg.batch_size, None)
-            for i, tokens in zip(picked, generated):
-                scores[i] = scoring.score_tokens(tokens, chosen[i])
-        return [(score, 1.0) for score in scores]
     generated = continuations(generator, prompts, cfg.max_new_tokens, cfg.batch_size, tokenizer.eos_token_id)
     texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
     return [(scoring.score(text, r), 1.0) for text, r in zip(texts, chosen)]

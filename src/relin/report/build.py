@@ -64,16 +64,39 @@ class ReportSettings:
 
 @dataclass(frozen=True)
 class Provenance:
-    """What produced the report: the config layers (params.yaml, overlays, --config) and the code's commit."""
+    """What produced the report: the config layers (params.yaml, overlays, --config), the code's commit, and the
+    last commit that changed the verdict rules with its time (ISO 8601; ``+``: the rules differ from it)."""
 
     configs: tuple[str, ...]
     commit: str
     commit_date: str
+    rules: str = "unknown"
+    rules_time: str = ""
 
 
-def head_notices(provenance: Provenance, histories: list[NamedRows], min_steps: int) -> list[Notice]:
+def rules_notices(provenance: Provenance, first_output: float | None) -> list[Notice]:
+    """The commit of the rules the verdicts follow, and a warning when they were not committed before the run whose
+    outputs they judge (uncommitted, or committed after the first of those outputs was written)."""
+    from datetime import datetime
+
+    notices = [Notice(f"Verdict rules (claims, preconditions, thresholds, margins) as of commit {provenance.rules}"
+                      + (f" ({provenance.rules_time})." if provenance.rules_time else "."))]
+    if provenance.rules.endswith("+"):
+        notices.append(Notice("The verdict rules differ from their last commit: a rule is committed before the run "
+                              "whose report uses it, so these verdicts are not final.", warning=True))
+    elif provenance.rules_time and first_output is not None:
+        committed = datetime.fromisoformat(provenance.rules_time).timestamp()
+        if committed > first_output:
+            written = datetime.fromtimestamp(first_output).astimezone().isoformat(timespec="seconds")
+            notices.append(Notice(f"The verdict rules were committed after this run's stages wrote their outputs "
+                                  f"(from {written}): these verdicts apply rules chosen after the run.", warning=True))
+    return notices
+
+
+def head_notices(provenance: Provenance, histories: list[NamedRows], min_steps: int,
+                 first_output: float | None = None) -> list[Notice]:
     notices = [Notice(f"Produced by relin at commit {provenance.commit} ({provenance.commit_date}) from "
-                      f"{' + '.join(provenance.configs)}.")]
+                      f"{' + '.join(provenance.configs)}."), *rules_notices(provenance, first_output)]
     steps = {h.name: int(h.rows[-1]["step"]) for h in histories if h.rows}
     short = sorted((n, name) for name, n in steps.items() if n < min_steps)
     if short:
@@ -165,8 +188,10 @@ def _source(path: Path) -> str:
 
 def build_report(inputs: ReportInputs, settings: ReportSettings, provenance: Provenance, out: str | Path) -> Path:
     """Write ``index.html``, ``summary.md`` and ``figures/*.png`` to ``out`` (replaced in one rename)."""
-    sources = [_source(p) for p in inputs.paths()]
-    head = head_notices(provenance, inputs.histories, settings.min_steps)
+    paths = inputs.paths()
+    sources = [_source(p) for p in paths]
+    first_output = min((p.stat().st_mtime for p in paths if p.exists()), default=None)
+    head = head_notices(provenance, inputs.histories, settings.min_steps, first_output)
     with atomic_dir(out) as tmp:
         (tmp / FIGURES).mkdir()
         sections, _ = report_sections(inputs, settings, tmp / FIGURES)

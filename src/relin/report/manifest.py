@@ -27,12 +27,13 @@ Get = Callable[[str], Any]
 """The value of a dotted params path (``get("opal.teacher")``)."""
 # The params a paper's manifest is listed from, and their types (the config sections of relin report-manifest).
 SECTIONS: dict[str, dict[str, type]] = {
-    "opal": {"seeds": list[int], "opal.teacher": str, "opal.replicated": list[str], "opal.rows": list[str],
-             "opal.lm_eval.tasks": list[str], "opal.lm_eval.models": list[str]},
-    "hedgemamba": {"seeds": list[int], "hedgemamba.teacher": str, "hedgemamba.replicated": list[str],
-                   "hedgemamba.rows": list[str]},
-    "lia_mtr": {"seeds": list[int], "lia_mtr.bridges": list[str], "lia_mtr.replicated": list[str],
-                "lia_mtr.niah.bridges": list[str], "lia_mtr.niah.replicated": list[str], "lia_mtr.source": str},
+    "opal": {"seeds": list[int], "opal.seeds": list[int], "opal.teacher": str, "opal.replicated": list[str],
+             "opal.rows": list[str], "opal.lm_eval.tasks": list[str], "opal.lm_eval.models": list[str]},
+    "hedgemamba": {"seeds": list[int], "hedgemamba.seeds": list[int], "hedgemamba.teacher": str,
+                   "hedgemamba.replicated": list[str], "hedgemamba.rows": list[str]},
+    "lia_mtr": {"seeds": list[int], "lia_mtr.seeds": list[int], "lia_mtr.bridges": list[str],
+                "lia_mtr.replicated": list[str], "lia_mtr.niah.seeds": list[int], "lia_mtr.niah.bridges": list[str],
+                "lia_mtr.niah.replicated": list[str], "lia_mtr.source": str},
 }
 
 
@@ -57,7 +58,7 @@ def _scored(name: str) -> dict[str, list[dict[str, str]]]:
 def chain_models(paper: str, get: Get) -> list[tuple[str, str]]:
     """``(row, replica)`` of every model of a paper's chain, in table order, each replica after the first."""
     chain = chains(get)[paper]
-    listed, seeds = get(f"{paper}.replicated"), get("seeds")
+    listed, seeds = get(f"{paper}.replicated"), get(f"{paper}.seeds") or get("seeds")
     return [(name, rep) for name in chain for rep in replicas(chain, listed, seeds, name)]
 
 
@@ -105,15 +106,14 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
     """LIA-MTR's report inputs: per bridge (and replica) its MME scores and answers and its two phases' histories,
     the text-only reference and the per-patch probe (synthetic scenes have captions and questions per training
     image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe."""
-    seeds = get("seeds")
-
-    def reps(listed: list[str], bridge: str) -> list[str]:
-        return ["", *(f"-s{s}" for s in seeds[1:])] if bridge in listed else [""]
+    def reps(section: str, bridge: str) -> list[str]:
+        seeds = get(f"{section}.seeds") or get("seeds")
+        return ["", *(f"-s{s}" for s in seeds[1:])] if bridge in get(f"{section}.replicated") else [""]
 
     bridges = get("lia_mtr.bridges")
     mme = [{"name": f"{b}{r}", "metrics": f"results/lia_mtr/mme/{b}{r}/metrics.json",
             "answers": f"results/lia_mtr/mme/{b}{r}/answers"}
-           for b in bridges for r in reps(get("lia_mtr.replicated"), b)]
+           for b in bridges for r in reps("lia_mtr", b)]
     synthetic = get("lia_mtr.source") == "synthetic"
     if synthetic:
         mme.append({"name": "text_reference", "metrics": "results/lia_mtr/mme/text_reference/metrics.json",
@@ -121,7 +121,7 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
     needles = [{"name": f"{b}{r}", **{key: f"results/lia_mtr/niah/{b}{r}/{file}" for key, file in
                                       (("metrics", "metrics.json"), ("items", "items.csv"), ("history", "history.csv"),
                                        ("table", "niah.csv"))}}
-               for b in get("lia_mtr.niah.bridges") for r in reps(get("lia_mtr.niah.replicated"), b)]
+               for b in get("lia_mtr.niah.bridges") for r in reps("lia_mtr.niah", b)]
     history = [_entry("lia_mtr-tower", "results/lia_mtr/tower/history.csv"),
                _entry("lia_mtr-llm", "results/lia_mtr/llm/history.csv")]
     history += [_entry(f"lia_mtr-{phase}-{b}", f"results/lia_mtr/{phase}/{b}/history.csv")

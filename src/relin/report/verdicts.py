@@ -1,5 +1,5 @@
-"""The one verdict vocabulary of the report, the preconditions that decide whether a claim can be judged, and the
-intervals behind every verdict.
+"""The one verdict vocabulary of the report, how preconditions decide whether a claim can be judged (each kind of
+precondition is built in :mod:`relin.report.preconditions`), and the intervals behind every verdict.
 
 A claim of a paper becomes a measurement: our estimate with a 95% interval, the paper's number, the claim's
 preconditions (each computed from the run's own outputs and shown beside the verdict) and one of four outcomes:
@@ -34,6 +34,8 @@ REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE = "reproduced", "contradict
     "not testable here"
 OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
 WITHIN_NOISE = "within noise"
+# How a contradiction that reads the comparison the other way round (beyond the margin) begins.
+OTHER_WAY = "the other way round"
 
 LEVEL = 0.95
 RESAMPLES = 2000
@@ -73,6 +75,9 @@ class Precondition:
     # holds for a win only: the arm the claim favours sits at the metric's ceiling, so the measured difference is a
     # lower bound on the effect; a tie or a loss may be the ceiling's doing and cannot be read
     only_a_win: bool = False
+    # holds for a loss only: the arm the claim disfavours sits at the ceiling (or the favoured one at chance), so the
+    # measured difference is an upper bound on the effect; only the other way round beyond the margin can be read
+    only_a_loss: bool = False
 
     def __str__(self) -> str:
         return f"{'✓' if self.holds else '✗'} {self.what}: {self.measured}"
@@ -80,7 +85,9 @@ class Precondition:
 
 def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict]) -> Verdict:
     """``decide()`` when every precondition holds; else ``not testable here`` naming each failed one. Under a
-    precondition that holds for a win only (:attr:`Precondition.only_a_win`), any other outcome is not testable."""
+    precondition that holds for a win only (:attr:`Precondition.only_a_win`), any other outcome is not testable; under
+    one that holds for a loss only (:attr:`Precondition.only_a_loss`), any outcome but a contradiction the other way
+    round."""
     def named(conditions: list[Precondition]) -> str:
         return "; ".join(f"{p.what}: {p.measured}" for p in conditions)
 
@@ -88,9 +95,14 @@ def judged(preconditions: Sequence[Precondition], decide: Callable[[], Verdict])
     if failed:
         return Verdict(NOT_TESTABLE, named(failed))
     verdict = decide()
+    if verdict is None:
+        return verdict
     capped = [p for p in preconditions if p.only_a_win]
-    if capped and verdict is not None and verdict.outcome != REPRODUCED:
+    if capped and verdict.outcome != REPRODUCED:
         return Verdict(NOT_TESTABLE, f"{named(capped)} (the run shows {verdict})")
+    bounded = [p for p in preconditions if p.only_a_loss]
+    if bounded and not (verdict.outcome == CONTRADICTED and verdict.reason.startswith(OTHER_WAY)):
+        return Verdict(NOT_TESTABLE, f"{named(bounded)} (the run shows {verdict})")
     return verdict
 
 
@@ -332,7 +344,7 @@ def beats(difference: Estimate, margin: Margin, names: tuple[str, str] = ("A", "
     if high > m:
         return inconclusive(f"the difference's interval [{low:+.3g}, {high:+.3g}] contains the margin +{m:g}")
     if high < -m:
-        return Verdict(CONTRADICTED, f"the other way round: {b} ahead by more than the margin ({m:g}{unit})")
+        return Verdict(CONTRADICTED, f"{OTHER_WAY}: {b} ahead by more than the margin ({m:g}{unit})")
     if low >= -m and low > 0:
         return Verdict(CONTRADICTED, f"smaller than the margin: {a} ahead by {low:.3g}–{high:.3g}{unit}, "
                                      f"below {m:g}")
@@ -414,55 +426,3 @@ INTERVALS = ("Intervals: 95%; over evaluated items (paired bootstrap, Wilson for
              "seed; a t interval over seeds joined with the item interval for several. A claim is judged only when "
              "each precondition holds (✓), else it is not testable here; its margin was fixed in config before the "
              "run.")
-
-
-# --- preconditions computed from a run's outputs ------------------------------------------------------------------
-
-def competent(reference: str, scores: dict[str, float], threshold: float) -> Precondition:
-    """The reference (teacher, text-only LLM, MHA) scores at least ``threshold`` on every family or category the
-    claim uses."""
-    shown = ", ".join(f"{k} {v:.2f}" for k, v in scores.items()) or "no score"
-    ok = bool(scores) and all(np.isfinite(v) and v >= threshold for v in scores.values())
-    return Precondition(f"{reference} competent (≥ {threshold:g}) on each family used", shown, ok)
-
-
-def enough_seeds(arms: dict[str, Estimate], minimum: int) -> Precondition:
-    """Every arm compared rests on at least ``minimum`` training seeds."""
-    counts = {name: e.seeds for name, e in arms.items()}
-    shown = ", ".join(f"{k} {v}" for k, v in counts.items())
-    return Precondition(f"training seeds per arm (≥ {minimum})", shown, min(counts.values()) >= minimum)
-
-
-def headroom(arms: dict[str, Estimate], ceiling: float, chance: float, margin: float,
-             favoured: str | None = None) -> Precondition:
-    """The metric can show a difference: no arm within ``margin`` of the ceiling, and not every arm's interval
-    reaching chance. When the one arm at the ceiling is the arm the claim says wins (``favoured``), the ceiling
-    only shrinks the difference the claim predicts: it holds for a win only (:attr:`Precondition.only_a_win`)."""
-    at_ceiling = [n for n, e in arms.items() if e.value >= ceiling - margin]
-    at_chance = all(e.low <= chance for e in arms.values())
-    shown = ", ".join(f"{n} {e.value:.3g}" for n, e in arms.items())
-    capped = favoured is not None and at_ceiling == [favoured]
-    if at_ceiling:
-        shown += f"; at the ceiling {ceiling:g}: {', '.join(at_ceiling)}"
-        if capped:
-            shown += " (the arm the claim favours: only a win can be read)"
-    if at_chance:
-        shown += f"; every arm within reach of chance {chance:g}"
-    return Precondition("headroom (no arm at the ceiling, not all at chance)", shown,
-                        (capped or not at_ceiling) and not at_chance, only_a_win=capped)
-
-
-def moved(changes: dict[str, Estimate], margin: float, unit: str = " points", who: str = "each arm",
-          beside: dict[str, Estimate] | None = None) -> Precondition:
-    """The treatment moved the model: each arm of ``changes`` differs from its parent by more than ``margin``
-    (``beside``: changes shown, not required)."""
-    shown = ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in changes.items())
-    if beside:
-        shown += " (" + ", ".join(f"{n} {e.value:+.3g}{unit}" for n, e in beside.items()) + ")"
-    return Precondition(f"{who} moved from its parent by more than {margin:g}{unit}", shown,
-                        all(abs(e.value) > margin for e in changes.values()))
-
-
-def reached(what: str, value: float, needed: float, unit: str = "") -> Precondition:
-    """The run reached the claim's regime (a rollout horizon, a context length, a number of training tokens)."""
-    return Precondition(f"{what} ≥ {needed:g}{unit}", f"{value:g}{unit}", bool(value >= needed))

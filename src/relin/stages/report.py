@@ -20,11 +20,11 @@ def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
             "data.niah": NIAHConfig}
 
 
-def teacher_zero_shot(niah: NIAHConfig, teacher_train: TrainConfig) -> tuple[str, ...]:
-    """The NIAH families whose rows the teachers never draw: ``niah_text`` (test rows only), and a synthetic family
-    without train rows or with weight 0 in the teachers' mix (an unlisted task weighs 1)."""
-    return tuple(task for task in NIAH_TASKS if task == "niah_text" or niah.train_examples == 0
-                 or teacher_train.task_weights.get(task, 1.0) == 0)
+def teacher_trained(niah: NIAHConfig, teacher_train: TrainConfig) -> tuple[str, ...]:
+    """The NIAH families whose rows the teachers draw: a synthetic family with train rows and a positive weight in
+    the teachers' mix (an unlisted task weighs 1; ``niah_text`` has test rows only)."""
+    return tuple(task for task in NIAH_TASKS if task != "niah_text" and niah.train_examples > 0
+                 and teacher_train.task_weights.get(task, 1.0) > 0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,19 +36,43 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, help="report directory to write (index.html, summary.md, figures/)")
 
 
+# The files whose content decides verdicts: the claims, preconditions and intervals, the thresholds' config and the
+# config that sets them (params.yaml's report section).
+RULES = ("src/relin/report", "src/relin/config/report.py", "params.yaml")
+
+
+def _git(*argv: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", *argv], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def commit() -> tuple[str, str]:
     """The checkout's short commit (``+`` when files differ from it) and its date; ``unknown`` outside git."""
     import subprocess
 
-    def git(*argv: str) -> str:
-        return subprocess.run(["git", *argv], capture_output=True, text=True, check=True).stdout.strip()
-
     try:
-        head, date = git("rev-parse", "--short", "HEAD"), git("show", "-s", "--format=%cs", "HEAD")
-        dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+        head, date = _git("rev-parse", "--short", "HEAD"), _git("show", "-s", "--format=%cs", "HEAD")
+        dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
     except (OSError, subprocess.CalledProcessError):
         return "unknown", "no git checkout"
     return head + ("+" if dirty else ""), date
+
+
+def rules_commit() -> tuple[str, str]:
+    """The last commit that changed the verdict rules (:data:`RULES`; ``+`` when they differ from it now) and its
+    time (ISO 8601); ``unknown`` outside git."""
+    import subprocess
+
+    try:
+        found = _git("log", "-1", "--format=%h %cI", "--", *RULES)
+        dirty = bool(_git("status", "--porcelain", "--untracked-files=no", "--", *RULES))
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", ""
+    if not found:
+        return "unknown", ""
+    head, time = found.split()
+    return head + ("+" if dirty else ""), time
 
 
 def run(args: argparse.Namespace, sections) -> None:
@@ -73,16 +97,17 @@ def run(args: argparse.Namespace, sections) -> None:
                           swa_window=sections.get("opal.swa").window, swa_layout=sections.get("opal.swa").layout,
                           niah_protocol=sections.get("opal.niah_protocol"), mastery=cfg.mastery,
                           prompt_tasks=tuple(task for task, weight in prompts.items() if weight > 0),
-                          teacher_zero_shot=teacher_zero_shot(sections.get("data.niah"),
-                                                              sections.get("teacher.train")), **rules),
+                          teacher_trained=teacher_trained(sections.get("data.niah"), sections.get("teacher.train")),
+                          **rules),
         hedgemamba=HedgeMambaSettings(teacher=f"teacher-{sections.get('hedgemamba.teacher')}", mastery=cfg.mastery,
                                       **rules),
         lia_mtr=LiaSettings(cfg.mastery, cfg.resamples, **rules))
     head, date = commit()
+    rules, rules_time = rules_commit()
     # its inputs are the manifests (each a run whose inputs are the files it lists): the lineage reads
     # evaluation -> manifest -> report, as the DAG does
     with tracking.stage_run("report", {"report": as_dict(cfg)}, inputs=args.manifest, outputs=[args.out]) as tracker:
-        out = build_report(inputs, settings, Provenance(tuple(args.configs), head, date), args.out)
+        out = build_report(inputs, settings, Provenance(tuple(args.configs), head, date, rules, rules_time), args.out)
         tracker.log_artifact(out, "report")
     print(f"report: {out / 'index.html'} ({len(inputs.evals)} evaluations, {len(inputs.histories)} histories)",
           file=sys.stderr)

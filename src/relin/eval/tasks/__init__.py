@@ -3,8 +3,10 @@
 - ``labels``: teacher-forced argmax accuracy at the labelled positions (MQAR, as in Zoology);
 - ``generate``: a greedy continuation of ``input_ids[:prompt_len]``, decoded to text and scored
   against the row's gold answer by the family's ``score(prediction, row) -> [0, 1]``;
-- ``exact``: a greedy continuation as long as the row's own answer and eos (``budget(row)``), scored in token ids
-  by ``score_tokens(generated, row) -> {0, 1}``: one wrong token and the answer scores 0 (the walks and lists);
+- ``exact``: the greedy continuation as long as the row's own answer and eos (``budget(row)``), scored in token ids
+  by ``score_tokens(generated, row) -> {0, 1}``: one wrong token and the answer scores 0 (the walks and lists).
+  Greedy decoding writes the gold answer exactly when every gold token is the argmax given the gold before it, so
+  :func:`relin.eval.lm.evaluate_lm` reads it in one teacher-forced pass (a test checks it against generation);
 - the perplexity corpus carries no accuracy: the held-out real-text files (``text``) where the data has them, else
   the filler passages.
 

@@ -1,4 +1,4 @@
-"""``relin hedgemamba-finetune --variant hedgemamba|random|mil|mamba_in_llama|hedgehog``: HedgeMamba stage 2
+"""``relin hedgemamba-finetune --variant hedgemamba|random|no_match|mamba_in_llama|hedgehog``: HedgeMamba stage 2
 (seeds/001 §3.2) and its controls, cross-entropy on the dataset with every parameter but the embeddings trained
 (conv, gate, Δ and Λ unlocked). Λ and Δ train with the same AdamW as every other parameter (``model``), or
 with their own settings (``decay_group``: ``decay_lr_scale`` × lr, eps 1e-20; :func:`unlock`); the conv's SiLU is
@@ -7,8 +7,9 @@ switched on for stage 2 or not (:func:`unlock_conv_activation`):
 - ``hedgemamba``: the converted model (``--student``: relin hedgemamba-init's output);
 - ``random``: the same HedgeMamba shape with its mixers freshly initialised and everything else the
   teacher's (``--student``: the teacher), trained for stage 1's and stage 2's rows together, the same budget;
-- ``mil``: the teacher's q/k/v/o copied into the same HedgeMamba blocks with the feature maps at their identity
-  init and Λ = I, no attention matching (``--student``: the teacher), the same budget;
+- ``no_match``: HedgeMamba without stage 1, the clean ablation of attention matching: the teacher's q/k/v/o copied
+  into the same HedgeMamba blocks by the same exact initialisation (eq. 7), with the feature maps at Hedgehog's
+  identity init instead of matched ones (``--student``: the teacher), the same budget;
 - ``mamba_in_llama``: Mamba-in-the-Llama's initialisation as its authors wrote it
   (:func:`relin.models.convert.mamba_in_llama.mamba_in_llama_from_teacher`: no φ, their Δ/A/D/conv init, Mamba-2's
   gated RMSNorm), the same budget;
@@ -28,9 +29,9 @@ from ...config.train import TrainConfig
 from ...models.saved import load_saved
 from .._training import Setup, TextData, add_output_arguments, run_training
 
-VARIANTS = ("hedgemamba", "random", "mil", "mamba_in_llama", "hedgehog")
+VARIANTS = ("hedgemamba", "random", "no_match", "mamba_in_llama", "hedgehog")
 # Variants built from the teacher, trained for stage 1's and stage 2's rows together.
-FROM_TEACHER = ("random", "mil", "mamba_in_llama")
+FROM_TEACHER = ("random", "no_match", "mamba_in_llama")
 # How Λ (A_log) and Δ's bias (dt_bias) are optimised: as every other parameter, or with their own settings.
 DECAY_OPTIMIZERS = ("model", "decay_group")
 # The conv's activation in stage 2: the init's (identity, exact) or SiLU (the seed's "original Mamba branches").

@@ -1,6 +1,7 @@
 """``relin bridge-memory``: each bridge's forward over N visual patches, N doubling: on the GPU when there
 is one (bf16, ``max_memory_allocated`` above the inputs, an out-of-memory recorded as ``oom``), else on the
-CPU (fp32, a forked child's RSS; small N). ``benchmarks/gpu/bridge_memory.py`` runs the paper's sizes alone.
+CPU (fp32, the allocator's peak during the forward from the profiler's record of every allocation); both count the
+allocator's bytes (:mod:`relin.eval.bridge_memory`). ``benchmarks/gpu/bridge_memory.py`` runs the paper's sizes alone.
 ``memory.csv`` one row per point, ``metrics.json`` the fitted growth exponent per bridge (peak ∝ N^p) and Lemma 2's
 numerical checks under each reading of the state (:mod:`relin.eval.lemma2`), ``memory.png`` peak against N."""
 from __future__ import annotations
@@ -9,7 +10,7 @@ import argparse
 
 from ...config.lia_mtr import BridgeMemoryConfig
 
-COLUMNS = ("bridge", "impl", "n", "status", "peak_bytes")
+COLUMNS = ("bridge", "impl", "n", "status", "peak_bytes", "method")
 
 
 def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
