@@ -3,7 +3,7 @@
 The models are :mod:`hybrid_decode`'s: a Qwen3 of a named size from its config with random bf16 weights, and
 its OPAL conversion (every 4th layer attention, the rest Gated DeltaNet on relin's Triton kernels). Four decoders:
 
-- ``hybrid``: relin's hybrid on ``StaticHybridCache``, attention layers on ``relin.kernels.decode_attention``;
+- ``hybrid``: relin's hybrid on ``StaticHybridCache``, attention layers on ``relin.kernels.flash_decoding``;
 - ``teacher``: the same teacher as a relin model of attention layers only (exact: the conversion copies every
   weight), on the same static cache and decode kernel;
 - ``teacher_hf_static``: transformers' ``StaticCache``, step ``model(token, cache_position=..., past_key_values=...)``;

@@ -4,6 +4,9 @@ A cycle that only a function-level import hides still ties two modules into one:
 moved alone. The graph is the one :mod:`relin.codedeps` walks for DVC's code dependencies (imports under
 ``if TYPE_CHECKING:`` never run, so they do not count).
 """
+import subprocess
+import sys
+
 from relin.codedeps import SourceTree, _parse_imports
 
 from ..workflow.conftest import ROOT
@@ -52,3 +55,15 @@ def test_a_cycle_is_reported_with_its_modules():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) == []
+
+
+def test_every_public_kernel_op_stays_a_function_once_its_package_is_imported():
+    """`from relin.kernels import <op>` gives the op even after its op directory was imported (an op directory named
+    like its op would be set as the package's attribute and shadow the function)."""
+    code = ("import importlib, relin.kernels as k\n"
+            "for package in sorted(set(k._OPS.values())):\n"
+            "    importlib.import_module(f'relin.kernels.{package}')\n"
+            "bad = [name for name in k.__all__ if not callable(getattr(k, name))]\n"
+            "assert not bad, bad\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr

@@ -3,7 +3,7 @@ head dims and lengths, left padding, slots outside the filled range never read, 
 import pytest
 import torch
 
-from relin.kernels.decode_attention import decode_attention, naive_decode_attention
+from relin.kernels.flash_decoding import decode_attention, naive_decode_attention
 
 from .conftest import CUDA, assert_close, gpu
 

@@ -351,23 +351,38 @@ def test_segmented_passes_match_whole_sequences(case, monkeypatch):
     for chunks in ("0", "1", "2"):
         monkeypatch.setenv("RELIN_GDN_CP", chunks)
         outs[chunks] = run(chunk_gated_delta_rule, inputs, h0, do, dht, cu_seqlens=cu, backend="triton")
-    same = 1e-5 if dtype == torch.float32 else 2e-3
+    ref = reference(inputs, h0, do, dht, cu_seqlens=cu)
+    # Where the carries stop early the two share their rounding; where segments fall back to their transitions
+    # (weak gates) the entering states are rounded on another path, so in bf16 the two are two results each ~3e-3
+    # from the fp32 loop: there the segments must be as close to the loop as the whole-sequence passes are.
+    same = 1e-5 if dtype == torch.float32 else None if case == "weak gates" else 2e-3
     for chunks in ("1", "2"):
-        for name, whole, split in (("o", outs["0"][0], outs[chunks][0]), ("ht", outs["0"][1], outs[chunks][1]),
-                                   *((n, outs["0"][2][n], outs[chunks][2][n]) for n in GRAD_NAMES)):
-            assert_close(f"{name} on segments of {chunks} chunk(s)", whole, split, same)
-    assert_matches(reference(inputs, h0, do, dht, cu_seqlens=cu), outs["1"], dtype)
+        assert_matches(ref, outs[chunks], dtype)
+        for name, exact, whole, split in (
+                ("o", ref[0], outs["0"][0], outs[chunks][0]), ("ht", ref[1], outs["0"][1], outs[chunks][1]),
+                *((n, ref[2][n], outs["0"][2][n], outs[chunks][2][n]) for n in GRAD_NAMES)):
+            if same is not None:
+                assert_close(f"{name} on segments of {chunks} chunk(s)", whole, split, same)
+            else:
+                err_split, err_whole = relative_rms(exact, split), relative_rms(exact, whole)
+                assert err_split <= 1.05 * err_whole + 1e-6, \
+                    f"{name} on {chunks}-chunk segments: {err_split:.3e} from the fp32 loop, whole {err_whole:.3e}"
+
+
+def relative_rms(ref: torch.Tensor, out: torch.Tensor) -> float:
+    ref, out = ref.detach().double().cpu(), out.detach().double().cpu()
+    return ((ref - out).pow(2).mean().sqrt() / ref.pow(2).mean().sqrt().clamp_min(1e-30)).item()
 
 
 def test_segment_plan_rule(monkeypatch):
     """FlashQLA's Hopper rule on 132 SMs at gdn_public's cells (H = 16), the override, and the segments' layout."""
     from relin.kernels.gated_delta_rule.segments import chunks_per_segment, segment_plan
     cpu = torch.device("cpu")
-    monkeypatch.delenv("RELIN_GDN_CP", raising=False)
-    assert chunks_per_segment([65536], 16, cpu) is None  # off unless asked for (issue #66: not yet run on a GPU)
-    monkeypatch.setenv("RELIN_GDN_CP", "auto")
+    monkeypatch.delenv("RELIN_GDN_CP", raising=False)  # auto by default
     assert [chunks_per_segment(n, 16, cpu) for n in ([4096], [16384], [32768], [65536], [4096] * 8)] == \
-        [8, 16, 32, 32, None]
+        [None, 16, 32, 32, None]  # (1, 4K): the extra launches cost more than they save
+    monkeypatch.setenv("RELIN_GDN_CP", "auto")
+    assert chunks_per_segment([65536], 16, cpu) == 32
     assert chunks_per_segment([17000, 8192, 4100, 2048, 1000, 300, 100, 28], 16, cpu) == 32
     assert chunks_per_segment([256], 16, cpu) is None  # 4 chunks: nothing to split
     monkeypatch.setenv("RELIN_GDN_CP", "0")

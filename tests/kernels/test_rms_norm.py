@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from relin.kernels.rms_norm import naive_rms_norm, rms_norm
+from relin.kernels.fused_norm import naive_rms_norm, rms_norm
 
 from .conftest import CUDA, assert_close, gpu
 

@@ -18,14 +18,16 @@ import importlib
 
 # Each public op -> the package of its op directory. An op is imported when first used, so a stage imports (and its
 # DVC deps and checkpoint digest hold) only the ops it runs; the layers import from the op's package directly.
+# No op directory takes its op's name: importing a subpackage sets it as this package's attribute, which would then
+# shadow the op for every later `from relin.kernels import <op>`.
 _OPS = {
     **dict.fromkeys(("chunk_decayed_linear_attn", "fused_recurrent_decayed_linear_attn",
                      "naive_recurrent_decayed_linear_attn"), "decayed_linear_attn"),
-    **dict.fromkeys(("decode_attention", "naive_decode_attention"), "decode_attention"),
+    **dict.fromkeys(("decode_attention", "naive_decode_attention"), "flash_decoding"),
     **dict.fromkeys(("chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "gdn_gates", "naive_gdn_gates",
                      "naive_recurrent_gated_delta_rule"), "gated_delta_rule"),
     **dict.fromkeys(("multiscale_diag_retention", "multiscale_diag_retention_step"), "multiscale_retention"),
-    **dict.fromkeys(("rms_norm", "naive_rms_norm"), "rms_norm"),
+    **dict.fromkeys(("rms_norm", "naive_rms_norm"), "fused_norm"),
     **dict.fromkeys(("short_conv_step", "naive_short_conv_step"), "short_conv"),
 }
 __all__ = list(_OPS)

@@ -42,7 +42,7 @@ class StaticAttentionState(AttentionState):
     ``length`` (a 0-d int64 device tensor shared by every layer of a static cache, advanced by the
     cache after each forward), so that a decode step has fixed shapes and no host sync (CUDA-graph
     safe). Slots at and beyond ``length + T`` hold stale or zero values; :func:`static_attention_mask`
-    hides them, and the one-token decode step (:func:`relin.kernels.decode_attention`) never reads them.
+    hides them, and the one-token decode step (:func:`relin.kernels.flash_decoding`) never reads them.
     ``start [B]`` (shared likewise) is each row's first real slot."""
 
     length: torch.Tensor | None = None
@@ -115,7 +115,7 @@ class Attention(nn.Module):
         backend (str): kernel backend of the static-cache decode step, ``auto`` | ``triton`` | ``torch``.
 
     A one-token step through a :class:`StaticAttentionState` without a window runs
-    :func:`relin.kernels.decode_attention`: grouped heads read in place, only the filled slots. Every other call
+    :func:`relin.kernels.flash_decoding`: grouped heads read in place, only the filled slots. Every other call
     runs SDPA under the mask, the key/value heads repeated to the query heads.
     """
 
@@ -164,7 +164,7 @@ class Attention(nn.Module):
             new_state = AttentionState(k, v)
         new_state = new_state if use_cache else None
         if self.decodes_without_mask(steps) and isinstance(state, StaticAttentionState):
-            from relin.kernels.decode_attention import decode_attention
+            from relin.kernels.flash_decoding import decode_attention
 
             out = decode_attention(q[:, :, 0], k, v, state.length + 1, state.start, self.head_dim ** -0.5,
                                    backend=self.backend)

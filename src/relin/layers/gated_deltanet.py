@@ -156,7 +156,7 @@ class GatedDeltaNet(nn.Module):
         """One token through a static state, the same math as :meth:`forward` in six launches: one GEMM for the
         six input projections (frozen weights; one each when they train), the three short convolutions as one step
         (:func:`relin.kernels.short_conv_step`, state shifted in place), the gates (:func:`relin.kernels.gdn_gates`),
-        the recurrent step (state overwritten in place), the gated norm (:func:`relin.kernels.rms_norm`) and
+        the recurrent step (state overwritten in place), the gated norm (:func:`relin.kernels.fused_norm`) and
         ``o_proj``. ``hidden_states [B, 1, C]``, ``real [B, 1]``."""
         from relin.kernels.gated_delta_rule import fused_recurrent_gated_delta_rule, gdn_gates
         from relin.kernels.short_conv import short_conv_step

@@ -4,9 +4,9 @@ Triton kernels on CUDA tensors (``triton_fwd``, ``triton_bwd``), the chunked PyT
 (``torch_chunk``). The forward keeps its intermediates (cumulative decays, M^{-1}, W, per-chunk states, deltas)
 for the backward rather than recomputing them, trading memory (per-chunk states: T/64 · H · K · V elements) for
 a fifth of the fwd+bwd time at long T. A call that no gradient will reach (no input requires one, or autograd
-is off) runs the same kernels outside autograd and drops them. With ``RELIN_GDN_CP=auto``, long sequences over
+is off) runs the same kernels outside autograd and drops them. Long sequences (16K tokens and more) over
 few heads run their serial passes on segments side by side (``segments.py``: exact, decided from the lengths
-alone; off by default until measured on a GPU).
+alone; ``RELIN_GDN_CP=0`` walks whole sequences).
 """
 from __future__ import annotations
 

@@ -20,11 +20,11 @@ in three steps per pass (FlashQLA's "gate-driven automatic intra-card context pa
    fallback segments in between.
 3. The unchanged serial pass, one program per (segment x head, V block), from the resolved states.
 
-``RELIN_GDN_CP`` chooses: ``0`` (the default, until the segments have been measured and checked on a GPU: issue
-#66 could get no machine) walks whole sequences; ``auto`` decides from the sequence lengths alone (no device
-synchronisation) with FlashQLA's Hopper rule: split when the sequences' chunks spread over few (sequence x head)
-programs (B_eff x H <= 40, or <= 56 with a sequence of at least 128 chunks; B_eff = all chunks / the longest
-sequence's), into segments of L = 2^round(log2(3 sqrt(H x chunks / SMs))) chunks, at least 4; a power of two L
+``RELIN_GDN_CP`` chooses: ``auto`` (the default) decides from the sequence lengths alone (no device
+synchronisation) with FlashQLA's Hopper rule where it pays on an H100: split when the longest sequence has at least
+``MIN_CHUNKS`` chunks and the sequences' chunks spread over few (sequence x head) programs (B_eff x H <= 40, or <= 56
+with a sequence of at least 128 chunks; B_eff = all chunks / the longest sequence's), into segments of
+L = 2^round(log2(3 sqrt(H x chunks / SMs))) chunks, at least 4; ``0`` walks whole sequences; a power of two L
 always splits into segments of L chunks.
 """
 from __future__ import annotations
@@ -41,8 +41,12 @@ from ..common.chunk_tables import CHUNK_SIZE
 
 # A carry may leave out chunks whose transition norm bound is below exp(TRUNCATION_LOG_BOUND) ~ 1.3e-14.
 TRUNCATION_LOG_BOUND = -32.0
-# RELIN_GDN_CP when unset: whole sequences until a GPU run has measured and checked the segments (issue #66).
-DEFAULT_MODE = "0"
+# RELIN_GDN_CP when unset.
+DEFAULT_MODE = "auto"
+# Shorter sequences walk whole under "auto": on an H100 at 16 heads of 128 x 128 a (1, 4K) call pays more for the
+# carry and resolve launches than the parallel state pass saves (gdn_public: 1.6x the wall time forward, the same
+# device time); from (1, 16K) the segments take 0.86-0.92x of it, forward and forward+backward.
+MIN_CHUNKS = 256
 _DEFAULT_SMS = 132  # under the interpreter: an H100 / H200
 
 
@@ -89,7 +93,7 @@ def chunks_per_segment(lengths: list[int], heads: int, device: torch.device, mod
             raise ValueError(f"RELIN_GDN_CP={mode!r}: expected auto, 0 or a power of two (chunks per segment)")
         L = int(mode)
         return L if longest > L else None
-    if longest == 0:
+    if longest < MIN_CHUNKS:
         return None
     total = sum(chunks)
     spread = total / longest * heads
