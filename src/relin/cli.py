@@ -5,6 +5,7 @@
     relin check-config      validate params.yaml (+ overlays) and print one line
     relin run-job RULE TARGET...   one Snakemake job under the pipeline lock (the command of each DVC stage)
     relin mme-score RESULTS_DIR    score MME answer files in the official layout (<subtask>.txt per subtask)
+    relin --version         the release and, in a checkout, its commit
 
 A stage reads its config sections either from ``--config`` (JSON of exactly the sections it
 declares: what its Snakemake rule passes) or from ``--params`` plus overlays. User mistakes end with
@@ -21,9 +22,10 @@ from .errors import reported
 def _parser() -> argparse.ArgumentParser:
     """The parser of the workflow commands; the stages are listed (:mod:`relin.stages.command` parses each)."""
     from .stages import STAGES
-    from .stages.command import add_common_arguments
+    from .stages.command import OneLineParser, add_common_arguments
 
-    parser = argparse.ArgumentParser(prog="relin", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="relin", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schema = sub.add_parser("schema", help="write the params JSON schema (generated from the typed configs)")
     schema.add_argument("--out", default="workflow/schemas/params.schema.yaml")
@@ -37,6 +39,25 @@ def _parser() -> argparse.ArgumentParser:
     for name, (_, help_text) in STAGES.items():
         add_common_arguments(sub.add_parser(name, help=help_text))    # listed here; run by stages.command
     return parser
+
+
+def version() -> str:
+    """``relin <version> (<commit>)``: the installed release, and the checkout's commit when run from one."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    from pathlib import Path
+
+    try:
+        release = installed("relin")
+    except PackageNotFoundError:
+        release = "(not installed)"
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty=+"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"relin {release}" + (f" (commit {commit})" if commit else "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -120,15 +120,30 @@ def digest(path: str | Path) -> str:
     """
     path = Path(path)
     h = hashlib.md5()
-    files = [path] if path.is_file() else sorted(
-        p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
-    for f in files:
+    for f in content_files(path):
         if path.is_dir():
             h.update(str(f.relative_to(path)).encode())
         with open(f, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()
+
+
+def content_files(path: str | Path) -> list[Path]:
+    """The files that make up an output: the file itself, or a directory's files (sorted; Snakemake's timestamp
+    marker left out)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
+
+
+def file_stats(path: str | Path) -> dict[str, list[int]]:
+    """Size and modification time (ns) of each file of an output, by its name relative to the output: a cheap
+    fingerprint that any rewrite or truncation changes."""
+    path = Path(path)
+    return {(str(f.relative_to(path)) if path.is_dir() else f.name): [f.stat().st_size, f.stat().st_mtime_ns]
+            for f in content_files(path)}
 
 
 def manifest_path(path: str | Path) -> Path:
