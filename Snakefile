@@ -13,8 +13,7 @@ from snakemake.utils import validate
 from relin import recovery, tracking
 from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides
 from relin.errors import ConfigError, UserError
-from relin.pipeline import (Pipeline, command_line_error, dvc_stage_name, lock_held_elsewhere, lock_holder,
-                            show_stage_errors)
+from relin.pipeline import Pipeline, command_line_error, dvc_stage_name, lock_held_elsewhere, show_stage_errors
 from relin.preflight import check as preflight
 from relin.preflight import check_writable
 
@@ -22,10 +21,6 @@ from relin.preflight import check_writable
 # one line naming the file (or --config) and the key, before any job runs.
 if mistake := command_line_error(sys.argv[1:], workflow.config_settings.configfiles):
     sys.exit(f"relin: {mistake}")
-# Snakemake's locks of a live run are that run's own: --unlock beside it would let a second run take its outputs.
-if "--unlock" in sys.argv[1:] and lock_held_elsewhere():
-    sys.exit(f"relin: --unlock: a running pipeline holds this checkout ({lock_holder()}); its locks end with it, "
-             f"nothing was unlocked")
 try:
     cli_overrides = typed_overrides(workflow.config_settings.config)
     layers = [("params.yaml", read_yaml("params.yaml"))]

@@ -91,8 +91,13 @@ def _holder(text: str) -> str:
 
 def command_line_error(argv: list[str], configfiles: Iterable[str]) -> str | None:
     """What is wrong with a ``snakemake`` command line, in one line, or ``None``: ``--configfile`` given twice
-    (argparse keeps the last: the overlays before it would be dropped silently), or a target written after
-    ``--configfile`` (which takes every word after it: the target's file, an output, was read as an overlay)."""
+    (argparse keeps the last: the overlays before it would be dropped silently), a target written after
+    ``--configfile`` (which takes every word after it: the target's file, an output, was read as an overlay), or
+    ``--unlock`` while a live run holds the checkout (its Snakemake locks are its own: a second run would take its
+    outputs)."""
+    if "--unlock" in argv and lock_held_elsewhere():
+        return (f"--unlock: a running pipeline holds this checkout ({lock_holder()}); its locks end with it: nothing "
+                f"was unlocked")
     if sum(arg.split("=")[0] in ("--configfile", "--configfiles") for arg in argv) > 1:
         return ("--configfile: given more than once, and Snakemake keeps only the last; expected the overlays after "
                 "one --configfile (--configfile a.yaml b.yaml)")
@@ -174,6 +179,8 @@ class Pipeline:
         print(f"relin: stopped on request (SIGTERM) once its running jobs had finished; {left} job(s) did not "
               f"start: the same command goes on from there", file=sys.stderr)
         HIDE_FINAL_ERROR.active = True
+        for handler in logging.getLogger("snakemake.logging").handlers:
+            handler.addFilter(HIDE_FINAL_ERROR)
         return True
 
     def end(self, status: str, dag_stages: Iterable[str] = ()) -> None:
@@ -305,7 +312,7 @@ class _HideFinalError(logging.Filter):
 HIDE_FINAL_ERROR = _HideFinalError()
 
 
-class _ShortJobErrors(logging.Formatter):
+class ShortJobErrors(logging.Formatter):
     """Snakemake's console formatter, its job errors headed by the stage's own line and without the job's command
     and inputs (the command holds the rule's config JSON: dozens of lines; both stay in Snakemake's log file)."""
 
@@ -326,10 +333,9 @@ class _ShortJobErrors(logging.Formatter):
 
 
 def show_stage_errors() -> None:
-    """Give Snakemake's console handler :class:`_ShortJobErrors` (call from the Snakefile: its handlers exist then)."""
+    """Give Snakemake's console handler :class:`ShortJobErrors` (call from the Snakefile: its handlers exist then)."""
     from snakemake.logging import DefaultFormatter
 
     for handler in logging.getLogger("snakemake.logging").handlers:
         if isinstance(handler.formatter, DefaultFormatter):
-            handler.setFormatter(_ShortJobErrors(handler.formatter))
-            handler.addFilter(HIDE_FINAL_ERROR)
+            handler.setFormatter(ShortJobErrors(handler.formatter))

@@ -282,6 +282,8 @@ def test_mlflow_holds_one_parent_run_and_the_lineage_of_every_child(smoke_run):
     assert {r.info.status for r in children} == {"FINISHED"}
     expected_stages = sorted(gen_dvc.relin_stage(job) for job in gen_dvc.snakemake_jobs(smoke_run))
     assert sorted(r.data.tags["relin.stage"] for r in children) == expected_stages
+    names = [r.info.run_name for r in children]
+    assert len(set(names)) == len(names), sorted(n for n in names if names.count(n) > 1)
     by_id = {r.info.run_id: r for r in children}
 
     expected_inputs = {}
@@ -331,3 +333,17 @@ def test_every_model_written_is_a_logged_model_of_its_run(smoke_run):
     trained = by_name[model_name("results/opal/onpolicy/model")]
     assert trained.metrics and {m.dataset_name for m in trained.metrics} == {"results/data/synth_text"}
     assert by_name[model_name("results/opal/export/model")].model_type == "qwen3_5_text"
+    # issue #63: a model holds its weights and names the models it was made from
+    from mlflow.utils.file_utils import local_file_uri_to_path
+
+    from relin.io import content_files
+
+    for out in written:
+        artifacts = smoke_run / local_file_uri_to_path(by_name[model_name(out)].artifact_location)  # relative: kept
+        for file in content_files(smoke_run / out):
+            assert (artifacts / file.relative_to(smoke_run / out)).read_bytes() == file.read_bytes(), (out, file)
+    teacher, gdn = by_name[model_name("results/teacher/qwen3/model")], by_name[model_name("results/opal/gdn/model")]
+    assert gdn.tags["relin.parent_models"] == f"{teacher.name} ({teacher.model_id})"
+    parents = trained.tags["relin.parent_models"]
+    assert f"({by_name[model_name('results/opal/offpolicy_long/model')].model_id})" in parents
+    assert f"({teacher.model_id})" in parents, "the teacher it distils from"
