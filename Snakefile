@@ -84,4 +84,5 @@ onsuccess:
 
 
 onerror:
+    recovery.put_back_unsettled()
     PIPELINE.end("KILLED" if PIPELINE.stopped_on_request(workflow) else "FAILED")

@@ -240,18 +240,31 @@ def keep_replaced_outputs() -> None:
     parameters = inspect.signature(postprocess)
 
     async def remove_existing_output(job) -> None:
-        job._relin_set_aside = set_aside(job)
+        _UNSETTLED[id(job)] = (job, set_aside(job))
         await remove(job)           # the logs, and any output not set aside
 
     async def postprocess_(job, *args, **kwargs) -> None:
         await postprocess(job, *args, **kwargs)
-        aside, job._relin_set_aside = getattr(job, "_relin_set_aside", None), None
+        _, aside = _UNSETTLED.pop(id(job), (None, []))
         if aside:
             error = parameters.bind(job, *args, **kwargs).arguments.get("error", False)
-            put_back(job, aside) if error else discard(aside)
+            put_back(job, aside, "failed") if error else discard(aside)
 
     Job.remove_existing_output, Job.postprocess = remove_existing_output, postprocess_
     Job._relin_keeps_outputs = True
+
+
+# Jobs whose outputs are set aside and that have not ended yet: a run stopped by Ctrl-C ends them without Snakemake's
+# postprocessing, and puts their outputs back at its end (put_back_unsettled).
+_UNSETTLED: dict[int, tuple[Any, list[SetAside]]] = {}
+
+
+def put_back_unsettled() -> None:
+    """At the end of a run that failed or was stopped (the Snakefile's ``onerror``): the outputs set aside by jobs
+    that never ended (interrupted) back in place. Their incomplete markers stay, so the next run rebuilds them."""
+    while _UNSETTLED:
+        _, (job, aside) = _UNSETTLED.popitem()
+        put_back(job, aside, "was stopped")
 
 
 def set_aside(job) -> list[SetAside]:
@@ -283,9 +296,9 @@ def _backup_of(path: Path) -> Path:
     return path.with_name(f".{path.name}.old-{os.getpid()}")
 
 
-def put_back(job, aside: list[SetAside]) -> None:
-    """After the job failed (Snakemake removed what it wrote): every output set aside back in place with its manifest
-    and metadata record, so the run left it as it found it; one line says so."""
+def put_back(job, aside: list[SetAside], what: str) -> None:
+    """After the job failed (Snakemake removed what it wrote) or ``was stopped``: every output set aside back in place
+    with its manifest and metadata record, so the run left it as it found it; one line says so."""
     persistence, restored = job.dag.workflow.persistence, []
     for kept in aside:
         if kept.path.exists() or kept.path.is_symlink():
@@ -303,7 +316,7 @@ def put_back(job, aside: list[SetAside]) -> None:
         restored.append(str(kept.path))
     persistence._clear_cache()
     if restored:
-        print(f"relin: {job.rule.name} failed; its previous output is kept: {', '.join(restored)}", file=sys.stderr)
+        print(f"relin: {job.rule.name} {what}; its previous output is kept: {', '.join(restored)}", file=sys.stderr)
 
 
 def discard(aside: list[SetAside]) -> None:

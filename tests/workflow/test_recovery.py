@@ -28,6 +28,7 @@ recovery.install(workflow, before=PIPELINE.before_dag, others_running=lock_held_
 recovery.keep_replaced_outputs()
 
 onerror:
+    recovery.put_back_unsettled()
     PIPELINE.stopped_on_request(workflow)
 
 rule all:
@@ -183,6 +184,24 @@ def test_toy_unlock_beside_a_live_run_is_refused_in_one_line(tmp_path):
     finally:
         kill_tree(proc)
     assert run(["snakemake", "--unlock"], repo).returncode == 0, "with no run alive, --unlock does its work"
+
+
+def test_toy_rerun_stopped_by_ctrl_c_keeps_the_previous_output(tmp_path):
+    """Ctrl-C of a --forcerun: Snakemake had deleted the job's outputs before it ran; they are back, and still marked
+    unfinished, so the next run rebuilds them."""
+    import os
+    import signal
+
+    repo = _toy(tmp_path / "toy")
+    run(["snakemake", "--cores", "1", "d.txt"], repo)
+    proc = _held(repo, "d.txt", "--forcerun", "d")
+    assert not (repo / "d.txt").exists(), "set aside while its job runs"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert "relin: d was stopped; its previous output is kept: d.txt" in out, out
+    assert (repo / "d.txt").read_text() == "d\n"
+    again = run(["snakemake", "--cores", "1", "d.txt"], repo)
+    assert relin_lines(again)[-1].endswith("d.txt (unfinished: its run was interrupted)"), again.stderr
 
 
 def test_toy_failed_rerun_keeps_the_previous_output_and_its_record(tmp_path):
