@@ -312,9 +312,16 @@ class _HideFinalError(logging.Filter):
 HIDE_FINAL_ERROR = _HideFinalError()
 
 
+# Where Snakemake's console would print a job's command or its params (the rule's config JSON: a screenful each).
+_FAILED_COMMAND = re.compile(r"^Command '.*' (returned non-zero exit status \d+|died with <Signals\.\w+: \d+>)\.$",
+                             re.M)
+_PARAMS_CHANGED = re.compile(r"(Params have changed since last execution): .*?(?=; [A-Z]|$)", re.S)
+
+
 class ShortJobErrors(logging.Formatter):
-    """Snakemake's console formatter, its job errors headed by the stage's own line and without the job's command
-    and inputs (the command holds the rule's config JSON: dozens of lines; both stay in Snakemake's log file)."""
+    """Snakemake's console formatter, its job errors headed by the stage's own line, without the job's command,
+    inputs or changed params (the command holds the rule's config JSON: a screenful; all stay in Snakemake's log
+    file and the job's log)."""
 
     def __init__(self, inner: logging.Formatter) -> None:
         super().__init__()
@@ -324,8 +331,13 @@ class ShortJobErrors(logging.Formatter):
         from snakemake.logging import get_event
         from snakemake_interface_logger_plugins.common import LogEvent
 
-        if get_event(record) != LogEvent.JOB_ERROR:
-            return self.inner.format(record)
+        event = get_event(record)
+        if event == LogEvent.JOB_INFO and isinstance(getattr(record, "reason", None), str):
+            return self.inner.format_job_info({**record.__dict__,
+                                               "reason": _PARAMS_CHANGED.sub(r"\1", record.reason)})
+        if event != LogEvent.JOB_ERROR:
+            return _FAILED_COMMAND.sub(r"The job's command \1 (the command is in the job's log).",
+                                       self.inner.format(record))
         msg = {**record.__dict__, "shellcmd": None, "input": []}
         block = self.inner.format_job_error(msg)
         line = stage_error(msg.get("log") or [], msg.get("rule_name", "a job"))
