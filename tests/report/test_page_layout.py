@@ -3,6 +3,7 @@ cell never repeats the preconditions beside it; cells wrap between words; the co
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -76,3 +77,24 @@ def test_cells_wrap_between_words_and_the_contents_link_every_section():
     assert re.findall(r'<li><a href="#([^"]+)">', page) == ids
     markdown = render_markdown("R", sections, ["results/x.json"])
     assert "1. [Verdicts](#verdicts)\n2. [OPAL: the paper's section](#opal-the-papers-section)\n" in markdown
+
+
+def test_the_committed_copy_holds_the_page_beside_its_markdown(tmp_path):
+    """`relin publish-report` copies index.html with summary.md and the figures, keeps what a person wrote, and
+    refuses a report without its page in one line; the default config's committed copy has both pages."""
+    from relin.cli import main
+
+    report, copy = tmp_path / "report", tmp_path / "docs"
+    (report / "figures").mkdir(parents=True)
+    (report / "figures" / "a.png").write_bytes(b"png")
+    (report / "summary.md").write_text("# R\n")
+    copy.mkdir()
+    (copy / "README.md").write_text("what the run was")
+    assert main(["publish-report", "--report", str(report), "--to", str(copy)]) == 2
+    assert not (copy / "summary.md").exists(), "nothing copied without the page"
+    (report / "index.html").write_text("<!doctype html>")
+    assert main(["publish-report", "--report", str(report), "--to", str(copy)]) == 0
+    assert sorted(p.name for p in copy.iterdir()) == ["README.md", "figures", "index.html", "summary.md"]
+    assert (copy / "README.md").read_text() == "what the run was"
+    default = Path(__file__).resolve().parents[2] / "docs" / "results" / "default"
+    assert (default / "index.html").is_file() and (default / "summary.md").is_file()

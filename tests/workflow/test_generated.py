@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from .conftest import ROOT, copy_repository, gen_dvc, overlay, snakemake
+from .conftest import ROOT, console_lines, copy_repository, gen_dvc, overlay, snakemake
 
 
 def test_params_schema_is_current():
@@ -134,7 +134,7 @@ def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
         args = ("--config", change)
     proc = snakemake(repo, *args, overlays=overlays, check=False)
     assert proc.returncode != 0
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    lines = console_lines(proc)
     assert len(lines) == 1 and lines[0].startswith("relin: ") and expected in lines[0], lines
     for path, text in existing.items():
         assert path.read_text() == text
