@@ -281,11 +281,12 @@ def set_aside(job) -> list[SetAside]:
         if not (path.exists() or path.is_symlink()):
             continue
         clear_stale_temporaries(path)       # the backups of runs that were killed
-        backup = path.with_name(f".{path.name}.old-{os.getpid()}")
         manifest = manifest_path(path)
         key = persistence._get_key(f)
-        kept = SetAside(path, backup, manifest if manifest.is_file() else None, key, persistence._read_record(key))
-        path.rename(backup)
+        kept = SetAside(path, _backup_of(path), manifest if manifest.is_file() else None, key,
+                        persistence._read_record(key))
+        discard([kept])             # a backup left under this pid by an earlier process that had it (pid reuse)
+        path.rename(kept.backup)
         if kept.manifest is not None:
             kept.manifest.rename(_backup_of(kept.manifest))
         moved.append(kept)
