@@ -318,6 +318,17 @@ _FAILED_COMMAND = re.compile(r"^Command '.*' (returned non-zero exit status \d+|
 _PARAMS_CHANGED = re.compile(r"(Params have changed since last execution): .*?(?=; [A-Z]|$)", re.S)
 
 
+class DropFailedCommand(logging.Filter):
+    """Drops Snakemake's "CalledProcessError ... Command '<the job's command>' returned non-zero exit status N": the
+    job error block after it names the rule and its log, headed by the stage's own line (:class:`ShortJobErrors`). A
+    command killed by a signal (an OOM kill) is kept, its command shortened."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not ("CalledProcessError" in text
+                    and re.search(r"^Command '.*' returned non-zero exit status \d+\.$", text, re.M))
+
+
 class ShortJobErrors(logging.Formatter):
     """Snakemake's console formatter, its job errors headed by the stage's own line, without the job's command,
     inputs or changed params (the command holds the rule's config JSON: a screenful; all stay in Snakemake's log
@@ -351,3 +362,4 @@ def show_stage_errors() -> None:
     for handler in logging.getLogger("snakemake.logging").handlers:
         if isinstance(handler.formatter, DefaultFormatter):
             handler.setFormatter(ShortJobErrors(handler.formatter))
+            handler.addFilter(DropFailedCommand())

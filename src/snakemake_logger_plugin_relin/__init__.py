@@ -45,11 +45,12 @@ class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         from snakemake.logging import ColorizingTextHandler, DefaultFilter, DefaultFormatter
 
-        from relin.pipeline import ShortJobErrors
+        from relin.pipeline import DropFailedCommand, ShortJobErrors
 
         s = self.common_settings
         self.console = ColorizingTextHandler(nocolor=s.nocolor, stream=sys.stdout if s.stdout else sys.stderr)
         self.console.addFilter(DefaultFilter(s.quiet, s.debug_dag, s.verbose, s.dryrun, s.printshellcmds))
+        self.console.addFilter(DropFailedCommand())
         self.console.setFormatter(ShortJobErrors(DefaultFormatter(s.quiet, s.show_failed_logs)))
 
     def emit(self, record: logging.LogRecord) -> None:

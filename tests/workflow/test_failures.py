@@ -34,7 +34,7 @@ def test_a_failing_stage_says_why_on_the_console_and_keeps_the_output_it_was_to_
                                      "0.4.12"), console[error]
     assert console[error + 1].startswith("[") and console[error + 2] == "Error in rule real_text:", console
     block = console[error + 2:]
-    assert not any(line.strip() == "shell:" for line in block) and len(block) <= 12, "\n".join(block)
+    assert not any(line.strip() == "shell:" for line in block) and len(block) <= 14, "\n".join(block)
     assert f"relin: real_text failed; its previous output is kept: {REAL_TEXT}" in relin_lines(out)
     assert _files(repo / REAL_TEXT) == before and manifest_path(repo / REAL_TEXT).read_text() == record
     # still to be rebuilt with the changed parameter; as it was without it
