@@ -17,7 +17,7 @@ import sys
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
 # The last line of Snakemake's traceback for an overlay it cannot open, and for a --config word without "=".
-_MISSING_FILE = re.compile(r"^FileNotFoundError: \[Errno 2\] No such file or directory: '(?P<path>.+)'$", re.M)
+_UNREADABLE = re.compile(r"^(?P<error>FileNotFoundError|IsADirectoryError): \[Errno \d+\] [^:]+: '(?P<path>.+)'$", re.M)
 _NOT_A_PAIR = re.compile(r"Invalid config definition: .*\(Unparsable value: '(?P<word>.+)'\)$", re.M)
 
 
@@ -28,14 +28,14 @@ def command_line_mistake(text: str, argv: list[str]) -> str | None:
         return (f"relin: --config {word}: not a KEY=VALUE pair (--config takes every word after it); put targets "
                 f"before the options (snakemake {word} --cores 2 --config KEY=VALUE), and nest keys as YAML: "
                 f"--config 'teacher={{train: {{steps: 5}}}}'")
-    if (found := _MISSING_FILE.search(text)) and found["path"] in argv:
+    if (found := _UNREADABLE.search(text)) and found["path"] in argv:
         path = found["path"]
+        what = "a directory" if found["error"] == "IsADirectoryError" else "no such file"
         if path.startswith("results/"):
-            return (f"relin: --configfile {path}: no such file, and a target, not a config overlay (--configfile "
-                    f"takes every word after it); put targets before the options: snakemake {path} --cores 2 "
+            return (f"relin: --configfile {path}: {what}, and a target, not a config overlay (--configfile takes "
+                    f"every word after it); put targets before the options: snakemake {path} --cores 2 "
                     f"--configfile FILE")
-        return (f"relin: --configfile {path}: no such file (expected a YAML overlay, e.g. "
-                f"workflow/configs/smoke.yaml)")
+        return f"relin: --configfile {path}: {what} (expected a YAML overlay, e.g. workflow/configs/smoke.yaml)"
     return None
 
 

@@ -63,7 +63,10 @@ def test_a_target_after_configfile_is_one_line_saying_where_targets_go(smoke_run
      "relin: --config results/eval/teacher-qwen3/metrics.json: not a KEY=VALUE pair (--config takes every word after "
      "it); put targets before the options (snakemake results/eval/teacher-qwen3/metrics.json --cores 2 --config "
      "KEY=VALUE), and nest keys as YAML: --config 'teacher={train: {steps: 5}}'"),
-], ids=["mistyped overlay", "target after --configfile", "target after --config"])
+    (["--configfile", SMOKE, "results/report"],
+     "relin: --configfile results/report: a directory, and a target, not a config overlay (--configfile takes every "
+     "word after it); put targets before the options: snakemake results/report --cores 2 --configfile FILE"),
+], ids=["mistyped overlay", "target after --configfile", "target after --config", "a folder target"])
 def test_a_command_line_snakemake_cannot_read_is_one_line(smoke_run, argv, expected):
     """Snakemake reads these before the Snakefile and printed a traceback of its own (26 and 28 lines); relin's
     logger plugin, which the project's workflow profile names, says what is wrong in one line."""
