@@ -79,7 +79,9 @@ def render_html(title: str, sections: list[Section], sources: list[str], head: l
                 parts.append(f"<figure><img src=\"{html.escape(block.file)}\" alt=\"{html.escape(block.caption)}\">"
                              f"<figcaption>{html.escape(block.caption)}</figcaption></figure>\n")
     items = "".join(f"<li><code>{html.escape(s)}</code></li>" for s in sources)
-    parts.append(f"<h2 id=\"sources\">Sources</h2>\n<ul class=\"sources\">{items}</ul>\n</body>\n</html>\n")
+    # the inputs are for looking up, not for reading through: folded, as the long detail tables are
+    parts.append(f"<h2 id=\"sources\">Sources</h2>\n<details><summary>{len(sources)} stage outputs</summary>\n"
+                 f"<ul class=\"sources\">{items}</ul></details>\n</body>\n</html>\n")
     return "".join(parts)
 
 
@@ -93,5 +95,6 @@ def render_markdown(title: str, sections: list[Section], sources: list[str], hea
         for block in section.blocks:
             parts.append("\n" + (block.markdown() if isinstance(block, Table)
                                  else f"![{block.caption}]({block.file})\n"))
-    parts.append("\n## Sources\n\n" + "".join(f"- `{s}`\n" for s in sources))
+    parts.append(f"\n## Sources\n\n<details><summary>{len(sources)} stage outputs</summary>\n\n"
+                 + "".join(f"- `{s}`\n" for s in sources) + "\n</details>\n")
     return "".join(parts)
