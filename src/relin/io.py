@@ -31,21 +31,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def stale_temporaries(path: str | Path, kind: str) -> list[Path]:
+    """The ``.NAME.<kind>-PID`` siblings of ``path`` whose writer is gone (``tmp``: partial writes, ``old``: outputs
+    set aside by relin.recovery)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    return [stale for stale in path.parent.glob(f".{path.name}.{kind}-*")
+            if (pid := stale.name.rpartition("-")[2]).isdigit() and int(pid) != os.getpid()
+            and not _pid_alive(int(pid))]
+
+
 def clear_stale_temporaries(path: str | Path) -> list[Path]:
     """Remove ``.NAME.tmp-PID`` / ``.NAME.old-PID`` siblings of ``path`` whose writer is gone."""
-    path = Path(path)
-    removed = []
-    if not path.parent.is_dir():
-        return removed
-    for kind in ("tmp", "old"):
-        for stale in path.parent.glob(f".{path.name}.{kind}-*"):
-            pid = stale.name.rpartition("-")[2]
-            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-                if stale.is_dir() and not stale.is_symlink():
-                    shutil.rmtree(stale, ignore_errors=True)
-                else:
-                    stale.unlink(missing_ok=True)
-                removed.append(stale)
+    removed = stale_temporaries(path, "tmp") + stale_temporaries(path, "old")
+    for stale in removed:
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     return removed
 
 

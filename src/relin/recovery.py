@@ -22,7 +22,8 @@ tests/workflow/test_recovery.py runs each case on a three-rule Snakefile, so a S
 :func:`keep_replaced_outputs` keeps a job's previous outputs until its rerun succeeds: Snakemake deletes them before
 the job starts, so a rerun that fails (a stage refusing a bad parameter) left nothing of what was there. They are set
 aside instead (renamed, ``.NAME.old-<pid>``, with their manifests and Snakemake's metadata records) and put back when
-the job fails, so a failed rerun changes nothing but its log; a successful one discards them.
+the job fails, so a failed rerun changes nothing but its log; a successful one discards them. Those of a run killed
+outright stay hidden until the next run of the job takes them over.
 """
 from __future__ import annotations
 
@@ -278,10 +279,13 @@ def set_aside(job) -> list[SetAside]:
         path = Path(f)
         if f.is_storage or any(is_flagged(f, flag) for flag in ("update", "pipe", "service")):
             continue
+        manifest = manifest_path(path)
+        if not (path.exists() or path.is_symlink()):
+            _take_over_killed_backup(path, manifest)
+        clear_stale_temporaries(path)       # the backups of runs that were killed
+        clear_stale_temporaries(manifest)
         if not (path.exists() or path.is_symlink()):
             continue
-        clear_stale_temporaries(path)       # the backups of runs that were killed
-        manifest = manifest_path(path)
         key = persistence._get_key(f)
         kept = SetAside(path, _backup_of(path), manifest if manifest.is_file() else None, key,
                         persistence._read_record(key))
@@ -291,6 +295,20 @@ def set_aside(job) -> list[SetAside]:
             kept.manifest.rename(_backup_of(kept.manifest))
         moved.append(kept)
     return moved
+
+
+def _take_over_killed_backup(path: Path, manifest: Path) -> None:
+    """A run killed outright (no ``onerror``) leaves the output its job had set aside hidden under the dead pid: back
+    in place (newest first, with its manifest), to be set aside by this run and kept until its new output exists."""
+    from .io import stale_temporaries
+
+    backups = sorted(stale_temporaries(path, "old"), key=lambda p: p.lstat().st_mtime, reverse=True)
+    if not backups:
+        return
+    backups[0].rename(path)
+    kept_manifest = manifest.with_name(f".{manifest.name}.old-{backups[0].name.rpartition('-')[2]}")
+    if kept_manifest.exists() and not manifest.exists():
+        kept_manifest.rename(manifest)
 
 
 def _backup_of(path: Path) -> Path:

@@ -54,7 +54,7 @@ rule c:
 # Not in `all`: a target whose job writes nothing until it ends, as relin's stages write.
 rule d:
     output: "d.txt"
-    shell: "sleep ${{TOY_SLEEP:-0}} && echo d > d.txt"
+    shell: "[ -z ${{TOY_FAIL:-}} ] && sleep ${{TOY_SLEEP:-0}} && echo d > d.txt"
 '''
 
 
@@ -202,6 +202,28 @@ def test_toy_rerun_stopped_by_ctrl_c_keeps_the_previous_output(tmp_path):
     assert (repo / "d.txt").read_text() == "d\n"
     again = run(["snakemake", "--cores", "1", "d.txt"], repo)
     assert relin_lines(again)[-1].endswith("d.txt (unfinished: its run was interrupted)"), again.stderr
+
+
+def test_toy_output_set_aside_by_a_killed_rerun_is_kept_until_a_new_one_exists(tmp_path):
+    """kill -9 of a --forcerun (no onerror runs) whose job writes its output only at its end, as relin's stages write:
+    the output it had set aside is left as a hidden backup of a dead run. The next run of the job takes it over: a
+    failure puts it back in place, a success replaces it, and no backup stays either way."""
+    repo = _toy(tmp_path / "toy")
+    run(["snakemake", "--cores", "1", "d.txt"], repo)
+    kill_tree(_held(repo, "d.txt", "--forcerun", "d"))
+    assert not (repo / "d.txt").exists() and list(repo.glob(".d.txt.old-*")), sorted(p.name for p in repo.iterdir())
+
+    failed = run(["snakemake", "--cores", "1", "d.txt"], repo, check=False, TOY_FAIL="1")
+    assert failed.returncode != 0
+    assert "relin: d failed; its previous output is kept: d.txt" in relin_lines(failed), failed.stderr
+    assert (repo / "d.txt").read_text() == "d\n" and not list(repo.glob(".d.txt.old-*")), \
+        sorted(p.name for p in repo.iterdir())
+
+    kill_tree(_held(repo, "d.txt", "--forcerun", "d"))
+    out = run(["snakemake", "--cores", "1", "d.txt"], repo)
+    assert relin_lines(out)[-1].endswith("d.txt (unfinished: its run was interrupted)"), out.stderr
+    assert (repo / "d.txt").read_text() == "d\n" and not list(repo.glob(".d.txt.old-*")), \
+        sorted(p.name for p in repo.iterdir())
 
 
 def test_toy_failed_rerun_keeps_the_previous_output_and_its_record(tmp_path):
