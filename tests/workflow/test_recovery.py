@@ -162,7 +162,9 @@ def test_toy_sigterm_stop_says_what_happened_not_that_a_job_failed(tmp_path):
     import signal
 
     repo = _toy(tmp_path / "toy")
-    proc = _held(repo, "d.txt", "c.txt", "--forcerun", "a", sleep=5)
+    # d first (a and d are both ready; with one core Snakemake's choice between them is arbitrary): it is running when
+    # SIGTERM comes, and a, b and c do not start.
+    proc = _held(repo, "d.txt", "c.txt", "--forcerun", "a", "--prioritize", "d.txt", sleep=5)
     proc.send_signal(signal.SIGTERM)
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode != 0 and (repo / "d.txt").read_text() == "d\n", out
