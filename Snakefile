@@ -13,16 +13,14 @@ from snakemake.utils import validate
 from relin import recovery, tracking
 from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides
 from relin.errors import ConfigError, UserError
-from relin.pipeline import Pipeline, dvc_stage_name, lock_held_elsewhere
+from relin.pipeline import Pipeline, command_line_error, dvc_stage_name, lock_held_elsewhere, show_stage_errors
 from relin.preflight import check as preflight
 from relin.preflight import check_writable
 
 # relin's strict check first: a missing or bad params.yaml, overlay or --config value ends here with
 # one line naming the file (or --config) and the key, before any job runs.
-# argparse keeps only the last of several --configfile options: the overlays before it would be dropped silently.
-if sum(arg.split("=")[0] in ("--configfile", "--configfiles") for arg in sys.argv[1:]) > 1:
-    sys.exit("relin: --configfile: given more than once, and Snakemake keeps only the last; expected the overlays "
-             "after one --configfile (--configfile a.yaml b.yaml)")
+if mistake := command_line_error(sys.argv[1:], workflow.config_settings.configfiles):
+    sys.exit(f"relin: {mistake}")
 try:
     cli_overrides = typed_overrides(workflow.config_settings.config)
     layers = [("params.yaml", read_yaml("params.yaml"))]
@@ -38,6 +36,9 @@ PIPELINE = Pipeline(commits_dvc=all(deep_merge(layers[0][1], data) == layers[0][
 # then every job whose output is missing or unfinished runs, with what depends on it, whatever the targets.
 if PIPELINE.takes_lock:
     recovery.install(workflow, before=PIPELINE.before_dag, others_running=lock_held_elsewhere)
+# A job's previous outputs stay until its rerun succeeds; a failed job's own error line heads Snakemake's block.
+recovery.keep_replaced_outputs()
+show_stage_errors()
 
 
 configfile: "params.yaml"
@@ -83,4 +84,5 @@ onsuccess:
 
 
 onerror:
-    PIPELINE.end("FAILED")
+    recovery.put_back_unsettled()
+    PIPELINE.end("KILLED" if PIPELINE.stopped_on_request(workflow) else "FAILED")

@@ -5,6 +5,8 @@
     relin check-config      validate params.yaml (+ overlays) and print one line
     relin run-job RULE TARGET...   one Snakemake job under the pipeline lock (the command of each DVC stage)
     relin mme-score RESULTS_DIR    score MME answer files in the official layout (<subtask>.txt per subtask)
+    relin publish-report --to docs/results/<config>   the committed copy of results/report (page, Markdown, figures)
+    relin --version         the release and, in a checkout, its commit
 
 A stage reads its config sections either from ``--config`` (JSON of exactly the sections it
 declares: what its Snakemake rule passes) or from ``--params`` plus overlays. User mistakes end with
@@ -21,9 +23,10 @@ from .errors import reported
 def _parser() -> argparse.ArgumentParser:
     """The parser of the workflow commands; the stages are listed (:mod:`relin.stages.command` parses each)."""
     from .stages import STAGES
-    from .stages.command import add_common_arguments
+    from .stages.command import OneLineParser, add_common_arguments
 
-    parser = argparse.ArgumentParser(prog="relin", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="relin", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     schema = sub.add_parser("schema", help="write the params JSON schema (generated from the typed configs)")
     schema.add_argument("--out", default="workflow/schemas/params.schema.yaml")
@@ -32,11 +35,33 @@ def _parser() -> argparse.ArgumentParser:
     job = sub.add_parser("run-job", help="run one Snakemake job under the pipeline lock (DVC stages call this)")
     job.add_argument("rule", help="the Snakemake rule of the job")
     job.add_argument("targets", nargs="+", help="the job's output files")
+    publish = sub.add_parser("publish-report", help="copy a report (page, Markdown, figures) to its committed copy")
+    publish.add_argument("--report", default="results/report", help="the report directory the report stage wrote")
+    publish.add_argument("--to", required=True, help="the committed copy, e.g. docs/results/default")
     mme = sub.add_parser("mme-score", help="score MME results files (img, question, gt, pred) as the official tool")
     mme.add_argument("results_dir", help="directory of <subtask>.txt files")
     for name, (_, help_text) in STAGES.items():
         add_common_arguments(sub.add_parser(name, help=help_text))    # listed here; run by stages.command
     return parser
+
+
+def version() -> str:
+    """``relin <version> (<commit>)``: the installed release, and the checkout's commit when run from one."""
+    import subprocess
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+    from pathlib import Path
+
+    try:
+        release = installed("relin")
+    except PackageNotFoundError:
+        release = "(not installed)"
+    try:
+        commit = subprocess.run(["git", "describe", "--always", "--dirty=+"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return f"relin {release}" + (f" (commit {commit})" if commit else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +100,12 @@ def _workflow_command(args: argparse.Namespace) -> int:
         from .pipeline import run_job
 
         return run_job(args.rule, args.targets)
+    if args.command == "publish-report":
+        from .report.publish import publish
+
+        written = publish(args.report, args.to)
+        print(f"{args.to}: {len(written)} files from {args.report} ({', '.join(written[:3])}, …)")
+        return 0
     if args.command == "mme-score":
         from .eval.mme import format_scores, score_results_dir
 

@@ -78,7 +78,6 @@ def _dump(repo, dvcfile, stages: list, defined: set[str]) -> None:
         changed = True
     if changed:
         dump_yaml(lockfile.path, data, fs=repo.fs)
-        repo.scm_context.track_file(lockfile.relpath)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,21 +31,25 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def stale_temporaries(path: str | Path, kind: str) -> list[Path]:
+    """The ``.NAME.<kind>-PID`` siblings of ``path`` whose writer is gone (``tmp``: partial writes, ``old``: outputs
+    set aside by relin.recovery)."""
+    path = Path(path)
+    if not path.parent.is_dir():
+        return []
+    return [stale for stale in path.parent.glob(f".{path.name}.{kind}-*")
+            if (pid := stale.name.rpartition("-")[2]).isdigit() and int(pid) != os.getpid()
+            and not _pid_alive(int(pid))]
+
+
 def clear_stale_temporaries(path: str | Path) -> list[Path]:
     """Remove ``.NAME.tmp-PID`` / ``.NAME.old-PID`` siblings of ``path`` whose writer is gone."""
-    path = Path(path)
-    removed = []
-    if not path.parent.is_dir():
-        return removed
-    for kind in ("tmp", "old"):
-        for stale in path.parent.glob(f".{path.name}.{kind}-*"):
-            pid = stale.name.rpartition("-")[2]
-            if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
-                if stale.is_dir() and not stale.is_symlink():
-                    shutil.rmtree(stale, ignore_errors=True)
-                else:
-                    stale.unlink(missing_ok=True)
-                removed.append(stale)
+    removed = stale_temporaries(path, "tmp") + stale_temporaries(path, "old")
+    for stale in removed:
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
     return removed
 
 
@@ -120,15 +124,30 @@ def digest(path: str | Path) -> str:
     """
     path = Path(path)
     h = hashlib.md5()
-    files = [path] if path.is_file() else sorted(
-        p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
-    for f in files:
+    for f in content_files(path):
         if path.is_dir():
             h.update(str(f.relative_to(path)).encode())
         with open(f, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 h.update(block)
     return h.hexdigest()
+
+
+def content_files(path: str | Path) -> list[Path]:
+    """The files that make up an output: the file itself, or a directory's files (sorted; Snakemake's timestamp
+    marker left out)."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*") if p.is_file() and p.name not in NOT_CONTENT)
+
+
+def file_stats(path: str | Path) -> dict[str, list[int]]:
+    """Size and modification time (ns) of each file of an output, by its name relative to the output: a cheap
+    fingerprint that any rewrite or truncation changes."""
+    path = Path(path)
+    return {(str(f.relative_to(path)) if path.is_dir() else f.name): [f.stat().st_size, f.stat().st_mtime_ns]
+            for f in content_files(path)}
 
 
 def manifest_path(path: str | Path) -> Path:

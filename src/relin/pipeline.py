@@ -11,6 +11,8 @@
   unfinished output of its DAG, so the one recovery command after a kill is the command that was killed.
 - **Tracking** (:mod:`relin.tracking`): the store is checked once, the runs of dead invocations are
   closed, saved outbox writes are logged, and the parent run is created before any job starts.
+- **A failed job says why on the console** (:func:`show_stage_errors`): the stage's own one-line error, read from
+  its log, heads Snakemake's error block, which no longer repeats the job's command (its config JSON is in the log).
 - **DVC agrees with Snakemake.** A run whose config is ``params.yaml`` itself (no overlay or ``--config``
   changed a value) first makes ``dvc.yaml`` the DAG of that ``params.yaml`` (:mod:`relin.dvc_sync`), and
   after success commits the DVC stages of the jobs in its DAG (all up to date now) to ``dvc.lock`` in one
@@ -21,11 +23,12 @@ from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
+import re
 import shlex
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO, Iterable
 
@@ -46,22 +49,15 @@ def acquire_lock(root: str | Path = ".") -> IO:
 
     Raises :class:`PipelineBusy` with one line naming the holder when another process has it.
     """
+    from .jobserver.job_lock import record_holder, try_lock
+
     path = Path(root) / LOCK_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = path.open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        holder = _holder(handle.read())
-        handle.close()
-        raise PipelineBusy(f"another pipeline run holds {Path(root).resolve()} ({holder}); nothing was started "
-                           f"or changed: wait for it to finish, then run again") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(json.dumps({"pid": os.getpid(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-                             "command": shlex.join(sys.argv)}))
-    handle.flush()
+    handle, record = try_lock(path)
+    if handle is None:
+        raise PipelineBusy(f"another pipeline run holds {Path(root).resolve()} ({_holder(record)}); nothing was "
+                           f"started or changed: wait for it to finish, then run again")
+    record_holder(handle, command=shlex.join(sys.argv))
     return handle
 
 
@@ -79,12 +75,39 @@ def lock_held_elsewhere(root: str | Path = ".") -> bool:
     return False
 
 
+def lock_holder(root: str | Path = ".") -> str:
+    """Who holds the checkout's pipeline lock, as recorded by its holder."""
+    path = Path(root) / LOCK_FILE
+    return _holder(path.read_text()) if path.is_file() else "holder unknown"
+
+
 def _holder(text: str) -> str:
     try:
         info = json.loads(text)
         return f"pid {info['pid']} since {info['started']}: {info['command']}"
     except (json.JSONDecodeError, KeyError, TypeError):
         return "holder unknown"
+
+
+def command_line_error(argv: list[str], configfiles: Iterable[str]) -> str | None:
+    """What is wrong with a ``snakemake`` command line, in one line, or ``None``: ``--configfile`` given twice
+    (argparse keeps the last: the overlays before it would be dropped silently), a target written after
+    ``--configfile`` (which takes every word after it: the target's file, an output, was read as an overlay), or
+    ``--unlock`` while a live run holds the checkout (its Snakemake locks are its own: a second run would take its
+    outputs)."""
+    if "--unlock" in argv and lock_held_elsewhere():
+        return (f"--unlock: a running pipeline holds this checkout ({lock_holder()}); its locks end with it: nothing "
+                f"was unlocked")
+    if sum(arg.split("=")[0] in ("--configfile", "--configfiles") for arg in argv) > 1:
+        return ("--configfile: given more than once, and Snakemake keeps only the last; expected the overlays after "
+                "one --configfile (--configfile a.yaml b.yaml)")
+    targets = [path for path in configfiles if Path(os.path.relpath(path)).parts[:1] == ("results",)]
+    if not targets:
+        return None
+    words = [arg for arg in argv if os.path.relpath(arg) not in map(os.path.relpath, targets)]
+    return (f"--configfile {' '.join(map(os.path.relpath, targets))}: a target (a DAG output), not a config overlay: "
+            f"Snakemake reads every word after --configfile as one; put targets before the options: "
+            f"{shlex.join(['snakemake', *map(os.path.relpath, targets), *words])}")
 
 
 class Pipeline:
@@ -120,9 +143,11 @@ class Pipeline:
 
     def start(self) -> None:
         from . import tracking
+        from .jobserver.lifetime import export_pipeline
         from .jobserver.server import start_server
 
         self.hold()
+        export_pipeline()       # every job watches this process and stops when it is gone (relin.jobserver.lifetime)
         if self.takes_lock:     # under run-job (one DVC stage) the one job would only wait for the server's imports
             self.jobs = start_server()
         cfg = tracking.tracking_config()
@@ -142,6 +167,21 @@ class Pipeline:
         # The jobs' runs are written from here: no job pays for importing MLflow (relin.tracking.service).
         self.service = tracking.start_service(cfg)
         print(f"relin: MLflow parent run {self.parent_run}", file=sys.stderr)
+
+    def stopped_on_request(self, workflow) -> bool:
+        """Whether a failed run was stopped by SIGTERM (Snakemake let its running jobs finish, then stopped) with no
+        job failed; if so one line says so and Snakemake's "At least one job did not complete successfully" is
+        dropped."""
+        scheduler = getattr(workflow, "scheduler", None)
+        if scheduler is None or getattr(scheduler, "_user_kill", None) != "graceful" or scheduler.failed:
+            return False
+        left = sum(1 for _ in workflow.dag.needrun_jobs())
+        print(f"relin: stopped on request (SIGTERM) once its running jobs had finished; {left} job(s) did not "
+              f"start: the same command goes on from there", file=sys.stderr)
+        HIDE_FINAL_ERROR.active = True
+        for handler in logging.getLogger("snakemake.logging").handlers:
+            handler.addFilter(HIDE_FINAL_ERROR)
+        return True
 
     def end(self, status: str, dag_stages: Iterable[str] = ()) -> None:
         """``dag_stages``: the DVC stage names (:func:`dvc_stage_name`) of the jobs in this run's DAG."""
@@ -208,28 +248,118 @@ def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None
     if proc.returncode:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         reason = lines[-1] if lines else f"relin.dvc_lock exited with status {proc.returncode} and no message"
-        hint = ("; DVC needs a git repository: `git init`, or `dvc config core.no_scm true`"
-                if "not a git repository" in reason else "")
-        print(f"relin: dvc.lock not updated ({reason}{hint}); `dvc status` lists the {len(stages)} stage(s) this "
-              f"run finished as changed", file=sys.stderr)
-    elif autostage(root):
-        # `dvc commit` does not autostage (dvc repro does): stage the lock file as DVC's setting asks.
-        subprocess.run(["git", "add", "dvc.lock"], cwd=root, capture_output=True)
+        print(f"relin: dvc.lock not updated ({reason}); `dvc status` lists the {len(stages)} stage(s) this run "
+              f"finished as changed", file=sys.stderr)
 
 
-def autostage(root: Path) -> bool:
-    """DVC's ``core.autostage`` setting of the repository at ``root``."""
-    import configparser
-
-    config = configparser.ConfigParser()
-    config.read(root / ".dvc" / "config")
-    return config.getboolean("core", "autostage", fallback=False)
+class DvcYamlChanged(UserError):
+    """``dvc repro`` planned from a ``dvc.yaml`` that was not the DAG of the current ``params.yaml``."""
 
 
 def run_job(rule: str, targets: list[str]) -> int:
-    """``relin run-job``: one Snakemake job for DVC, under the pipeline lock (see module docstring)."""
+    """``relin run-job``: one Snakemake job for DVC, under the pipeline lock (see module docstring). DVC reads
+    ``dvc.yaml`` as it is, so a ``params.yaml`` edited since it was generated (a bridge dropped) would run stages of
+    the old DAG: the job first makes ``dvc.yaml`` current (:func:`relin.dvc_sync.sync`) and, when it changed, runs
+    nothing and says to run ``dvc repro`` again (raises :class:`DvcYamlChanged`)."""
+    from . import dvc_sync
+    from .jobserver.lifetime import die_with_parent
+
     lock = acquire_lock()
+    if note := dvc_sync.sync():
+        raise DvcYamlChanged(f"{note}, after `dvc repro` had read the old one: nothing was run; run `dvc repro` "
+                             f"(or `dvc status`) again on the new one")
     cmd = ["snakemake", *targets, "--cores", "all", "--forcerun", rule, "--allowed-rules", rule]
     env = {**os.environ, UNDER_RUN_JOB_ENV: "1"}
     os.set_inheritable(lock.fileno(), True)
-    return subprocess.run(cmd, env=env, pass_fds=(lock.fileno(),)).returncode
+    here = os.getpid()
+    # a run-job killed outright (dvc repro killed) stops its Snakemake, which stops its job
+    return subprocess.run(cmd, env=env, pass_fds=(lock.fileno(),), preexec_fn=lambda: die_with_parent(here)).returncode
+
+
+# What a stage prints when it fails (relin.errors.reported), or the last line of an uncaught exception's traceback.
+_ERROR_LINE = re.compile(r"^relin [\w-]+: (error|interrupted)\b|^relin: |^[\w.]*(Error|Exception|Interrupt)\b")
+_LOG_TAIL = 1 << 16
+
+
+def stage_error(logs: Iterable[str], rule: str) -> str | None:
+    """The error a failed job's stage wrote last in its log (one line), ``None`` when its log ends otherwise (a job
+    killed by a signal)."""
+    for log in logs:
+        try:
+            with open(log, "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - _LOG_TAIL))
+                lines = handle.read().decode(errors="replace").splitlines()
+        except OSError:
+            continue
+        last = next((line.strip() for line in reversed(lines) if line.strip()), "")
+        if _ERROR_LINE.match(last):
+            return last if last.startswith("relin") else f"relin: {rule} failed: {last}"
+    return None
+
+
+class _HideFinalError(logging.Filter):
+    """Drops Snakemake's closing "At least one job did not complete successfully." of a run that stopped on request
+    with no job failed (:meth:`Pipeline.stopped_on_request` says what happened instead)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (self.active and "At least one job did not complete successfully" in str(record.msg))
+
+
+HIDE_FINAL_ERROR = _HideFinalError()
+
+
+# Where Snakemake's console would print a job's command or its params (the rule's config JSON: a screenful each).
+_FAILED_COMMAND = re.compile(r"^Command '.*' (returned non-zero exit status \d+|died with <Signals\.\w+: \d+>)\.$",
+                             re.M)
+_PARAMS_CHANGED = re.compile(r"(Params have changed since last execution): .*?(?=; [A-Z]|$)", re.S)
+
+
+class DropFailedCommand(logging.Filter):
+    """Drops Snakemake's "CalledProcessError ... Command '<the job's command>' returned non-zero exit status N": the
+    job error block after it names the rule and its log, headed by the stage's own line (:class:`ShortJobErrors`). A
+    command killed by a signal (an OOM kill) is kept, its command shortened."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = str(record.msg)
+        return not ("CalledProcessError" in text
+                    and re.search(r"^Command '.*' returned non-zero exit status \d+\.$", text, re.M))
+
+
+class ShortJobErrors(logging.Formatter):
+    """Snakemake's console formatter, its job errors headed by the stage's own line, without the job's command,
+    inputs or changed params (the command holds the rule's config JSON: a screenful; all stay in Snakemake's log
+    file and the job's log)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        from snakemake.logging import get_event
+        from snakemake_interface_logger_plugins.common import LogEvent
+
+        event = get_event(record)
+        if event == LogEvent.JOB_INFO and isinstance(getattr(record, "reason", None), str):
+            return self.inner.format_job_info({**record.__dict__,
+                                               "reason": _PARAMS_CHANGED.sub(r"\1", record.reason)})
+        if event != LogEvent.JOB_ERROR:
+            return _FAILED_COMMAND.sub(r"The job's command \1 (the command is in the job's log).",
+                                       self.inner.format(record))
+        msg = {**record.__dict__, "shellcmd": None, "input": []}
+        block = self.inner.format_job_error(msg)
+        line = stage_error(msg.get("log") or [], msg.get("rule_name", "a job"))
+        return f"{line}\n{block}" if line else block
+
+
+def show_stage_errors() -> None:
+    """Give Snakemake's console handler :class:`ShortJobErrors` (call from the Snakefile: its handlers exist then)."""
+    from snakemake.logging import DefaultFormatter
+
+    for handler in logging.getLogger("snakemake.logging").handlers:
+        if isinstance(handler.formatter, DefaultFormatter):
+            handler.setFormatter(ShortJobErrors(handler.formatter))
+            handler.addFilter(DropFailedCommand())

@@ -11,12 +11,15 @@ import yaml
 
 from relin import dvc_sync
 from relin.pipeline import (
+    DvcYamlChanged,
     PipelineBusy,
     acquire_lock,
+    command_line_error,
     commit_dvc_stages,
     dvc_stages_with_outputs,
     lock_held_elsewhere,
     run_job,
+    stage_error,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,15 +124,30 @@ def test_entries_of_stages_dvc_yaml_no_longer_defines_leave_dvc_lock(tmp_path):
     assert "up to date" in status.stdout
 
 
-def test_dvc_lock_warning_names_dvcs_reason(tmp_path, capsys):
-    """Outside git (a downloaded archive) DVC cannot run; the warning says why and what to do, not "no output"."""
+def test_dvc_runs_outside_git_and_its_lock_is_ignored_by_git(tmp_path):
+    """The project's DVC runs without git (core.no_scm): dvc.lock, the record of this checkout's runs, is git-ignored
+    (DVC refuses an ignored dvc.lock in git mode), so a run leaves `git status` clean, and a downloaded archive (no
+    .git) records its runs too."""
     (tmp_path / ".dvc").mkdir()
     shutil.copy(ROOT / ".dvc" / "config", tmp_path / ".dvc" / "config")
     _dvc_yaml(tmp_path, {"a": "a.txt"})
     commit_dvc_stages(["a"], tmp_path)
+    assert set(yaml.safe_load((tmp_path / "dvc.lock").read_text())["stages"]) == {"a"}
+    ignored = subprocess.run(["git", "check-ignore", "-q", "dvc.lock"], cwd=ROOT)
+    assert ignored.returncode == 0, "dvc.lock is not git-ignored"
+
+
+def test_dvc_lock_warning_names_dvcs_reason(tmp_path, capsys):
+    """DVC cannot write the lock (here: the one there is not YAML): the warning gives DVC's reason, not "no
+    output", and the stages stay unrecorded."""
+    (tmp_path / ".dvc").mkdir()
+    shutil.copy(ROOT / ".dvc" / "config", tmp_path / ".dvc" / "config")
+    _dvc_yaml(tmp_path, {"a": "a.txt"})
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages: [unclosed\n")
+    commit_dvc_stages(["a"], tmp_path)
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "not a git repository" in err and "git init" in err, err
-    assert err.startswith("relin: dvc.lock not updated (") and not (tmp_path / "dvc.lock").exists()
+    assert len(err.splitlines()) == 1 and err.startswith("relin: dvc.lock not updated (") and "dvc.lock" in err, err
+    assert "1 stage(s) this run finished as changed" in err
 
 
 FAKE_GENERATOR = """
@@ -170,3 +188,54 @@ def test_dvc_yaml_is_regenerated_only_when_what_it_is_made_from_changes(tmp_path
         dvc_sync.sync(tmp_path)
     assert str(err.value).startswith("dvc.yaml: could not be regenerated for params.yaml's DAG (gen_dvc: a rule calls")
     assert "\n" not in str(err.value)
+
+
+def test_run_job_makes_dvc_yaml_current_and_runs_nothing_when_it_was_stale(tmp_path, monkeypatch):
+    """Issue #63 item 5: DVC reads dvc.yaml as it is; a params.yaml that drops a stage reaches the stage's command,
+    which regenerates dvc.yaml and refuses in one line: `dvc repro -s` of the dropped stage trains nothing."""
+    (tmp_path / ".dvc").mkdir()
+    (tmp_path / "workflow/scripts").mkdir(parents=True)
+    (tmp_path / dvc_sync.GENERATOR).write_text(FAKE_GENERATOR)
+    (tmp_path / "params.yaml").write_text("stages: [a, b]\n")
+    dvc_sync.sync(tmp_path)
+    (tmp_path / "params.yaml").write_text("stages: [a]\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(subprocess, "run", _no_snakemake(subprocess.run))
+    with pytest.raises(DvcYamlChanged) as err:
+        run_job("b", ["b.txt"])
+    assert str(err.value) == ("dvc.yaml regenerated for params.yaml's DAG (1 stage; removed b), after `dvc repro` "
+                              "had read the old one: nothing was run; run `dvc repro` (or `dvc status`) again on the "
+                              "new one")
+    assert dvc_sync.stage_names(tmp_path) == ["a"]
+
+
+def _no_snakemake(run):
+    def guarded(cmd, *args, **kwargs):
+        assert cmd[0] != "snakemake", "the stage's job ran"
+        return run(cmd, *args, **kwargs)
+
+    return guarded
+
+
+def test_a_command_line_with_a_target_after_configfile_is_one_line_saying_where_targets_go():
+    argv = ["--cores", "2", "--configfile", "workflow/configs/smoke.yaml", "results/eval/teacher-qwen3/metrics.json"]
+    message = command_line_error(argv, ["workflow/configs/smoke.yaml", "results/eval/teacher-qwen3/metrics.json"])
+    assert message == ("--configfile results/eval/teacher-qwen3/metrics.json: a target (a DAG output), not a config "
+                       "overlay: Snakemake reads every word after --configfile as one; put targets before the options: "
+                       "snakemake results/eval/teacher-qwen3/metrics.json --cores 2 --configfile "
+                       "workflow/configs/smoke.yaml")
+    assert command_line_error(["--configfile", "a.yaml", "--configfile", "b.yaml"], ["b.yaml"]).startswith(
+        "--configfile: given more than once")
+    assert command_line_error(["results/x", "--configfile", "a.yaml"], ["a.yaml"]) is None
+
+
+@pytest.mark.parametrize("log, line", [
+    ("step 1/5\nrelin real-text: error: lm_eval 0.4.13 is installed (expected 0.4.12)\n",
+     "relin real-text: error: lm_eval 0.4.13 is installed (expected 0.4.12)"),
+    ("Traceback (most recent call last):\n  File x\nValueError: a bad shape\n\n",
+     "relin: teacher_lm failed: ValueError: a bad shape"),
+    ("step 1/5\nstep 2/5\n", None),                  # killed by a signal: nothing of its own to say
+], ids=["stage-error", "traceback", "killed"])
+def test_a_failed_jobs_own_error_is_read_from_its_log(tmp_path, log, line):
+    (tmp_path / "job.log").write_text(log)
+    assert stage_error([str(tmp_path / "missing.log"), str(tmp_path / "job.log")], "teacher_lm") == line

@@ -314,3 +314,57 @@ def test_a_stage_runs_name_says_which_model_it_made():
     assert run_name("bridge-niah", ["results/lia_mtr/niah/lia_mtr_no_gate/model"]) == \
         "bridge-niah · lia_mtr_no_gate"
     assert run_name("report", []) == "report"
+
+
+def test_a_logged_model_holds_its_files_and_names_the_models_it_was_made_from(store, tmp_path):
+    """Issue #63: the model page has the weights as artifacts (hard links into mlruns/: no second copy, and a
+    later run's replacement leaves them as they were) and the logged models it was made from."""
+    from mlflow.utils.file_utils import local_file_uri_to_path
+
+    _stage_writing_a_model("convert", "results/a/model")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.txt").write_text("rows")
+    _stage_writing_a_model("align", "results/b/model", inputs=["results/a/model", "data"])
+    client = tracking._client(store)
+    experiment = client.get_experiment_by_name(store.experiment).experiment_id
+    models = {m.tags["relin.path"]: m for m in client.search_logged_models([experiment])}
+    parent, child = models["results/a/model"], models["results/b/model"]
+    assert child.tags["relin.parent_models"] == f"convert ({parent.model_id})", "a dataset is no parent"
+    assert "relin.parent_models" not in parent.tags
+    folder = Path(local_file_uri_to_path(child.artifact_location))
+    weights = folder / "model.safetensors"
+    assert weights.read_text() == "weights of results/b/model"
+    assert os.path.samefile(weights, "results/b/model/model.safetensors"), "a hard link, not a copy"
+    tmp = Path("results/b/.model.tmp")
+    tmp.mkdir()
+    (tmp / "model.safetensors").write_text("a later run's weights")
+    os.replace("results/b/model/model.safetensors", tmp / "old")     # what an atomic rewrite does
+    os.replace(tmp / "model.safetensors", "results/b/model/model.safetensors")
+    assert weights.read_text() == "weights of results/b/model"
+
+
+def test_a_stage_whose_pipeline_service_died_writes_the_rest_of_its_run_itself(store, service, tmp_path):
+    """The pipeline killed outright takes its tracking service with it; its job, being stopped, still closes its
+    run (KILLED, its metrics in) from its own process, instead of leaving it RUNNING."""
+    from relin.tracking.stage_runs import Tracker
+
+    tracker = Tracker(store, "probe", tracking._process_tags())
+    assert tracker._outbox._service is not None
+    service.close()
+    tracker.log_metrics({"loss": 1.0}, step=1)
+    tracker.close("KILLED")
+    client = tracking._client(store)
+    assert client.get_run(tracker.run_id).info.status == "KILLED"
+    assert [m.step for m in client.get_metric_history(tracker.run_id, "loss")] == [1]
+
+
+@pytest.mark.parametrize("where", ["file", "folder"])
+def test_a_tracking_store_that_does_not_exist_is_one_line_unless_the_config_creates_it(tmp_path, where):
+    path = tmp_path / ("mlflow.db" if where == "file" else "missing/mlflow.db")
+    with pytest.raises(tracking.TrackingUnavailable) as err:
+        tracking.check_store(TrackingConfig(tracking_uri=f"sqlite:///{path}"))
+    message = str(err.value)
+    assert "\n" not in message and f"no MLflow store at {path} (no such {where})" in message
+    assert "tracking.create_store: true" in message and not path.exists()
+    tracking.check_store(TrackingConfig(tracking_uri=f"sqlite:///{path}", create_store=True))
+    tracking.check_store(TrackingConfig())          # the project's own store is created on first use

@@ -136,6 +136,16 @@ def relin_lines(proc) -> list[str]:
     return [line for line in (proc.stdout + proc.stderr).splitlines() if line.startswith("relin:")]
 
 
+# Snakemake's notice that it read the project's workflow profile (profiles/default: relin's console plugin), printed
+# first by every run: no part of what the run says about itself.
+PROFILE_NOTICE = "Using workflow specific profile profiles/default for setting default command line arguments."
+
+
+def console_lines(proc) -> list[str]:
+    """The non-empty lines a run printed, but Snakemake's profile notice."""
+    return [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip() and line != PROFILE_NOTICE]
+
+
 def overlay(path: Path, mapping: dict) -> Path:
     path.write_text(yaml.safe_dump(mapping))
     return path

@@ -7,7 +7,7 @@ import shlex
 
 import pytest
 
-from .conftest import ROOT, copy_repository, gen_dvc, overlay, snakemake
+from .conftest import ROOT, console_lines, copy_repository, gen_dvc, overlay, snakemake
 
 
 def test_params_schema_is_current():
@@ -134,7 +134,7 @@ def test_bad_params_give_one_line_and_touch_nothing(tmp_path, case):
         args = ("--config", change)
     proc = snakemake(repo, *args, overlays=overlays, check=False)
     assert proc.returncode != 0
-    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    lines = console_lines(proc)
     assert len(lines) == 1 and lines[0].startswith("relin: ") and expected in lines[0], lines
     for path, text in existing.items():
         assert path.read_text() == text
@@ -325,3 +325,14 @@ def test_a_kernel_edit_reaches_only_the_stages_that_run_it(generated_dvc_yaml):
     assert "bridge_niah-lia_mtr" in retention and "eval_lm-opal-onpolicy" not in retention
     assert "opal_onpolicy-onpolicy" in delta_rule
     assert not any(name.startswith(("bridge_", "eval_mme", "vision_tower", "chat_lm")) for name in delta_rule)
+
+
+def test_no_file_a_dvc_stage_depends_on_is_empty(generated_dvc_yaml):
+    """Issue #63 item 7: every `dvc repro` warned that an empty `__init__.py` among a stage's deps is empty; DVC
+    warns of each empty dependency file, so none may be."""
+    import yaml
+
+    stages = yaml.safe_load(generated_dvc_yaml)["stages"]
+    deps = {d for stage in stages.values() for d in stage.get("deps", []) if isinstance(d, str)}
+    empty = sorted(d for d in deps if (ROOT / d).is_file() and (ROOT / d).stat().st_size == 0)
+    assert not empty, f"DVC warns of these empty deps: {empty}"

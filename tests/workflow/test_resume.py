@@ -36,27 +36,70 @@ def _teacher_process(snakemake_pid: int) -> psutil.Process | None:
     return None
 
 
-def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
+def _tree(pid: int) -> list[psutil.Process]:
+    return [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]
+
+
+def _survivors(processes: list[psutil.Process], timeout: float) -> list[str]:
+    """The command lines of ``processes`` still running after ``timeout`` seconds (zombies count as gone)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = []
+        for process in processes:
+            try:
+                if process.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(" ".join(process.cmdline())[:120])
+            except psutil.NoSuchProcess:
+                pass
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.2)
+
+
+def _runs(repo: Path, stage: str) -> list:
+    client = MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
+    return client.search_runs([client.get_experiment_by_name("relin").experiment_id],
+                              f"tags.`relin.stage` = '{stage}'", max_results=100)
+
+
+@pytest.mark.parametrize("killed", ["the stage", "snakemake alone"])
+def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path, killed):
+    """kill -9 of the teacher's stage process (an OOM kill), or of the ``snakemake`` process alone (issue #63: its
+    job, the job server and the server's child stopped with it, no orphan training on); the plain rerun resumes
+    from the newest checkpoint and gives the bytes of an uninterrupted run."""
     repo = clone_run(smoke_run, tmp_path / "repo")
     target = "results/teacher/qwen3/train_metrics.json"
     change = overlay(tmp_path / "resumable.yaml", RESUMABLE)
     argv = ["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(change)]
     earlier = set((repo / "checkpoints/teacher/qwen3").glob("*"))
+    previous = (repo / target).read_bytes()
     console = tmp_path / "snakemake.out"
     proc = subprocess.Popen(argv, cwd=repo, env=workflow_env(), stdout=console.open("w"), stderr=subprocess.STDOUT)
-    deadline, killed_after = time.monotonic() + 600, None
+    deadline, killed_after, tree = time.monotonic() + 600, None, []
     while time.monotonic() < deadline and proc.poll() is None:
         steps = sorted(p for p in (repo / "checkpoints/teacher/qwen3").glob("*/step-*") if p.parent not in earlier)
         teacher = _teacher_process(proc.pid)
         if steps and teacher is not None:
             killed_after = int(steps[-1].name.removeprefix("step-"))
-            teacher.send_signal(signal.SIGKILL)
+            tree = _tree(proc.pid)
+            (teacher if killed == "the stage" else proc).send_signal(signal.SIGKILL)
             break
         time.sleep(0.2)
     proc.wait(timeout=120)
     output = console.read_text()
     assert killed_after is not None, f"no checkpoint appeared before the teacher finished:\n{output}"
-    assert proc.returncode != 0 and not (repo / target).exists(), output
+    assert proc.returncode != 0, output
+    if killed == "the stage":
+        # the job failed and Snakemake lived on: the smoke run's output it was to replace is back (relin.recovery)
+        assert "relin: teacher_lm failed; its previous output is kept: " in output, output
+        assert (repo / target).read_bytes() == previous
+    else:
+        assert not (repo / target).exists(), output
+    assert not _survivors(tree, timeout=60), f"processes of the killed run still run: {_survivors(tree, 0)}"
+    if killed == "snakemake alone":
+        # the job closed its own run as it stopped; the next run closes the pipeline's
+        statuses = {r.info.status for r in _runs(repo, "teacher-lm") if r.info.start_time > smoke_start(smoke_run)}
+        assert statuses == {"KILLED"}, statuses
 
     snakemake(repo, target, overlays=(change,))
     metrics, record = json.loads((repo / target).read_text()), read_manifest(repo / target)
@@ -69,17 +112,20 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path):
     every = RESUMABLE["teacher"]["train"]["log_every"]
     assert logged and logged[0] == record["resumed_from"] + every, (record["resumed_from"], logged)
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{repo / 'mlflow.db'}")
-    teacher_runs = client.search_runs([client.get_experiment_by_name("relin").experiment_id],
-                                      "tags.`relin.stage` = 'teacher-lm'", max_results=100)
+    teacher_runs = _runs(repo, "teacher-lm")
     assert "RUNNING" not in {r.info.status for r in teacher_runs}
-    assert "KILLED" in {r.info.status for r in teacher_runs}, "the killed job's run was closed by the rerun"
+    assert "KILLED" in {r.info.status for r in teacher_runs}, "the killed job's run was closed"
 
     resumed = (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes()
     snakemake(repo, target, "--forcerun", "teacher_lm", overlays=(change,))
     assert read_manifest(repo / target)["resumed_from"] == 0
     assert (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes() == resumed, \
         "a resumed run must equal an uninterrupted one"
+
+
+def smoke_start(repo: Path) -> int:
+    """When the shared smoke run's last run started (ms): later runs are this test's."""
+    return max(r.info.start_time for r in _runs(repo, "report"))
 
 
 NIAH = "results/lia_mtr/niah/lia_mtr"
@@ -141,8 +187,20 @@ def test_deleted_report_input_is_rebuilt_by_the_plain_command(smoke_run, tmp_pat
     deleted = "results/lia_mtr/probe/probe.json"
     (repo / deleted).unlink()
     out = snakemake(repo)
-    assert relin_lines(out)[:1] == ["relin: rebuilding 1 missing or unfinished output(s) and what depends on them: "
-                                    f"{deleted} (missing)"], out.stderr
+    assert relin_lines(out)[:1] == ["relin: rebuilding 1 missing, unfinished or changed output(s) and what depends "
+                                    f"on them: {deleted} (missing)"], out.stderr
     ran = {line.split()[-1] for line in (out.stdout + out.stderr).splitlines() if line.startswith("localrule ")}
     assert ran == {"bridge_probe:", "report_manifest:", "report:", "all:"}, out.stderr
     assert not _differ(before, _results(repo)), _differ(before, _results(repo))
+
+
+def test_a_damaged_output_is_rebuilt_by_the_plain_command(smoke_run, tmp_path):
+    """Issue #63 item 7: a truncated model file passed a plain run ("Nothing to be done"); its files no longer
+    match what its stage recorded, so the plain command rebuilds it and what was made from it."""
+    repo = clone_run(smoke_run, tmp_path / "repo")
+    weights = repo / "results/teacher/qwen3/model/model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    dry = snakemake(repo, "-n")
+    assert relin_lines(dry) == ["relin: will rebuild 1 missing, unfinished or changed output(s) and what depends on "
+                                "them: results/teacher/qwen3/model (changed since its job wrote it)"], dry.stderr
+    assert "teacher_lm" in dry.stdout

@@ -14,9 +14,9 @@ all cores. A stage's DVC dependencies are its inputs, the ``.smk`` file of its r
 source files its stage runs (``relin.codedeps``: the stage module and what it imports,
 transitively); its params are the config sections the rule passes with ``--config`` (the keys of
 that JSON are dotted ``params.yaml`` paths). Evaluation summaries (``metrics.json``) are DVC metrics and
-training curves and evaluation tables are plots (``METRICS``, ``PLOTS``); all outputs are cached
-(``dvc exp show`` reads experiments' metrics from the cache) and ``persist``:
-DVC would otherwise delete them before running a stage, under a Snakemake run that reads them.
+training curves and evaluation tables are plots (``METRICS``, ``PLOTS``); all outputs are cached (``dvc checkout``
+brings back a recorded run's) and ``persist``: DVC would otherwise delete them before running a stage, under a
+Snakemake run that reads them.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-# What `dvc exp show` compares: the evaluation summaries (every model's metrics.json); what `dvc plots` draws.
+# What `dvc metrics show` lists: the evaluation summaries (every model's metrics.json); what `dvc plots` draws.
 # Every other output (training budgets, item scores, probes) is a plain cached output.
 METRICS = ("metrics.json",)
 PLOTS = ("history.csv", "accuracy_by_length.csv", "niah.csv", "memory.csv", "speed.csv")

@@ -1,4 +1,8 @@
-"""The job server: stage processes forked from one that has already imported torch and transformers.
+"""A job's life under the pipeline: the job server (stage processes forked from one that has already imported torch
+and transformers), the watchdog that ends a job with its pipeline (:mod:`.lifetime`) and the lock that gives a job
+one writer (:mod:`.job_lock`).
+
+The server.
 
 A stage process spends ~3.5 s of CPU importing torch and transformers' modelling code before it does anything
 (transformers pulls torch._dynamo, torch.distributed.tensor, sympy and scipy.optimize at import); a default DAG of

@@ -81,7 +81,10 @@ def serve(path: str) -> None:
     import threading
 
     from .._auto import cancel_pending
+    from .lifetime import die_with_parent
 
+    parent = os.getppid()
+    die_with_parent(parent)     # SIGTERM when the pipeline dies, even by SIGKILL; its children stop themselves
     cancel_pending()            # relin's model classes register in each child, from the code on disk
     for name in PRELOAD:
         try:
@@ -92,7 +95,6 @@ def serve(path: str) -> None:
     if threads != 1:
         raise SystemExit(f"relin job server: {threads} threads after the imports; a process with threads cannot "
                          f"fork safely, so none runs (each command runs in-process)")
-    parent = os.getppid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path + ".tmp")
     listener.listen(64)

@@ -1,9 +1,10 @@
 """Assemble the report from stage outputs and write it atomically into one directory.
 
 The page opens with what produced it (configs, commit) and, for a run that trained too few steps, a warning
-that its verdicts are not evidence; then every claim of the three papers with its verdict, then one section
-per paper (its verdict table first, its own models in its figures), then the shared evaluation and training
-detail.
+that its verdicts are not evidence; then every claim of the three papers with its verdict, paper by paper (each
+claim once: its row holds the estimate, the paper's figure and the measured preconditions); then one section per
+paper with the measurements those verdicts rest on (its tables, its own models in its figures); then the shared
+evaluation and training detail.
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from .lm_scores import ItemScores, ModelItems, attach_chance
 from .manifest import paths as manifest_paths
 from .opal import OpalSettings, lm_eval_section, opal_section
 from .page import FigureRef, Notice, Section, render_html, render_markdown
-from .verdicts import KINDS, Claim, tally, verdict_tables
+from .table import Table
+from .verdicts import KINDS, PAPER_KINDS, Claim, tally, verdict_tables
 
 FIGURES = "figures"
 # History name prefixes -> the paper (or the spine) whose training curves they join.
@@ -108,13 +110,21 @@ def head_notices(provenance: Provenance, histories: list[NamedRows], min_steps: 
 
 
 def claims_overview(claims: list[Claim]) -> Section:
-    """Every verdict of the three papers: the papers' claims, the checks and the claims of no seed, each table
-    apart, and a tally of each."""
+    """Every verdict of the three papers, paper by paper: its claims, its checks and its claims of no seed, each a
+    table, under a tally of each kind over all papers."""
     line = "; ".join(f"{title.split(':')[0]}: {tally([c for c in claims if c.kind == kind])}"
                      for kind, title in KINDS.items())
-    tables = verdict_tables(claims)
+    tables = [table for paper in dict.fromkeys(c.paper for c in claims)
+              for table in verdict_tables([c for c in claims if c.paper == paper], paper)]
     tables[0].note = f"{line}. {tables[0].note}"
     return Section("Verdicts", tables)
+
+
+def _measurements(section: Section) -> Section:
+    """A paper's section without its verdict tables: they stand once, under Verdicts."""
+    claim_titles = tuple(f": {title}" for title in PAPER_KINDS.values())
+    return Section(section.heading, [block for block in section.blocks
+                                     if not (isinstance(block, Table) and block.title.endswith(claim_titles))])
 
 
 def _training_sections(histories: list[NamedRows], figure_dir: Path) -> Section | None:
@@ -164,7 +174,7 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
                                          figure_dir, FIGURES, decays, train)) is not None:
         papers.append(hedgemamba[0])
         claims += hedgemamba[1]
-    sections = ([claims_overview(claims)] if claims else []) + papers
+    sections = ([claims_overview(claims)] if claims else []) + [_measurements(paper) for paper in papers]
     if inputs.evals:
         blocks: list = [tables.evaluation_table(inputs.evals)]
         if (by_position := tables.perplexity_by_position_table(inputs.evals)) is not None:

@@ -390,11 +390,23 @@ PAPER_KINDS = {"claim": "the paper's claims", "check": "implementation and by-co
 
 
 def conditions_text(claim: Claim) -> str:
-    """Each precondition met with its measured value; a failed one by name (the verdict gives its value)."""
-    parts = [str(p) if p.holds else f"✗ {p.what}" for p in claim.preconditions]
+    """Each precondition, met (✓) or failed (✗), with its measured value; then the margin."""
+    parts = [str(p) for p in claim.preconditions]
     if claim.margin is not None:
         parts.append(f"margin {claim.margin.value:g} ({claim.margin.reason})")
     return "; ".join(parts) or "–"
+
+
+def verdict_text(claim: Claim) -> str:
+    """The verdict cell: the outcome and what its reason adds to the preconditions cell beside it (a claim not
+    testable here names its failed preconditions there, with their values, once)."""
+    verdict = claim.verdict
+    for shown in ([p for p in claim.preconditions if not p.holds], [p for p in claim.preconditions if p.only_a_win]):
+        named = "; ".join(f"{p.what}: {p.measured}" for p in shown)
+        if named and verdict.reason.startswith(named):
+            rest = verdict.reason[len(named):].strip()
+            return f"{verdict.outcome} {rest}" if rest else verdict.outcome
+    return str(verdict)
 
 
 def claims_table(title: str, claims: Sequence[Claim], note: str = "", paper_column: bool = False):
@@ -403,7 +415,7 @@ def claims_table(title: str, claims: Sequence[Claim], note: str = "", paper_colu
     first = ["paper"] if paper_column else []
     return Table(title=title, columns=[*first, "claim", "paper's figure", "ours (95% interval)", "seeds", "verdict",
                                        "preconditions"],
-                 rows=[[*([c.paper] if paper_column else []), c.claim, c.source, c.ours, c.seeds, str(c.verdict),
+                 rows=[[*([c.paper] if paper_column else []), c.claim, c.source, c.ours, c.seeds, verdict_text(c),
                         conditions_text(c)] for c in claims],
                  note=note or INTERVALS)
 

@@ -23,6 +23,7 @@ run resumed from go to MLflow and to the outputs' manifests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -217,8 +218,9 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
     tracker)`` (rank 0) evaluates the trained model on its device before it is saved, writing ``outputs``; what it
     returns (a dict, or None) joins ``train_metrics.json``.
     """
+    from ..jobserver.job_lock import job_lock
     from ..tracking import stage_run
-    from ..train.checkpoint import release, run_directory, run_identity
+    from ..train.checkpoint import release, run_directory, run_identity, run_key
     from ..train.distributed import barrier, dist_env
     from ..train.loop import train
 
@@ -230,18 +232,22 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
         tracker.log_params({"num_parameters": sum(p.numel() for p in built.model.parameters()),
                             "trainable_parameters": sum(p.numel() for p in built.model.parameters()
                                                         if p.requires_grad)})
-        run_dir = run_directory(args.checkpoints, run_identity(sections.raw, list(inputs), module), env)
-        result = train(built.model, built.objective, built.batches, train_cfg, checkpoint_root=run_dir,
-                       tracker=tracker, env=env)
-        tracker.record({"wall_s": round(result.wall_s, 2), "resumed_from": result.resumed_from})
-        if env.is_main:
-            measured = finish(result.model, tracker) if finish is not None else None
-            last = result.history[-1] if result.history else {}
-            summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
-                       "backend": train_cfg.backend,
-                       **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)},
-                       **(measured or {}), "budget": result.budget}
-            write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker,
-                          dataset=getattr(args, "data", None))
-        release(run_dir, env)
+        identity = run_identity(sections.raw, list(inputs), module)
+        with contextlib.ExitStack() as held:
+            if env.is_main:     # the checkpoint folder has one writer too (relin.jobserver.job_lock)
+                held.enter_context(job_lock(Path(args.checkpoints) / run_key(identity)))
+            run_dir = run_directory(args.checkpoints, identity, env)
+            result = train(built.model, built.objective, built.batches, train_cfg, checkpoint_root=run_dir,
+                           tracker=tracker, env=env)
+            tracker.record({"wall_s": round(result.wall_s, 2), "resumed_from": result.resumed_from})
+            if env.is_main:
+                measured = finish(result.model, tracker) if finish is not None else None
+                last = result.history[-1] if result.history else {}
+                summary = {"steps": result.steps, "final_loss": result.final_loss, "world_size": env.world_size,
+                           "backend": train_cfg.backend,
+                           **{f"final_{k}": v for k, v in last.items() if k not in (*LOOP_COLUMNS, *TIMING_COLUMNS)},
+                           **(measured or {}), "budget": result.budget}
+                write_outputs(args, result.model, built.tokenizer, result.history, summary, tracker,
+                              dataset=getattr(args, "data", None))
+            release(run_dir, env)
     barrier()

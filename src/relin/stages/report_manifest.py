@@ -31,6 +31,7 @@ def run(args: argparse.Namespace, sections) -> None:
     listed = manifest(args.paper, sections.get)
     params = {name: as_dict(sections.get(name)) for name in SECTIONS(args)}
     # a child run like every stage's: the lineage runs from each evaluation through its manifest to the report
-    with tracking.stage_run("report-manifest", params, inputs=paths(listed["files"]), outputs=[args.out]):
+    with tracking.stage_run("report-manifest", params, inputs=paths(listed["files"]), outputs=[args.out],
+                            label=args.paper):
         atomic_write_text(args.out, json.dumps(listed, indent=1, sort_keys=True) + "\n")
     print(f"report manifest of {args.paper}: {len(paths(listed['files']))} files -> {args.out}", file=sys.stderr)

@@ -5,10 +5,11 @@ writes it, the pipeline's tracking service writes it for the stage, or a later p
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
-from ..io import _default_modes
+from ..io import _default_modes, file_stats
 from .client import _experiment_id
 
 
@@ -99,15 +100,18 @@ def _umask_modes(client, run_id: str, artifact_path: str | None) -> None:
 
 def _log_model(client, op: dict[str, Any], run_id: str) -> None:
     """A ``LoggedModel`` of run ``run_id``: created once (its id kept in ``op``, so a retried or replayed entry
-    makes no second one), an output of the run, its metrics linked, finalised READY."""
+    makes no second one) with the logged models it was made from named in its tags, its files as its artifacts, an
+    output of the run, its metrics linked, finalised READY."""
     from mlflow.entities import LoggedModelOutput, Metric
 
     if not op.get("model_id"):
         experiment_id = client.get_run(run_id).info.experiment_id
+        tags = {**op["tags"], **_parents_tag(client, op.get("parents", []), run_id)}
         op["model_id"] = client.create_logged_model(experiment_id, name=op["name"], source_run_id=run_id,
-                                                    tags=op["tags"], params=op["params"],
+                                                    tags=tags, params=op["params"],
                                                     model_type=op["model_type"]).model_id
     model_id = op["model_id"]
+    _model_files(client, model_id, op)
     _written_once(lambda: client.log_outputs(run_id, [LoggedModelOutput(model_id, op.get("step", 0))]))
     dataset = op.get("dataset") or {}
     metrics = [Metric(k, v, op["timestamp"], op.get("step", 0), model_id=model_id, run_id=run_id,
@@ -116,6 +120,43 @@ def _log_model(client, op: dict[str, Any], run_id: str) -> None:
     if metrics:
         client.log_batch(run_id, metrics=metrics)
     client.finalize_logged_model(model_id, "READY")
+
+
+def _parents_tag(client, parents: list[dict[str, Any]], run_id: str) -> dict[str, str]:
+    """``relin.parent_models``: the logged models among the run's inputs (the model a stage starts from, a
+    teacher it distils), ``name (id)`` each, for the model's page."""
+    named = []
+    for parent in parents:
+        if model_id := _producer_model(client, parent, run_id):
+            named.append(f"{client.get_logged_model(model_id).name} ({model_id})")
+    return {"relin.parent_models": ", ".join(named)} if named else {}
+
+
+def _model_files(client, model_id: str, op: dict[str, Any]) -> None:
+    """The model folder's files as the logged model's artifacts: hard links in a local artifact store (no second
+    copy of the weights, and a later run's replacement leaves them as they were), an upload elsewhere. Skipped when
+    the folder changed since the stage logged it (a replayed entry): those would be another run's weights."""
+    import shutil
+
+    from mlflow.utils.file_utils import local_file_uri_to_path
+
+    source = Path(op["tags"]["relin.path"])
+    if not op.get("files") or not source.is_dir() or file_stats(source) != op["files"]:
+        return
+    location = client.get_logged_model(model_id).artifact_location
+    if "://" in location and not location.startswith("file:"):
+        client.log_model_artifacts(model_id, str(source))
+        return
+    root = Path(local_file_uri_to_path(location))
+    for name in op["files"]:
+        target = root / name
+        if target.exists():
+            continue                # a retried entry
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source / name, target)
+        except OSError:             # another filesystem, or no hard links there
+            shutil.copy2(source / name, target)
 
 
 def _dataset_input(op: dict[str, Any]):

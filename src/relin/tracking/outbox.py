@@ -33,7 +33,7 @@ from .client import (
     start_system_metrics,
 )
 from .entries import apply
-from .service import ServiceConnection
+from .service import ServiceConnection, ServiceGone
 
 OUTBOX_DIR = Path("logs/tracking-outbox")
 # How long the background writer waits before it tries a busy store again.
@@ -92,16 +92,33 @@ class Outbox:
 
     def _writer(self):
         self._service = ServiceConnection.connect(self.cfg)
-        if self._service is not None:
-            return self._service.apply
+        return self._via_service if self._service is not None else self._in_process()
+
+    def _in_process(self):
         client = _client(self.cfg)
         return lambda op, run_id: apply(client, op, run_id)
+
+    def _via_service(self, op: dict[str, Any], run_id: str | None) -> str | None:
+        """An entry through the service; once it is gone (its pipeline died: this job is being stopped, see
+        relin.jobserver.lifetime) the rest go to the store from here, so the run still ends KILLED at once."""
+        try:
+            return self._service.apply(op, run_id)
+        except ServiceGone:
+            print("relin: the pipeline's tracking service is gone; this stage writes its run itself",
+                  file=sys.stderr)
+            self._service.close()
+            self._service = None
+            self._write = self._in_process()
+            return self._write(op, run_id)
 
     def sample_system_metrics(self, interval_s: float):
         """Sample the machine's CPU, memory, disk, network and GPUs into this run every ``interval_s`` seconds (the
         service samples while this outbox's connection is open); returns the call that stops it."""
-        if self._service is not None:
-            self._service.monitor(self.run_id, interval_s)
+        if (service := self._service) is not None:
+            try:
+                service.monitor(self.run_id, interval_s)
+            except ServiceGone:
+                pass            # the job is stopping: nothing left to sample
             return lambda: None
         return start_system_metrics(self.cfg.tracking_uri, self.run_id, interval_s).finish
 

@@ -3,8 +3,8 @@
 :func:`init_pipeline` creates the SQLite store, the experiment and the parent run once, before parallel jobs
 start (concurrent first-time creation corrupts the store); :mod:`relin.pipeline` calls it when ``snakemake``
 starts and exports the parent run id to every job through ``RELIN_PARENT_RUN_ID``. Before that,
-:func:`check_store` refuses an unreachable tracking server in one line and :func:`close_dead_runs` marks the
-runs of killed invocations ``KILLED``.
+:func:`check_store` refuses in one line an unreachable tracking server, or a SQLite store that does not exist (unless
+``tracking.create_store``), and :func:`close_dead_runs` marks the runs of killed invocations ``KILLED``.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import socket
 import sys
 from pathlib import Path
 
-from ..config.tracking import TrackingConfig
+from ..config.tracking import DEFAULT_STORE, TrackingConfig
 from ..errors import UserError
 from .client import (
     CLOSE_PATIENCE_S,
@@ -39,6 +39,11 @@ def check_store(cfg: TrackingConfig, timeout_s: float = 5.0) -> None:
     if not cfg.enabled:
         return
     if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///").partition("?")[0])
+        if not path.exists() and uri != DEFAULT_STORE and not cfg.create_store:
+            where = "no such folder" if not path.parent.is_dir() else "no such file"
+            raise TrackingUnavailable(f"tracking.tracking_uri {uri}: no MLflow store at {path} ({where}); expected "
+                                      f"an existing store, or tracking.create_store: true to start a new one there")
         _check_sqlite(uri, max(timeout_s, 30.0))  # a stage ending may hold the write lock for a moment
         return
     if not uri.startswith(("http://", "https://")):

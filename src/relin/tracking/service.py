@@ -40,6 +40,10 @@ FOLDER_PREFIX = "relin-tracking-"
 CONNECT_TIMEOUT_S = 5.0
 
 
+class ServiceGone(ConnectionError):
+    """The service stopped answering: the pipeline that ran it is gone (a job then writes its run itself)."""
+
+
 class ServiceError(RuntimeError):
     """A write the service could not carry out; its text is the store's error, so :func:`~.client.is_transient`
     tells a busy store from a refusal as it would in-process."""
@@ -170,11 +174,14 @@ class ServiceConnection:
         return connection
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            self._sock.sendall((json.dumps(request) + "\n").encode())
-            line = self._reader.readline()
+        try:
+            with self._lock:
+                self._sock.sendall((json.dumps(request) + "\n").encode())
+                line = self._reader.readline()
+        except OSError as err:
+            raise ServiceGone(f"tracking service: {err}") from None
         if not line:
-            raise ConnectionError("tracking service closed the connection")
+            raise ServiceGone("tracking service closed the connection")
         return json.loads(line)
 
     def apply(self, op: dict[str, Any], run_id: str | None) -> str | None:

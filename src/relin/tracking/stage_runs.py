@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..config.tracking import TrackingConfig
-from ..io import atomic_write_json, clear_orphan_manifest, digest, manifest_path, producing_output, read_manifest
+from ..io import (
+    atomic_write_json,
+    clear_orphan_manifest,
+    digest,
+    file_stats,
+    manifest_path,
+    producing_output,
+    read_manifest,
+)
+from ..jobserver.job_lock import job_lock
 from ..ranks import dist_env
 from .client import _process_tags, git_commit, project_path, tracking_config
 from .outbox import Outbox
@@ -63,6 +72,7 @@ class Tracker(NullTracker):
         self.cfg, self.stage = cfg, stage
         self._pending_metrics: list[list] = []
         self._input_digests: dict[str, str] = {}
+        self._read_folders: list[dict[str, Any]] = []     # inputs that may be models: a logged model's parents
         self._outbox = Outbox(cfg, stage, {"op": "create_run", "experiment": cfg.experiment,
                                            "run_name": run_name or stage, "tags": tags})
 
@@ -102,10 +112,13 @@ class Tracker(NullTracker):
         path = producing_output(path)
         producer = read_manifest(path)
         self._input_digests[str(path)] = digest(path)[:36]
-        self._outbox.push({"op": "log_input", "source": project_path(path), "name": name or str(path),
-                           "digest": self._input_digests[str(path)], "producer_run_id": producer.get("run_id", ""),
-                           "producer_stage": producer.get("stage", ""), "model": path.is_dir(),
-                           "model_id": producer.get("model_id", "")})
+        entry = {"op": "log_input", "source": project_path(path), "name": name or str(path),
+                 "digest": self._input_digests[str(path)], "producer_run_id": producer.get("run_id", ""),
+                 "producer_stage": producer.get("stage", ""), "model": path.is_dir(),
+                 "model_id": producer.get("model_id", "")}
+        if entry["model"]:
+            self._read_folders.append({k: entry[k] for k in ("source", "digest", "producer_run_id", "model_id")})
+        self._outbox.push(entry)
 
     def set_tags(self, tags: dict[str, str]) -> None:
         self._outbox.push({"op": "log_batch", "tags": [[k, str(v)] for k, v in tags.items()]})
@@ -114,9 +127,11 @@ class Tracker(NullTracker):
                   metrics: dict[str, float] | None = None, dataset: str | Path | None = None) -> None:
         """Register the model saved at ``path`` (a directory this stage wrote) as a logged model and output of this
         run: ``name`` and ``model_type`` for the UI's model list, ``params``, ``metrics`` (scalars), and
-        ``dataset``, the input it was trained on (its digest, as the run's input records it). Its path and content
-        digest are tags: a stage reading it finds it by them when no manifest names its id."""
+        ``dataset``, the input it was trained on (its digest, as the run's input records it). Its files are the
+        model's artifacts (:func:`~.entries.apply`), the logged models among this run's inputs its parents. Its path
+        and content digest are tags: a stage reading it finds it by them when no manifest names its id."""
         op = {"op": "log_model", "name": name, "model_type": model_type, "timestamp": int(time.time() * 1000),
+              "files": file_stats(path), "parents": list(self._read_folders),
               "tags": {"relin.path": project_path(path), "relin.digest": digest(path), "relin.stage": self.stage},
               "params": {k: str(v)[:6000] for k, v in _flatten(params or {}).items()},
               "metrics": {k: float(v) for k, v in (metrics or {}).items()
@@ -168,17 +183,26 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 @contextlib.contextmanager
 def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
-              outputs: list[str | Path] = ()) -> Iterator[NullTracker]:
-    """Open the child run of one stage (or a top-level run when no pipeline parent is set).
+              outputs: list[str | Path] = (), label: str = "") -> Iterator[NullTracker]:
+    """Open the child run of one stage (or a top-level run when no pipeline parent is set), named
+    :func:`run_name` (``label``: what this run of the stage made, where its first output's folder does not say it).
 
     Manifests of the outputs that no longer describe them (left by a failed run) are removed first.
     On success each output receives a manifest beside it (stage, run id, digest, the id of the logged model
     it is, and the run's recorded facts) so that the stages reading it can record where their inputs came from.
     """
-    cfg = tracking_config()
     if not dist_env().is_main:
         yield NullTracker()  # rank 0 owns the run and the outputs' manifests
         return
+    # One writer per job: a second process writing these outputs is refused in one line (relin.jobserver.job_lock).
+    with job_lock(outputs[0]) if outputs else contextlib.nullcontext():
+        with _stage_run(stage, params, inputs, outputs, label) as tracker:
+            yield tracker
+
+
+@contextlib.contextmanager
+def _stage_run(stage: str, params: dict[str, Any], inputs, outputs, label: str) -> Iterator[NullTracker]:
+    cfg = tracking_config()
     for out in outputs:
         clear_orphan_manifest(out)
     if not cfg.enabled:
@@ -190,7 +214,7 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
             **_process_tags()}
     if parent := os.environ.get(PARENT_ENV, ""):
         tags["mlflow.parentRunId"] = parent
-    tracker = Tracker(cfg, stage, tags, run_name(stage, outputs))
+    tracker = Tracker(cfg, stage, tags, f"{stage} · {label}" if label else run_name(stage, outputs))
     stop_sampling = None
     if cfg.system_metrics and tracker.run_id:
         stop_sampling = tracker.sample_system_metrics(cfg.system_metrics_interval)
@@ -238,4 +262,5 @@ def _write_manifests(stage: str, tracker: NullTracker, outputs) -> None:
         if out.exists():
             model = tracker.model_ids.get(project_path(out))
             atomic_write_json(manifest_path(out), {"stage": stage, "run_id": tracker.run_id, "digest": digest(out),
-                                                   **({"model_id": model} if model else {}), **tracker.facts})
+                                                   "files": file_stats(out), **({"model_id": model} if model else {}),
+                                                   **tracker.facts})

@@ -124,6 +124,10 @@ def to_qwen3_5(model):
 
     from ...errors import InputError
 
+    if not isinstance(model.config, HybridConfig):
+        raise InputError(f"export to qwen3_5_text: a {model.config.model_type} model ({type(model).__name__}), not a "
+                         f"relin hybrid; expected an OPAL hybrid (model_type relin_hybrid, e.g. results/opal/onpolicy/"
+                         f"model)")
     problems = export_problems(model.config)
     if problems:
         raise InputError(f"export to qwen3_5_text: {'; '.join(problems)}")
