@@ -39,12 +39,19 @@ SECTIONS: dict[str, dict[str, type]] = {
 
 def chains(get: Get | None = None) -> dict[str, Chain]:
     """Each chain paper's table; with ``get``, the rows its config runs (``<paper>.rows``)."""
-    from ..config.chain import selected
     from ..config.hedgemamba import CHAIN as HEDGEMAMBA
     from ..config.opal import CHAIN as OPAL
 
     tables = {"opal": OPAL, "hedgemamba": HEDGEMAMBA}
-    return {paper: selected(chain, get(f"{paper}.rows") if get else []) for paper, chain in tables.items()}
+    return {paper: paper_chain(paper, get) if get else chain for paper, chain in tables.items()}
+
+
+def paper_chain(paper: str, get: Get) -> Chain:
+    """One chain paper's table, the rows its config runs: reads ``<paper>.rows`` alone (a stage declares only its
+    own paper's sections)."""
+    from ..config.chain import selected
+
+    return selected(chains()[paper], get(f"{paper}.rows"))
 
 
 def _entry(name: str, path: str) -> dict[str, str]:
@@ -57,14 +64,14 @@ def _scored(name: str) -> dict[str, list[dict[str, str]]]:
 
 def chain_models(paper: str, get: Get) -> list[tuple[str, str]]:
     """``(row, replica)`` of every model of a paper's chain, in table order, each replica after the first."""
-    chain = chains(get)[paper]
+    chain = paper_chain(paper, get)
     listed, seeds = get(f"{paper}.replicated"), get(f"{paper}.seeds") or get("seeds")
     return [(name, rep) for name in chain for rep in replicas(chain, listed, seeds, name)]
 
 
 def evaluated_models(paper: str, get: Get) -> dict[str, str]:
     """The evaluation name (``<paper>-<row><rep>``) -> model directory of each evaluated model of a chain."""
-    chain = chains(get)[paper]
+    chain = paper_chain(paper, get)
     return {f"{paper}-{name}{rep}": f"results/{paper}/{name}{rep}/model"
             for name, rep in chain_models(paper, get) if chain[name].evaluated}
 
@@ -77,7 +84,7 @@ def _merge(into: dict[str, list], more: dict[str, list]) -> None:
 def chain_files(paper: str, get: Get) -> dict[str, list[dict[str, str]]]:
     """The report inputs of a chain paper: its teacher's evaluation and history, each evaluated model's scores,
     each trained model's history and budget, and the paper's own outputs."""
-    chain, teacher = chains(get)[paper], get(f"{paper}.teacher")
+    chain, teacher = paper_chain(paper, get), get(f"{paper}.teacher")
     files: dict[str, list] = {kind: [] for kind in KINDS}
     _merge(files, _scored(f"teacher-{teacher}"))
     files["history"].append(_entry(f"teacher-{teacher}", f"results/teacher/{teacher}/history.csv"))
