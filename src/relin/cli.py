@@ -4,6 +4,7 @@
     relin schema            write workflow/schemas/params.schema.yaml from the typed configs
     relin check-config      validate params.yaml (+ overlays) and print one line
     relin run-job RULE TARGET...   one Snakemake job under the pipeline lock (the command of each DVC stage)
+    relin status            `dvc status` in one line per stage, then a count of up to date / changed / not run
     relin mme-score RESULTS_DIR    score MME answer files in the official layout (<subtask>.txt per subtask)
     relin publish-report --to docs/results/<config>   the committed copy of results/report (page, Markdown, figures)
     relin --version         the release and, in a checkout, its commit
@@ -35,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     job = sub.add_parser("run-job", help="run one Snakemake job under the pipeline lock (DVC stages call this)")
     job.add_argument("rule", help="the Snakemake rule of the job")
     job.add_argument("targets", nargs="+", help="the job's output files")
+    sub.add_parser("status", help="`dvc status` in one line per stage (up to date, what changed, what is missing)")
     publish = sub.add_parser("publish-report", help="copy a report (page, Markdown, figures) to its committed copy")
     publish.add_argument("--report", default="results/report", help="the report directory the report stage wrote")
     publish.add_argument("--to", required=True, help="the committed copy, e.g. docs/results/default")
@@ -100,6 +102,11 @@ def _workflow_command(args: argparse.Namespace) -> int:
         from .pipeline import run_job
 
         return run_job(args.rule, args.targets)
+    if args.command == "status":
+        from .dvc_status import stage_lines
+
+        print("\n".join(stage_lines()))
+        return 0
     if args.command == "publish-report":
         from .report.publish import publish
 

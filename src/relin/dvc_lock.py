@@ -20,7 +20,7 @@ def commit_stages(names: list[str], root: Path = Path(".")) -> list[str]:
     from dvc.repo import Repo
 
     wanted = set(names)
-    with Repo(str(root)) as repo, repo.lock, _params_read_once():
+    with Repo(str(root)) as repo, repo.lock, params_read_once():
         every = [stage for stage in repo.index.stages if getattr(stage, "name", None)]
         stages = [stage for stage in every if stage.name in wanted]
         for stage in stages:
@@ -37,7 +37,7 @@ def commit_stages(names: list[str], root: Path = Path(".")) -> list[str]:
 
 
 @contextlib.contextmanager
-def _params_read_once():
+def params_read_once():
     """DVC parses ``params.yaml`` again for every params dependency of every stage (twice per stage, a quarter of a
     partial commit's time with DVC's pure-Python YAML): one commit parses it once (it does not change meanwhile)."""
     from dvc.dependency import param
