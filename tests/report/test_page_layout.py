@@ -9,18 +9,9 @@ import numpy as np
 
 from relin.report.build import _measurements, claims_overview
 from relin.report.page import STYLE, Section, render_html, render_markdown
+from relin.report.preconditions import competent, headroom, reached
 from relin.report.table import Table
-from relin.report.verdicts import (
-    Claim,
-    Estimate,
-    Margin,
-    beats,
-    competent,
-    headroom,
-    judged,
-    reached,
-    verdict_tables,
-)
+from relin.report.verdicts import Claim, Estimate, Margin, beats, judged, verdict_tables
 
 WIN = Estimate(5.0, np.linspace(4.0, 6.0, 101))
 TIE = Estimate(0.0, np.linspace(-1.0, 1.0, 101))

@@ -11,10 +11,11 @@ from relin.models.teachers import build_teacher, load_pretrained
 
 from .toydata import word_tokenizer
 
+SCORING = {"opal.layer_scoring": {"rows": 64, "max_len": 0}}
 PATTERN = {"opal.layer_selection": "every_n", "opal.keep_every": 4, "opal.attention_layers": [],
-           "opal.kernel_backend": "auto"}
+           "opal.kernel_backend": "auto", **SCORING}
 GDN = {**PATTERN, "opal.gdn": {"conv_size": 4, "conv_activation": "silu", "qk_norm": True, "allow_neg_eigval": False}}
-SWA = {"opal.swa": {"window": 8, "sinks": 2, "layout": "all"}, "opal.kernel_backend": "auto"}
+SWA = {"opal.swa": {"window": 8, "sinks": 2, "layout": "all"}, "opal.kernel_backend": "auto", **SCORING}
 SWA_HYBRID = {**SWA, "opal.swa": {**SWA["opal.swa"], "layout": "hybrid"}}
 
 

@@ -27,7 +27,9 @@ def test_a_dag_runs_through_the_slurm_executor_with_each_rules_resources(tmp_pat
     words = tmp_path / "words.yaml"
     words.write_text(yaml.safe_dump({"data": {"tokenizer": "word", "text": {"train_examples": 0},
                                               "niah": {"families": ["single", "multikey", "multiquery"]}},
-                                     "teacher": {"train": {"task_weights": {"text": 0.0}}}}))
+                                     "teacher": {"train": {"task_weights": {"text": 0.0}}},
+                                     "hedgemamba": {stage: {"train": {"task_weights": {"text": 0.0}}}
+                                                    for stage in ("match", "finetune")}}))
     run(["snakemake", "results/teacher/gpt_neox/model", "--workflow-profile", "workflow/profiles/slurm",
          "--configfile", SMOKE, str(words), "--default-resources", "slurm_account=test", "slurm_partition=gpu",
          "--slurm-init-seconds-before-status-checks", "1"], repo, PATH=path)

@@ -44,8 +44,13 @@ def job_lock(path: str | Path, wait_s: float = WAIT_S) -> Iterator[None]:
     """Hold the lock of ``path`` for the body. Raises :class:`JobBusy` (one line naming the holder) when a live
     process holds it, after waiting up to ``wait_s`` for one whose pipeline is gone."""
     lock = lock_path(path)
+    created = [folder for folder in (lock.parent, *lock.parent.parents) if not folder.exists()]
     lock.parent.mkdir(parents=True, exist_ok=True)
-    handle = _acquire(lock, Path(path), wait_s)
+    try:
+        handle = _acquire(lock, Path(path), wait_s)
+    except BaseException:
+        _remove_empty(created)
+        raise
     try:
         record_holder(handle, command=" ".join(["relin", *sys.argv[1:2]]),
                       pipeline=os.environ.get(lifetime.PIPELINE_ENV, ""))
@@ -53,6 +58,16 @@ def job_lock(path: str | Path, wait_s: float = WAIT_S) -> Iterator[None]:
     finally:
         lock.unlink(missing_ok=True)        # while still holding it: a waiter that opened this file retries
         handle.close()
+        _remove_empty(created)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove the folders the lock created that stayed empty (deepest first): a refused stage leaves nothing behind."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:  # holds what the stage wrote, or another process's files
+            return
 
 
 def try_lock(path: Path) -> tuple[IO | None, str]:
