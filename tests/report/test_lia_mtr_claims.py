@@ -302,3 +302,30 @@ def test_the_section_renders_from_stage_files(tmp_path):
     for reading in lm.READINGS.values():
         assert sum(reading in c.claim for c in claims) >= 6, reading
     assert {c.claim.split(":")[0] for c in claims} >= {"Lemma 2", "Theorem 2"}
+
+
+def test_a_config_without_table_1_bridges_keeps_their_claims_as_not_testable():
+    """``lia_mtr.bridges: []`` runs no Table I chain: its eight claims, the gate and the two mixer readings stay in
+    the tally, each not testable for want of a trained bridge; with the chain run they are judged on its scores."""
+    unread = [*lm.mme_claims(None, settings()), *lm.probe_claims(None, None, settings())]
+    assert len(unread) == 4 * len(lm.READINGS) + 1 + len(lm.READINGS)
+    assert all(c.verdict.outcome == vd.NOT_TESTABLE and "Table I's bridges trained" in c.verdict.reason
+               for c in unread)
+    scores = lm.MMEScores({"lia_mtr": {"instruct": answers(dict.fromkeys(CATS, 0.5))}}, 50)
+    assert lm.probe_claims(None, scores, settings()) == []
+
+
+def test_the_manifest_lists_no_table_1_chain_when_no_bridge_is_trained():
+    from relin.report.manifest import lia_mtr_files
+
+    def params(bridges):
+        values = {"lia_mtr.bridges": bridges, "lia_mtr.source": "synthetic", "lia_mtr.seeds": [], "seeds": [0],
+                  "lia_mtr.replicated": [], "lia_mtr.niah.bridges": ["lia_mtr"], "lia_mtr.niah.replicated": [],
+                  "lia_mtr.niah.seeds": []}
+        return lia_mtr_files(values.__getitem__)
+
+    without, with_chain = params([]), params(["lia_mtr", "mlp2x_gelu"])
+    assert without["history"] == [] and without["lia_mtr"]["mme"] == []
+    assert not {"probe", "patch_probe"} & set(without["lia_mtr"])
+    assert {"probe", "patch_probe"} <= set(with_chain["lia_mtr"]) and len(with_chain["history"]) == 6
+    assert without["lia_mtr"]["niah"] == with_chain["lia_mtr"]["niah"]

@@ -340,7 +340,7 @@ rule bridge_memory:
 
 
 # The LIA-MTR family among the Table I bridges (both readings, the ablations): each one's gate and mixer is probed.
-MTR_PROBED = ["lia_mtr", *(b for b in LIA_BRIDGES if b in MTR_VARIANTS)]
+MTR_PROBED = ["lia_mtr", *(b for b in LIA_BRIDGES if b in MTR_VARIANTS)] if LIA_BRIDGES else []
 
 
 rule bridge_probe:

@@ -229,7 +229,8 @@ class LiaMtrConfig:
     llm: LLMConfig = option(default_factory=LLMConfig, help="chat LLM")
     bridges: list[BridgeName] = option(["lia_mtr", "lia_mtr_head_matrix", "mlp2x_gelu", "mha", "linear_attn"],
                                        "bridges trained and evaluated (Table I analogue: both readings of the state; "
-                                       "an ablation may be added)")
+                                       "an ablation may be added); empty: no Table I chain (tower, LLM, phases, MME) "
+                                       "runs, and its claims read not testable here")
     bridge: BridgeConfig = option(default_factory=BridgeConfig, help="bridge options")
     kernel_backend: Literal["auto", "triton", "torch"] = option("auto", "kernels of the recurrent bridges (auto: "
                                                                           "Triton on CUDA tensors)")
@@ -245,8 +246,9 @@ class LiaMtrConfig:
 
     def validate(self, prefix: str) -> None:
         check_replicated(f"{prefix}.replicated", self.replicated, BRIDGE_NAMES)
-        if not self.bridges:
-            raise ConfigError(f"{prefix}.bridges: expected at least one of {', '.join(BRIDGE_NAMES)}")
+        if unrun := [b for b in self.replicated if b not in self.bridges]:
+            raise ConfigError(f"{prefix}.replicated: {unrun[0]!r} is not among {prefix}.bridges (expected a bridge "
+                              f"this config trains)")
         if len(set(self.bridges)) != len(self.bridges):
             raise ConfigError(f"{prefix}.bridges: a bridge is listed twice ({self.bridges})")
         if self.source == "llava":

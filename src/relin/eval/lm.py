@@ -93,6 +93,12 @@ def _check_generation_budget(examples: list[dict], max_new_tokens: int, eos_toke
                               f"({max(answers)} tokens); expected >= {max(answers)}")
 
 
+def without_eos(labels: list[int]) -> list[int]:
+    """``labels`` with their last supervised token (the answer's eos) unsupervised."""
+    last = max(i for i, t in enumerate(labels) if t != IGNORE_INDEX)
+    return [*labels[:last], IGNORE_INDEX, *labels[last + 1:]]
+
+
 def _task_results(model, generator: Generator, tokenizer, task: str, chosen: list[dict],
                   cfg: "EvalConfig") -> list[tuple[float, float]]:
     """``(hits, total)`` per example of one task family."""
@@ -105,8 +111,8 @@ def _task_results(model, generator: Generator, tokenizer, task: str, chosen: lis
         # Greedy decoding writes the gold answer and its eos exactly when, and only when, each gold token is the
         # argmax given the gold tokens before it (by induction over the answer): one teacher-forced pass scores
         # what generating the answer token by token would, at the cost of one forward.
-        label_scores = score_labels(model, [r["input_ids"] for r in chosen], [r["labels"] for r in chosen],
-                                    cfg.batch_size)
+        labels = [r["labels"] if scoring.stops else without_eos(r["labels"]) for r in chosen]
+        label_scores = score_labels(model, [r["input_ids"] for r in chosen], labels, cfg.batch_size)
         return [(float(s.correct == s.count), 1.0) for s in label_scores]
     prompts = [r["input_ids"][:r["prompt_len"]] for r in chosen]
     generated = continuations(generator, prompts, cfg.max_new_tokens, cfg.batch_size, tokenizer.eos_token_id)

@@ -121,7 +121,8 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
     mme = [{"name": f"{b}{r}", "metrics": f"results/lia_mtr/mme/{b}{r}/metrics.json",
             "answers": f"results/lia_mtr/mme/{b}{r}/answers"}
            for b in bridges for r in reps("lia_mtr", b)]
-    synthetic = get("lia_mtr.source") == "synthetic"
+    # no Table I bridge: no chain of tower, LLM, text reference, per-patch and gate probes either
+    synthetic = get("lia_mtr.source") == "synthetic" and bool(bridges)
     if synthetic:
         mme.append({"name": "text_reference", "metrics": "results/lia_mtr/mme/text_reference/metrics.json",
                     "answers": "results/lia_mtr/mme/text_reference/answers"})
@@ -130,11 +131,13 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
                                        ("table", "niah.csv"))}}
                for b in get("lia_mtr.niah.bridges") for r in reps("lia_mtr.niah", b)]
     history = [_entry("lia_mtr-tower", "results/lia_mtr/tower/history.csv"),
-               _entry("lia_mtr-llm", "results/lia_mtr/llm/history.csv")]
+               _entry("lia_mtr-llm", "results/lia_mtr/llm/history.csv")] if bridges else []
     history += [_entry(f"lia_mtr-{phase}-{b}", f"results/lia_mtr/{phase}/{b}/history.csv")
                 for phase in ("align", "instruct") for b in bridges]
     lia = {"mme": mme, "niah": needles, "memory": "results/lia_mtr/memory/memory.csv",
-           "memory_metrics": "results/lia_mtr/memory/metrics.json", "probe": "results/lia_mtr/probe/probe.json"}
+           "memory_metrics": "results/lia_mtr/memory/metrics.json"}
+    if bridges:
+        lia["probe"] = "results/lia_mtr/probe/probe.json"
     if synthetic:  # the per-patch probe reads the drawn scenes' questions
         lia["patch_probe"] = "results/lia_mtr/mme/patch_probe/metrics.json"
     return {"history": history, "lia_mtr": lia}
