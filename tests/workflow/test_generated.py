@@ -9,6 +9,9 @@ import pytest
 
 from .conftest import ROOT, console_lines, copy_repository, gen_dvc, overlay, snakemake
 
+# Table I's bridges, as the h200 overlay lists them (the default trains none)
+TABLE_1 = ["lia_mtr", "lia_mtr_head_matrix", "mlp2x_gelu", "lia_mtr_no_gate", "lia_mtr_one_scale"]
+
 
 def test_params_schema_is_current():
     from relin.schema import schema_text
@@ -192,8 +195,10 @@ def test_every_declared_model_is_a_dag_target_and_a_report_input():
     jobs = gen_dvc.snakemake_jobs(ROOT)
     built = {str(path) for job in jobs for path in job.output}
     report = {str(path) for job in jobs if job.rule.name == "report_manifest" for path in job.input}
+    params = load_params(ROOT / "params.yaml")
     for paper, models in (("opal", OPAL), ("hedgemamba", HEDGEMAMBA)):
-        for name in models:
+        rows = getattr(params, paper).rows
+        for name in (m for m in models if not rows or m in rows):
             assert f"results/{paper}/{name}/model" in built, (paper, name)
             assert {f"results/eval/{paper}-{name}/metrics.json", f"results/eval/{paper}-{name}/items.csv"} <= report
     for bridge in load_params(ROOT / "params.yaml").lia_mtr.bridges:
@@ -213,7 +218,8 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
     repo = copy_repository(tmp_path / "repo")
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["opal"]["replicated"], params["hedgemamba"]["replicated"] = list(TRAINED), list(HEDGEMAMBA_MODELS)
-    params["lia_mtr"]["replicated"] = params["lia_mtr"]["bridges"]
+    params["hedgemamba"]["rows"] = []
+    params["lia_mtr"]["bridges"] = params["lia_mtr"]["replicated"] = TABLE_1
     params["lia_mtr"]["niah"]["replicated"] = params["lia_mtr"]["niah"]["bridges"]
     (repo / "params.yaml").write_text(yaml.safe_dump({**params, "seeds": [0, 3]}, sort_keys=False))
     jobs = gen_dvc.snakemake_jobs(repo)
@@ -227,6 +233,8 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
                  if isinstance(v, dict) and ("train" in v or "seed" in v)]
         assert seeds and set(seeds) == {3}, (stage, sections)
     assert json.loads(by_name["opal_align-align"].params.cfg)["opal.align"]["train"]["seed"] == 0
+    # a replicated stage-1 arm seeds from its untrained parent
+    assert "results/opal/gdn/model" in set(map(str, by_name["opal_align-align-s3"].input))
     assert {"teacher_lm-qwen3", "opal_convert-gdn"} <= set(by_name) and "teacher_lm-qwen3-s3" not in by_name
     listed = {str(p) for paper in ("opal", "lia_mtr") for p in by_name[f"report_manifest-{paper}"].input}
     assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= listed
@@ -281,20 +289,25 @@ def test_replicas_follow_each_papers_replicated_list():
     assert not any(name.startswith(("opal_offpolicy-offpolicy_short-s", "opal_offpolicy-offpolicy_long-s",
                                     "bridge_instruct-lia_mtr-s", "bridge_niah-mha-s")) for name in jobs), \
         "models no paper lists keep one seed"
-    # a replicated stage-1 arm seeds from its untrained parent; the stage after it continues from seed 0's model
-    assert "results/opal/gdn/model" in inputs("opal_align-align-s1")
+    # stage 1's arms keep one seed here; the stage after it continues from seed 0's model
+    assert "opal_align-align-s1" not in jobs
     assert "results/opal/align/model" in inputs("opal_offpolicy-offpolicy_short")
     assert {"results/eval/opal-onpolicy-s4/items.csv", "results/lia_mtr/niah/linear_attn-s1/items.csv",
             "results/eval/hedgemamba-random-s2/items.csv"} <= \
         set().union(*(inputs(f"report_manifest-{paper}") for paper in ("opal", "hedgemamba", "lia_mtr")))
 
 
-def test_stages_that_run_no_mixer_do_not_depend_on_layers_or_kernels(generated_dvc_yaml):
-    """The synthetic data, the teachers and LIA-MTR's tower and chat LLM never build a linear mixer, so an edit of a
-    kernel or a layer leaves them current in ``dvc status``; the stages that load a saved hybrid depend on both."""
+def test_stages_that_run_no_mixer_do_not_depend_on_layers_or_kernels(tmp_path):
+    """The synthetic data, the teachers and LIA-MTR's tower and chat LLM (Table I's chain listed) never build a
+    linear mixer, so an edit of a kernel or a layer leaves them current in ``dvc status``; the stages that load a
+    saved hybrid depend on both."""
     import yaml
 
-    stages = yaml.safe_load(generated_dvc_yaml)["stages"]
+    repo = copy_repository(tmp_path / "repo")
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    params["lia_mtr"]["bridges"] = TABLE_1
+    (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    stages = yaml.safe_load(gen_dvc.dvc_yaml(repo))["stages"]
 
     def code(stage, *prefixes):
         return [d for d in stages[stage]["deps"] if isinstance(d, str) and d.startswith(prefixes)]
