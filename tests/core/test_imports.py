@@ -51,6 +51,23 @@ def test_relin_has_no_import_cycle():
     assert not cycle, "import cycle: " + " -> ".join(cycle)
 
 
+def test_only_the_report_stage_and_the_cli_import_the_report():
+    """The report is the end of the pipe: the rules, the manifest and every other stage learn what exists from
+    config/ and relin.names, never from report/."""
+    graph = import_graph(SourceTree.checkout(ROOT))
+    allowed = {"relin.stages.report", "relin.cli"}
+    importers = {module for module, imported in graph.items() if not module.startswith("relin.report")
+                 and any(m == "relin.report" or m.startswith("relin.report.") for m in imported)}
+    assert importers <= allowed, f"modules outside report/ importing it: {sorted(importers - allowed)}"
+    assert importers, "the report stage imports report/ (else the graph missed it)"
+
+
+def test_the_rules_import_nothing_from_the_report():
+    rules = sorted((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]
+    bad = [path.name for path in rules if "relin.report" in path.read_text()]
+    assert not bad, f"rules importing relin.report: {bad}"
+
+
 def test_a_cycle_is_reported_with_its_modules():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph) == ["a", "b", "c", "a"]

@@ -38,7 +38,7 @@ def test_every_rule_passes_exactly_the_sections_its_stage_reads():
         words = shlex.split(job.shellcmd)
         argv = words[words.index("relin") + 1:words.index(">")]
         args = stage_parser(argv[0]).parse_args(argv[1:])
-        declared = load_stage(argv[0]).SECTIONS(args)
+        declared = load_stage(argv[0]).config_sections(args)
         assert sorted(json.loads(args.config)) == sorted(declared), f"rule {job.rule.name} ({job.wildcards_dict})"
 
 

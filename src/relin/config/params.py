@@ -423,7 +423,7 @@ def typed_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
 
 class Sections:
     """The config sections one stage reads, by dotted path (``teacher.train``), each built as the type
-    the stage declares for it (``SECTIONS(args)`` of a stage module: ``{path: config class}``).
+    the stage declares for it (``config_sections(args)`` of a stage module: ``{path: config class}``).
 
     A stage's Snakemake rule passes exactly those sections (as JSON), so a change anywhere else
     neither reruns it nor reaches it. Reading an undeclared section is an error, never a default.

@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from ..config import hedgemamba as hedgemamba_table
 from ..config.hedgemamba import CHAIN, MODELS
 from ..config.report import PreconditionsConfig
+from ..names import chain_eval
 from . import paper_figures as pf
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, colours, grid, legend_outside, title
@@ -39,7 +40,7 @@ class HedgeMambaSettings:
 
 
 def name(model: str) -> str:
-    return f"hedgemamba-{model}"
+    return chain_eval("hedgemamba", model)
 
 
 def _tasks(scores: ItemScores) -> list[str]:

@@ -19,6 +19,7 @@ from ..config import opal as opal_table
 from ..config.opal import CONTROLS, MODELS, NIAH_TASKS, PARENT, kl_guided_layers
 from ..config.report import PreconditionsConfig
 from ..eval.tasks import TASKS as SCORING
+from ..names import REPLICA_NAME, chain_eval
 from . import paper_figures as pf
 from . import preconditions as pc
 from . import verdicts as vd
@@ -71,7 +72,7 @@ class OpalSettings:
 
 
 def name(model: str) -> str:
-    return f"opal-{model}"
+    return chain_eval("opal", model)
 
 
 def _outside(distance: float):
@@ -320,7 +321,7 @@ def rollouts_table(histories: dict[str, NamedRows], train: dict[str, NamedJson])
     """Stage 3's rollouts per seed: the horizon reached, how long the rollouts were, and the log-prob gap between
     the sampling path (recurrent decode) and the training forward (chunk kernel) over them."""
     base = name("onpolicy")
-    runs = [n for n in histories if (n == base or (n.startswith(base + "-s") and n[len(base) + 2:].isdigit()))
+    runs = [n for n in histories if (n == base or ((m := REPLICA_NAME.match(n)) and m["base"] == base))
             and histories[n].rows]
     if not runs:
         return None

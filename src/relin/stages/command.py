@@ -53,11 +53,11 @@ def stage_sections(args: argparse.Namespace, stage):
             raw = json.loads(args.config)
         except json.JSONDecodeError as err:
             raise UserError(f"--config: not valid JSON ({err.msg} at char {err.pos})") from None
-        missing = [s for s in stage.SECTIONS(args) if s not in raw]
+        missing = [s for s in stage.config_sections(args) if s not in raw]
         if missing:
             raise UserError(f"--config: missing section(s) {', '.join(missing)} that this stage reads")
-        return Sections(raw, stage.SECTIONS(args))
-    return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
+        return Sections(raw, stage.config_sections(args))
+    return Sections.from_params_file([args.params, *args.overlay], stage.config_sections(args))
 
 
 def stage_parser(name: str) -> argparse.ArgumentParser:
