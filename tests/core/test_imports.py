@@ -1,13 +1,13 @@
 """relin's modules import each other without a cycle, counting imports inside functions too.
 
 A cycle that only a function-level import hides still ties two modules into one: neither can be read, tested or
-moved alone. The graph is the one :mod:`relin.codedeps` walks for DVC's code dependencies (imports under
+moved alone. The graph is the one :mod:`relin.pipeline.codedeps` walks for DVC's code dependencies (imports under
 ``if TYPE_CHECKING:`` never run, so they do not count).
 """
 import subprocess
 import sys
 
-from relin.codedeps import SourceTree, _parse_imports
+from relin.pipeline.codedeps import SourceTree, _parse_imports
 
 from ..workflow.conftest import ROOT
 

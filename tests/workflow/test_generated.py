@@ -11,7 +11,7 @@ from .conftest import ROOT, console_lines, copy_repository, gen_dvc, overlay, sn
 
 
 def test_params_schema_is_current():
-    from relin.schema import schema_text
+    from relin.pipeline.schema import schema_text
 
     assert (ROOT / "workflow/schemas/params.schema.yaml").read_text() == schema_text(), \
         "params.schema.yaml is stale: run `relin schema`"
@@ -51,7 +51,7 @@ def test_dvc_stages_mirror_the_snakemake_jobs(generated_dvc_yaml):
     assert len(outs) == len(set(outs)), "two DVC stages declare the same output"
     teacher = stages["teacher_lm-qwen3"]
     assert teacher["params"] == ["teacher.models.qwen3", "teacher.train"]
-    code = {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/codedeps.py"}
+    code = {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/pipeline/codedeps.py"}
     assert code <= set(teacher["deps"])
     assert not any(dep.startswith(("src/relin/eval", "src/relin/report")) for dep in teacher["deps"]), \
         "a teacher stage depends only on the code it runs"

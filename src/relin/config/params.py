@@ -372,7 +372,7 @@ def read_yaml(path: str | Path) -> dict:
 
 def load_layers(layers: list[tuple[str, dict]], check: Callable[[Params], None] | None = None) -> Params:
     """Build the config of ``layers`` (``(name, mapping)``, deep-merged in order), strictly, then run
-    ``check`` (rules across sections, e.g. :func:`relin.preflight.check`) on it.
+    ``check`` (rules across sections, e.g. :func:`relin.pipeline.preflight.check`) on it.
 
     An error names the layer that introduced it: the first prefix of the layers that fails with
     the same message (``smoke.yaml: teacher.train.stepz: unknown key``), so an overlay's typo is
