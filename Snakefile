@@ -10,12 +10,14 @@ import sys
 
 from snakemake.utils import validate
 
-from relin import recovery, tracking
+from relin import tracking
+
+from relin.pipeline import recovery
 from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides
 from relin.errors import ConfigError, UserError
-from relin.pipeline import Pipeline, command_line_error, dvc_stage_name, lock_held_elsewhere, show_stage_errors
-from relin.preflight import check as preflight
-from relin.preflight import check_writable
+from relin.pipeline.invocation import Pipeline, command_line_error, dvc_stage_name, lock_held_elsewhere, show_stage_errors
+from relin.pipeline.preflight import check as preflight
+from relin.pipeline.preflight import check_writable
 
 # relin's strict check first: a missing or bad params.yaml, overlay or --config value ends here with
 # one line naming the file (or --config) and the key, before any job runs.
@@ -31,7 +33,7 @@ except ConfigError as err:
     sys.exit(f"relin: {err}")
 # dvc.lock may record this run only when its config is params.yaml itself, as DVC reads it.
 PIPELINE = Pipeline(commits_dvc=all(deep_merge(layers[0][1], data) == layers[0][1] for _, data in layers))
-# Before the DAG is built (relin.recovery): an executing run takes the checkout's pipeline lock, removes the Snakemake
+# Before the DAG is built (relin.pipeline.recovery): an executing run takes the checkout's pipeline lock, removes the Snakemake
 # locks a killed run left, and regenerates dvc.yaml when params.yaml or the code it is generated from changed;
 # then every job whose output is missing or unfinished runs, with what depends on it, whatever the targets.
 if PIPELINE.takes_lock:

@@ -68,12 +68,12 @@ def version() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``relin <argv>``: a stage runs in a child of the pipeline's job server when one is exported
-    (:mod:`relin.jobserver`: its imports are done once), else here."""
+    (:mod:`relin.pipeline.jobserver`: its imports are done once), else here."""
     argv = sys.argv[1:] if argv is None else argv
     from .stages import STAGES
 
     if argv and argv[0] in STAGES:
-        from .jobserver.client import submit
+        from .pipeline.jobserver.client import submit
         from .stages.command import run_stage
 
         code = submit(argv)
@@ -87,23 +87,23 @@ def main(argv: list[str] | None = None) -> int:
 
 def _workflow_command(args: argparse.Namespace) -> int:
     if args.command == "schema":
-        from .schema import write_schema
+        from .pipeline.schema import write_schema
 
         write_schema(args.out)
         return 0
     if args.command == "check-config":
         from .config.params import load_params
-        from .preflight import check
+        from .pipeline.preflight import check
 
         load_params(args.params, args.overlay, check)
         print(f"{' + '.join([args.params, *args.overlay])}: ok")
         return 0
     if args.command == "run-job":
-        from .pipeline import run_job
+        from .pipeline.invocation import run_job
 
         return run_job(args.rule, args.targets)
     if args.command == "status":
-        from .dvc_status import stage_lines
+        from .pipeline.dvc_status import stage_lines
 
         print("\n".join(stage_lines()))
         return 0

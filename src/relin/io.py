@@ -33,7 +33,7 @@ def _pid_alive(pid: int) -> bool:
 
 def stale_temporaries(path: str | Path, kind: str) -> list[Path]:
     """The ``.NAME.<kind>-PID`` siblings of ``path`` whose writer is gone (``tmp``: partial writes, ``old``: outputs
-    set aside by relin.recovery)."""
+    set aside by relin.pipeline.recovery)."""
     path = Path(path)
     if not path.parent.is_dir():
         return []

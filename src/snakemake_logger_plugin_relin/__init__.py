@@ -6,7 +6,7 @@ traceback of Snakemake's own (26 to 28 lines) that no code of the workflow could
 place Snakemake lets a workflow print those: the project's workflow profile (``profiles/default/config.yaml``,
 which Snakemake reads by itself) names it, ``logger: [relin]``. It prints everything else as Snakemake's default
 console does (its handler, filter and formatter), with a failed job's own error line heading its block
-(:func:`relin.pipeline.show_stage_errors`).
+(:func:`relin.pipeline.invocation.show_stage_errors`).
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class LogHandler(LogHandlerBase):
     def __post_init__(self) -> None:
         from snakemake.logging import ColorizingTextHandler, DefaultFilter, DefaultFormatter
 
-        from relin.pipeline import DropFailedCommand, ShortJobErrors
+        from relin.pipeline.invocation import DropFailedCommand, ShortJobErrors
 
         s = self.common_settings
         self.console = ColorizingTextHandler(nocolor=s.nocolor, stream=sys.stdout if s.stdout else sys.stderr)

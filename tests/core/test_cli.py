@@ -43,7 +43,7 @@ def test_exporting_a_model_that_is_no_hybrid_is_one_line(tmp_path):
 
 
 def test_status_says_in_one_line_per_stage_what_changed_and_what_is_missing(tmp_path):
-    from relin.dvc_lock import commit_stages
+    from relin.pipeline.dvc_lock import commit_stages
 
     _relin_dvc_project(tmp_path, {"a": ("src.py", "x", "a.txt"), "b": ("a.txt", "y", "b.txt"),
                                   "c": ("src.py", "x", "c.txt"), "d": ("d.py", "y", "d.txt")})

@@ -1,7 +1,7 @@
 """The code a stage runs: what DVC lists as its dependencies and what its checkpoints are keyed on."""
 import shutil
 
-from relin.codedeps import SourceTree, code_digest, code_files
+from relin.pipeline.codedeps import SourceTree, code_digest, code_files
 
 from ..workflow.conftest import ROOT
 
@@ -15,7 +15,7 @@ def test_files_follow_imports_transitively_with_their_packages():
     tree = SourceTree.checkout(ROOT)
     names = {tree.module_name(p) for p in code_files("relin.stages.teacher_lm", tree)}
     assert {"relin", "relin.stages", "relin.stages.teacher_lm", "relin.train", "relin.train.loop",
-            "relin.train.checkpoint", "relin.codedeps", "relin.models.teachers"} <= names
+            "relin.train.checkpoint", "relin.pipeline.codedeps", "relin.models.teachers"} <= names
     assert not any(n.startswith(("relin.eval", "relin.report")) for n in names), names
     assert "relin.stages.eval_lm" not in names, "other stage modules are not followed"
 

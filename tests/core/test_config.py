@@ -5,7 +5,7 @@ import yaml
 
 from relin.config.params import load_layers, load_params, typed_overrides
 from relin.errors import ConfigError
-from relin.preflight import check
+from relin.pipeline.preflight import check
 
 from ..workflow.conftest import ROOT
 

@@ -1,13 +1,13 @@
 """relin's modules import each other without a cycle, counting imports inside functions too.
 
 A cycle that only a function-level import hides still ties two modules into one: neither can be read, tested or
-moved alone. The graph is the one :mod:`relin.codedeps` walks for DVC's code dependencies (imports under
+moved alone. The graph is the one :mod:`relin.pipeline.codedeps` walks for DVC's code dependencies (imports under
 ``if TYPE_CHECKING:`` never run, so they do not count).
 """
 import subprocess
 import sys
 
-from relin.codedeps import SourceTree, _parse_imports
+from relin.pipeline.codedeps import SourceTree, _parse_imports
 
 from ..workflow.conftest import ROOT
 
@@ -49,6 +49,23 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str]:
 def test_relin_has_no_import_cycle():
     cycle = find_cycle(import_graph(SourceTree.checkout(ROOT)))
     assert not cycle, "import cycle: " + " -> ".join(cycle)
+
+
+def test_only_the_report_stage_and_the_cli_import_the_report():
+    """The report is the end of the pipe: the rules, the manifest and every other stage learn what exists from
+    config/ and relin.names, never from report/."""
+    graph = import_graph(SourceTree.checkout(ROOT))
+    allowed = {"relin.stages.report", "relin.cli"}
+    importers = {module for module, imported in graph.items() if not module.startswith("relin.report")
+                 and any(m == "relin.report" or m.startswith("relin.report.") for m in imported)}
+    assert importers <= allowed, f"modules outside report/ importing it: {sorted(importers - allowed)}"
+    assert importers, "the report stage imports report/ (else the graph missed it)"
+
+
+def test_the_rules_import_nothing_from_the_report():
+    rules = sorted((ROOT / "workflow").rglob("*.smk")) + [ROOT / "Snakefile"]
+    bad = [path.name for path in rules if "relin.report" in path.read_text()]
+    assert not bad, f"rules importing relin.report: {bad}"
 
 
 def test_a_cycle_is_reported_with_its_modules():

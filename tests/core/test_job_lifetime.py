@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from relin import jobserver
-from relin.jobserver import lifetime
-from relin.jobserver.job_lock import lock_path
+from relin.pipeline import jobserver
+from relin.pipeline.jobserver import lifetime
+from relin.pipeline.jobserver.job_lock import lock_path
 
 from ..workflow.conftest import workflow_env
 
@@ -88,7 +88,7 @@ def test_a_reused_pid_is_not_taken_for_the_pipeline():
 def server_of_a_pipeline(tmp_path):
     """A job server started by a stand-in pipeline process (as ``snakemake`` starts it), and that process."""
     script = ("import os, sys, time\n"
-              "from relin.jobserver.server import start_server\n"
+              "from relin.pipeline.jobserver.server import start_server\n"
               "server = start_server()\n"
               "print(server.process.pid, server.path, flush=True)\n"
               "time.sleep(600)\n")
@@ -129,7 +129,7 @@ def test_a_job_of_the_server_and_the_server_itself_end_with_a_killed_pipeline(se
 
 def _holder(out: Path, pipeline: str = "", seconds: float = 600) -> subprocess.Popen:
     """A process holding ``out``'s job lock, as a stage writing it would."""
-    script = (f"import time\nfrom relin.jobserver.job_lock import job_lock\n"
+    script = (f"import time\nfrom relin.pipeline.jobserver.job_lock import job_lock\n"
               f"with job_lock({str(out)!r}):\n    print('held', flush=True)\n    time.sleep({seconds})\n")
     env = workflow_env(**({lifetime.PIPELINE_ENV: pipeline} if pipeline else {}))
     proc = subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, text=True)

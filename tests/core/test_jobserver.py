@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from relin import jobserver
-from relin.jobserver.client import submit
-from relin.jobserver.server import remove_dead_servers, start_server
+from relin.pipeline import jobserver
+from relin.pipeline.jobserver.client import submit
+from relin.pipeline.jobserver.server import remove_dead_servers, start_server
 
 from ..workflow.conftest import workflow_env
 
@@ -172,7 +172,7 @@ def test_a_job_runs_torch_on_the_threads_its_command_was_given():
     """torch sized its pool from the server's environment at import; the child takes the command's OMP_NUM_THREADS
     (Snakemake's ``threads``), else two one-thread jobs would each run on every core."""
     script = ("import os, torch\n"
-              "from relin.jobserver.server import take_thread_budget\n"
+              "from relin.pipeline.jobserver.server import take_thread_budget\n"
               "before = torch.get_num_threads()\n"
               "os.environ['OMP_NUM_THREADS'] = '1'\n"
               "take_thread_budget()\n"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from relin import dvc_sync
-from relin.pipeline import (
+from relin.pipeline import dvc_sync
+from relin.pipeline.invocation import (
     DvcYamlChanged,
     PipelineBusy,
     acquire_lock,
@@ -38,7 +38,7 @@ def test_second_holder_is_refused_in_one_line_naming_the_first(tmp_path):
 
 def test_a_held_lock_is_seen_from_another_process_and_probing_creates_nothing(tmp_path):
     assert not lock_held_elsewhere(tmp_path) and not (tmp_path / ".snakemake").exists()
-    script = ("import time; from relin.pipeline import acquire_lock; held = acquire_lock(%r); "
+    script = ("import time; from relin.pipeline.invocation import acquire_lock; held = acquire_lock(%r); "
               "print('held', flush=True); time.sleep(60)" % str(tmp_path))
     holder = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
@@ -51,7 +51,8 @@ def test_a_held_lock_is_seen_from_another_process_and_probing_creates_nothing(tm
 
 
 def test_lock_dies_with_its_holder(tmp_path):
-    script = f"from relin.pipeline import acquire_lock; acquire_lock({str(tmp_path)!r}); print('held', flush=True)"
+    script = (f"from relin.pipeline.invocation import acquire_lock; acquire_lock({str(tmp_path)!r}); "
+              "print('held', flush=True)")
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
     acquire_lock(tmp_path).close()
 
@@ -156,7 +157,7 @@ from pathlib import Path
 
 import yaml
 
-from relin import dvc_sync
+from relin.pipeline import dvc_sync
 
 root = Path(__file__).resolve().parents[2]
 with (root / "runs").open("a") as runs:

@@ -1,4 +1,4 @@
-"""Stage outputs as eval-lm and teacher-lm write them, with fresh random numbers."""
+"""Stage outputs as eval-lm and teacher-lm write them, with random numbers from a fixed seed."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,9 @@ def no_tracking(monkeypatch):
 
 @pytest.fixture
 def rng():
-    return random.Random()
+    # Seeded: the report tests find each number's text in the page, and fresh draws made two of them collide (the
+    # same rounded text in another cell) about one run in a hundred.
+    return random.Random(0)
 
 
 def write_metrics(path, name, rng) -> dict:

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from relin.config.params import lookup
-from relin.report.manifest import SECTIONS, paper_files
+from relin.manifest import SECTIONS, paper_files
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ["params.yaml", "workflow/configs/pretrained.yaml"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from relin.report.lm_scores import ItemScores, ModelItems
-from relin.report.opal import OpalSettings, claims, selection_claim, table4
+from relin.report.opal import OpalSettings, claims, table4
 from relin.report.verdicts import CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE, REPRODUCED, WITHIN_NOISE
 
 FAMILIES = ("niah_single", "niah_multikey", "niah_multiquery", "arithmetic")
@@ -193,18 +193,24 @@ def _layers(kept, scores):
     return {"selection": "every_n", "kept": kept, "conversion_kl": scores}
 
 
+def selection_claim(scores, layers):
+    return next((c for c in claims(scores, SETTINGS, None, layers=layers) if c.claim.startswith("KL-guided")), None)
+
+
 @pytest.mark.parametrize("kl_guided, every_n, outcome", [(0.9, 0.5, REPRODUCED), (0.5, 0.9, CONTRADICTED)])
 def test_kl_guided_selection_is_judged_on_the_paired_difference_after_stage_1(kl_guided, every_n, outcome):
     models = [_items("teacher-qwen3", STRONG), *_arm("opal-align_kl_guided", kl_guided), *_arm("opal-align", every_n)]
-    claim = selection_claim(ItemScores(models, resamples=1000), SETTINGS, _layers([3], [0.9, 0.1, 0.2, 0.3]))
+    claim = selection_claim(ItemScores(models, resamples=1000), _layers([3], [0.9, 0.1, 0.2, 0.3]))
     assert claim.kind == "beyond" and claim.verdict.outcome == outcome and claim.ours.startswith("layers [0]: ")
+    assert claim.claim == "KL-guided layer selection beats every_n after stage 1 at the same budget"
 
 
 def test_kl_guided_selection_keeping_the_same_layers_is_not_testable():
     models = [_items("teacher-qwen3", STRONG), _items("opal-align_kl_guided", STRONG), _items("opal-align", {})]
-    claim = selection_claim(ItemScores(models, resamples=100), SETTINGS, _layers([3], [0.1, 0.2, 0.3, 0.9]))
+    claim = selection_claim(ItemScores(models, resamples=100), _layers([3], [0.1, 0.2, 0.3, 0.9]))
     assert claim.verdict.outcome == NOT_TESTABLE and "keep different layers" in claim.verdict.reason
-    assert selection_claim(ItemScores(models[:2], resamples=100), SETTINGS, _layers([3], [0.1] * 4)) is None
+    assert selection_claim(ItemScores(models[:2], resamples=100), _layers([3], [0.1] * 4)) is None
+    assert selection_claim(ItemScores(models, resamples=100), None) is None, "no layer record: nothing to compare"
 
 
 def test_every_declared_opal_model_is_a_row_of_table4():

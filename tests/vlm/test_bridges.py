@@ -256,3 +256,20 @@ def test_the_bridge_registry_builds_every_bridge_the_config_can_name():
     from relin.layers.bridges import BRIDGES
 
     assert tuple(BRIDGES) == tuple(BRIDGE_NAMES)
+
+
+def test_a_config_may_name_every_bridge_and_no_other():
+    """``BridgeName`` (the type of every bridges list, hence the schema's enum) is BRIDGE_NAMES, not a copy of it."""
+    from typing import get_args
+
+    import yaml
+
+    from relin.config.lia_mtr import BRIDGE_NAMES, BridgeName
+
+    from ..workflow.conftest import ROOT
+
+    assert get_args(BridgeName) == BRIDGE_NAMES
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "params.schema.yaml").read_text())
+    lia = schema["properties"]["lia_mtr"]["properties"]
+    for bridges in (lia["bridges"], lia["niah"]["properties"]["bridges"]):
+        assert tuple(bridges["items"]["enum"]) == BRIDGE_NAMES

@@ -92,9 +92,9 @@ _SMOKE_DVC_YAML: dict[str, str] = {}
 
 def smoke_dvc_yaml(repo: Path) -> None:
     """Write the smoke DAG's ``dvc.yaml`` into a copy, with the record by which an executing ``snakemake`` knows it
-    is current (``relin.dvc_sync``; the smoke overlay declares fewer models than params.yaml, so the checked-in
+    is current (``relin.pipeline.dvc_sync``; the smoke overlay declares fewer models than params.yaml, so the checked-in
     ``dvc.yaml`` is not). Generated once per test process (seconds), then copied."""
-    from relin.dvc_sync import STATE
+    from relin.pipeline.dvc_sync import STATE
 
     files = ("dvc.yaml", str(STATE))
     if not _SMOKE_DVC_YAML:

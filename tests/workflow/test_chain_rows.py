@@ -33,7 +33,7 @@ def add_row(repo, paper: str) -> str:
 def manifest_of(repo, paper: str) -> dict:
     """The copy's report manifest of ``paper`` (its files, without digests) from its params."""
     code = ("import json; from relin.config.loader import as_dict; "
-            "from relin.config.params import load_params, lookup; from relin.report.manifest import paper_files; "
+            "from relin.config.params import load_params, lookup; from relin.manifest import paper_files; "
             "p = as_dict(load_params('params.yaml')); "
             f"print(json.dumps(paper_files({paper!r}, lambda k: lookup(p, k))))")
     return json.loads(run([sys.executable, "-c", code], repo, PYTHONPATH=str(repo / "src")).stdout)

@@ -14,7 +14,7 @@ TABLE_1 = ["lia_mtr", "lia_mtr_head_matrix", "mlp2x_gelu", "lia_mtr_no_gate", "l
 
 
 def test_params_schema_is_current():
-    from relin.schema import schema_text
+    from relin.pipeline.schema import schema_text
 
     assert (ROOT / "workflow/schemas/params.schema.yaml").read_text() == schema_text(), \
         "params.schema.yaml is stale: run `relin schema`"
@@ -41,7 +41,7 @@ def test_every_rule_passes_exactly_the_sections_its_stage_reads():
         words = shlex.split(job.shellcmd)
         argv = words[words.index("relin") + 1:words.index(">")]
         args = stage_parser(argv[0]).parse_args(argv[1:])
-        declared = load_stage(argv[0]).SECTIONS(args)
+        declared = load_stage(argv[0]).config_sections(args)
         assert sorted(json.loads(args.config)) == sorted(declared), f"rule {job.rule.name} ({job.wildcards_dict})"
 
 
@@ -54,7 +54,7 @@ def test_dvc_stages_mirror_the_snakemake_jobs(generated_dvc_yaml):
     assert len(outs) == len(set(outs)), "two DVC stages declare the same output"
     teacher = stages["teacher_lm-qwen3"]
     assert teacher["params"] == ["teacher.models.qwen3", "teacher.train"]
-    code = {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/codedeps.py"}
+    code = {"src/relin/stages/teacher_lm.py", "src/relin/train/loop.py", "src/relin/pipeline/codedeps.py"}
     assert code <= set(teacher["deps"])
     assert not any(dep.startswith(("src/relin/eval", "src/relin/report")) for dep in teacher["deps"]), \
         "a teacher stage depends only on the code it runs"

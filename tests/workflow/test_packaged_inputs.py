@@ -63,7 +63,7 @@ def test_a_checkpoint_teacher_and_the_prose_corpus_wire_the_graph(tmp_path):
     assert "prose" in commands and "real-text" not in commands, "the prose corpus replaces the real-text one"
     for words in (*commands["pretrained-checkpoint"], *commands["prose"], *commands["teacher-lm"]):
         args = stage_parser(words[0]).parse_args(words[1:])
-        assert sorted(json.loads(args.config)) == sorted(load_stage(words[0]).SECTIONS(args)), words[0]
+        assert sorted(json.loads(args.config)) == sorted(load_stage(words[0]).config_sections(args)), words[0]
     inputs = {job["rule"]: job["inputs"] for job in jobs if job["rule"] != "teacher_lm"}
     assert "results/pretrained/smollm2/model" in inputs["synth_text_checkpoint"], "the tokenizer is an input"
     assert {"results/pretrained/smollm2/model", "results/data/synth_text-smol"} == {

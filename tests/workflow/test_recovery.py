@@ -1,4 +1,4 @@
-"""Recovery that cannot lie (issue #46 item 1), on a three-rule Snakefile with relin's hook (``relin.recovery``):
+"""Recovery that cannot lie (issue #46 item 1), on a three-rule Snakefile with relin's hook (``pipeline.recovery``):
 after a killed run, or with an output of a finished run deleted, the plain ``snakemake`` rebuilds every missing or
 unfinished output of its DAG and says so in one line. The same on the smoke DAG (a training stage killed after its
 first checkpoint, a report input deleted) is in test_resume.py, which shares the smoke run."""
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.slow
 TOY = '''
 import sys
 
-from relin import recovery
-from relin.pipeline import Pipeline, command_line_error, lock_held_elsewhere
+from relin.pipeline import recovery
+from relin.pipeline.invocation import Pipeline, command_line_error, lock_held_elsewhere
 
 if mistake := command_line_error(sys.argv[1:], workflow.config_settings.configfiles):
     sys.exit(f"relin: {mistake}")

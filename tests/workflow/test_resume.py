@@ -1,6 +1,6 @@
 """Workflow-level robustness: a killed teacher job resumes from its checkpoint when the workflow is
 rerun (bit-identical to an uninterrupted run), and the next invocation closes the killed job's MLflow
-run. Recovery that cannot lie (issue #46, ``relin.recovery``): after kill -9 of a whole run whose downstream outputs
+run. Recovery that cannot lie (issue #46, ``pipeline.recovery``): after kill -9 of a whole run whose downstream outputs
 exist, or with a report input deleted, the plain ``snakemake`` (the command that was killed, without its target)
 rebuilds what is missing, says so in one line, and every result equals an uninterrupted run's byte for byte."""
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path, killed)
     assert killed_after is not None, f"no checkpoint appeared before the teacher finished:\n{output}"
     assert proc.returncode != 0, output
     if killed == "the stage":
-        # the job failed and Snakemake lived on: the smoke run's output it was to replace is back (relin.recovery)
+        # the job failed and Snakemake lived on: the smoke run's output it was to replace is back (pipeline.recovery)
         assert "relin: teacher_lm failed; its previous output is kept: " in output, output
         assert (repo / target).read_bytes() == previous
     else:

@@ -2,13 +2,15 @@
 import json
 import re
 
+from relin import names
 from relin.config import chain as chains
 from relin.config.lia_mtr import BRIDGE_NAMES
 from relin.config.opal import LM_EVAL_MODELS
+from relin.config.papers import PAPERS, chains as paper_chains, evaluated_models
 from relin.config.params import lookup
-from relin.report.manifest import PAPERS, chains as paper_chains, evaluated_models, paper_files
-from relin.report.manifest import SECTIONS as MANIFEST_SECTIONS
-from relin.report.manifest import paths as manifest_paths
+from relin.manifest import SECTIONS as MANIFEST_SECTIONS
+from relin.manifest import paper_files
+from relin.manifest import paths as manifest_paths
 
 
 def sections(*dotted):
@@ -36,7 +38,7 @@ TRAIN = "relin" if GPUS_PER_JOB == 1 else f"torchrun --standalone --nproc-per-no
 # named, each further seed s a replica "<name>-s<s>" of the models a paper lists in "replicated". Rules of student
 # stages carry a {rep} wildcard ("" or "-s<s>") and set every train.seed of their sections to the replica's seed.
 SEEDS = config["seeds"]
-REPLICA = "(-s[0-9]+)?"
+REPLICA = names.REPLICA_WILDCARD
 
 
 def seeds_of(section):
@@ -45,18 +47,12 @@ def seeds_of(section):
     return chains.section_seeds(lookup(config, section), SEEDS)
 
 
-def replicas_of(paper, model):
-    """The replica suffixes a paper's model is trained with (``paper`` a dotted section, e.g. ``lia_mtr.niah``)."""
-    return ["", *(f"-s{seed}" for seed in seeds_of(paper)[1:])] if model in lookup(config, paper)["replicated"] \
-        else [""]
-
-
 def seeded(render):
     """The sections JSON ``render`` gives (a string, or a function of the wildcards), with every training
     config's seed set to the replica's."""
     def with_seed(wildcards):
         rendered = json.loads(render(wildcards) if callable(render) else render)
-        seed = chains.replica_seed(getattr(wildcards, "rep", ""), SEEDS)
+        seed = names.replica_seed(getattr(wildcards, "rep", ""), SEEDS)
         return json.dumps(chains.with_seed(rendered, seed), sort_keys=True)
 
     return with_seed
@@ -100,8 +96,8 @@ def train_data(paper):
 # A paper's chain (relin.config.chain): every model of OPAL and HedgeMamba is a row of its table, and the helpers
 # below derive a row's inputs, options and config from it; a rule serves the rows whose ``rule`` is its name.
 CHAINS = paper_chains(lambda path: lookup(config, path))
-TEACHER_MODEL = {paper: f"results/teacher/{config[paper]['teacher']}/model" for paper in CHAINS}
-TEACHER_EVAL = {paper: f"teacher-{config[paper]['teacher']}" for paper in CHAINS}
+TEACHER_MODEL = {paper: f"{names.teacher_dir(config[paper]['teacher'])}/model" for paper in CHAINS}
+TEACHER_EVAL = {paper: names.teacher_eval(config[paper]["teacher"]) for paper in CHAINS}
 EVAL_DATA = {paper: text_data(config[paper]["teacher"]) for paper in CHAINS}
 TRAIN_DATA = {paper: train_data(paper) for paper in CHAINS}
 
@@ -113,7 +109,7 @@ def rows_of(paper, rule):
 
 def chain_models(paper):
     """Every model directory of a chain, replicas included."""
-    return [f"results/{paper}/{name}{rep}" for name in CHAINS[paper]
+    return [names.chain_dir(paper, name, rep) for name in CHAINS[paper]
             for rep in chains.replicas(CHAINS[paper], config[paper]["replicated"], seeds_of(paper), name)]
 
 
@@ -122,7 +118,7 @@ def _row_file(paper, row, rep, file):
     if row == chains.TEACHER:
         return TEACHER_MODEL[paper]
     parent = chains.parent_replica(CHAINS[paper], config[paper]["replicated"], row, rep)
-    return f"results/{paper}/{row}{parent}/{file}"
+    return f"{names.chain_dir(paper, row, parent)}/{file}"
 
 
 def chain_inputs(paper):
@@ -159,7 +155,7 @@ def chain_config(paper):
         step = CHAINS[paper][wildcards.model]
         rendered = chains.with_variant({path: lookup(config, path) for path in step.sections}, step.variant)
         if step.trained:
-            rendered = chains.with_seed(rendered, chains.replica_seed(getattr(wildcards, "rep", ""), SEEDS))
+            rendered = chains.with_seed(rendered, names.replica_seed(getattr(wildcards, "rep", ""), SEEDS))
         return json.dumps(rendered, sort_keys=True)
 
     return render
@@ -167,7 +163,7 @@ def chain_config(paper):
 
 # Language models that eval_lm can evaluate: eval name -> saved model directory.
 LM_MODELS = {
-    **{f"teacher-{arch}": f"results/teacher/{arch}/model" for arch in config["teacher"]["archs"]},
+    **{names.teacher_eval(arch): f"{names.teacher_dir(arch)}/model" for arch in config["teacher"]["archs"]},
     **{name: path for paper in CHAINS for name, path in evaluated_models(paper, lambda p: lookup(config, p)).items()},
 }
 
@@ -178,15 +174,13 @@ def lm_model(wildcards):
 
 def lm_data(wildcards):
     """The dataset a model is evaluated on: its teacher family's (the tokenizer it was trained with)."""
-    name = wildcards.name
-    if name.startswith("teacher-"):
-        return text_data(name.removeprefix("teacher-"))
-    return EVAL_DATA[name.split("-", 1)[0]]
+    owner, rest = names.eval_owner(wildcards.name)
+    return text_data(rest) if owner == "teacher" else EVAL_DATA[owner]
 
 
 def paper_evaluations(paper):
     """The evaluations of a chain paper's teacher and of every evaluated model (replicas included)."""
-    return [f"results/eval/{name}/metrics.json" for name in
+    return [names.eval_file(name, "eval") for name in
             [TEACHER_EVAL[paper], *evaluated_models(paper, lambda p: lookup(config, p))]]
 
 
@@ -203,12 +197,12 @@ OPAL_LM_EVAL = (expand("results/opal/lm_eval/{name}.json", name=config["opal"]["
 
 def opal_model(wildcards):
     """An OPAL model's directory by name (LM_EVAL_MODELS)."""
-    return TEACHER_MODEL["opal"] if wildcards.name == "teacher" else f"results/opal/{wildcards.name}/model"
+    return TEACHER_MODEL["opal"] if wildcards.name == "teacher" else f"{names.chain_dir('opal', wildcards.name)}/model"
 
 
 # The report reads one manifest per paper (relin report-manifest), listed from the paper's table.
 def manifest_inputs(wildcards):
-    """Every file the manifest of ``wildcards.paper`` lists (relin.report.manifest.paper_files)."""
+    """Every file the manifest of ``wildcards.paper`` lists (relin.manifest.paper_files)."""
     return manifest_paths(paper_files(wildcards.paper, lambda path: lookup(config, path)))
 
 

@@ -4,14 +4,14 @@
     python workflow/scripts/gen_dvc.py --check    # exit 1 when the checked-in dvc.yaml is stale
 
 An executing ``snakemake`` runs this itself when ``params.yaml``, the Snakefile, its rules or the relin source
-changed since it last wrote ``dvc.yaml`` (``relin.dvc_sync``), so ``dvc.yaml`` stays the DAG of ``params.yaml``.
+changed since it last wrote ``dvc.yaml`` (``pipeline.dvc_sync``), so ``dvc.yaml`` stays the DAG of ``params.yaml``.
 
 The Snakefile stays the one definition of the graph. Each stage runs its own job through Snakemake
 (``relin run-job <rule> <outputs>``: ``snakemake <outputs> --forcerun <rule> --allowed-rules <rule>``
-under the checkout's pipeline lock, see ``relin.pipeline``), so ``dvc repro`` and ``snakemake``
+under the checkout's pipeline lock, see ``relin.pipeline.invocation``), so ``dvc repro`` and ``snakemake``
 execute the same command and never run into each other. DVC runs stages one at a time, so each gets
 all cores. A stage's DVC dependencies are its inputs, the ``.smk`` file of its rule and the relin
-source files its stage runs (``relin.codedeps``: the stage module and what it imports,
+source files its stage runs (``relin.pipeline.codedeps``: the stage module and what it imports,
 transitively); its params are the config sections the rule passes with ``--config`` (the keys of
 that JSON are dotted ``params.yaml`` paths). Evaluation summaries (``metrics.json``) are DVC metrics and
 training curves and evaluation tables are plots (``METRICS``, ``PLOTS``); all outputs are cached (``dvc checkout``
@@ -56,7 +56,7 @@ def snakemake_jobs(root: Path) -> list:
 
 
 def _stage_name(job) -> str:
-    from relin.pipeline import dvc_stage_name
+    from relin.pipeline.invocation import dvc_stage_name
 
     return dvc_stage_name(job.rule.name, job.wildcards_dict)
 
@@ -71,7 +71,7 @@ def relin_stage(job) -> str:
 
 def code_deps(stage: str, root: Path) -> list[str]:
     """The relin source files a stage runs (its module and everything it imports, transitively)."""
-    from relin.codedeps import SourceTree, code_files
+    from relin.pipeline.codedeps import SourceTree, code_files
     from relin.stages import STAGES
 
     if stage not in STAGES:
@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="compare with the checked-in dvc.yaml instead of writing")
     parser.add_argument("--out", type=Path, default=ROOT / "dvc.yaml")
     args = parser.parse_args(argv)
-    from relin import dvc_sync
     from relin.io import atomic_write_text
+    from relin.pipeline import dvc_sync
 
     inputs = dvc_sync.inputs_digest(ROOT)  # before reading them: a change while this runs is seen next time
     text = dvc_yaml()

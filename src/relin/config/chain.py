@@ -3,18 +3,20 @@ the config it reads (and the values its variant changes), and whether it is trai
 
 The Snakemake rules derive every input, option and config of a model from its row (``workflow/rules/common.smk``:
 ``chain_inputs``, ``chain_options``, ``chain_config``), the report manifest lists the row's outputs
-(:mod:`relin.report.manifest`), and the report's sections label it with the row's ``label``. Adding a model or a
+(:mod:`relin.manifest`), and the report's sections label it with the row's ``label``. Adding a model or a
 variant to a paper is one row: a variant is a named config (``variant``), never a new flag.
 
 Paths: a row ``name`` of paper ``p`` lives in ``results/<p>/<name><rep>/`` (``model/``, ``history.csv``,
 ``train_metrics.json``), where ``<rep>`` is ``""`` for the first training seed and ``-s<seed>`` for the others
-(:func:`replicas`), and its evaluation is ``<p>-<name><rep>``.
+(:func:`replicas`), and its evaluation is ``<p>-<name><rep>`` (:mod:`relin.names`).
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
+
+from ..names import replica_suffixes
 
 TEACHER = "teacher"
 
@@ -105,7 +107,7 @@ def replicated(chain: Chain, listed: list[str], name: str) -> bool:
 
 def replicas(chain: Chain, listed: list[str], seeds: list[int], name: str) -> list[str]:
     """The replica suffixes of a row: ``""`` (the first seed), then ``-s<seed>`` per further seed if replicated."""
-    return ["", *(f"-s{s}" for s in seeds[1:])] if replicated(chain, listed, name) else [""]
+    return replica_suffixes(seeds, replicated(chain, listed, name))
 
 
 def parent_replica(chain: Chain, listed: list[str], parent: str, rep: str) -> str:
@@ -117,10 +119,6 @@ def parent_replica(chain: Chain, listed: list[str], parent: str, rep: str) -> st
 def section_seeds(section: Mapping[str, Any], seeds: list[int]) -> list[int]:
     """The training seeds of a section's replicated models: its own ``seeds`` when it lists some, else ``seeds``."""
     return list(section.get("seeds") or seeds)
-
-
-def replica_seed(rep: str, seeds: list[int]) -> int:
-    return int(rep[2:]) if rep else seeds[0]
 
 
 def with_variant(rendered: dict[str, Any], variant: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,8 +20,8 @@ MTR_ABLATIONS = {"lia_mtr_no_gate": {"gate": "none"},                  # g_t ≡
 # Every named LIA-MTR bridge that is the default MTR config with options changed.
 MTR_VARIANTS = {**MTR_READINGS, **MTR_ABLATIONS}
 BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn", *MTR_VARIANTS)
-BridgeName = Literal["lia_mtr", "mlp2x_gelu", "mha", "linear_attn", "lia_mtr_head_matrix", "lia_mtr_no_gate",
-                     "lia_mtr_one_scale", "lia_mtr_half_life", "lia_mtr_normalized"]
+# The type of a config's bridge names (the schema's enum), derived: a variant added above is a valid name at once.
+BridgeName = Literal[BRIDGE_NAMES]
 
 
 @dataclass(kw_only=True)

@@ -372,7 +372,7 @@ def read_yaml(path: str | Path) -> dict:
 
 def load_layers(layers: list[tuple[str, dict]], check: Callable[[Params], None] | None = None) -> Params:
     """Build the config of ``layers`` (``(name, mapping)``, deep-merged in order), strictly, then run
-    ``check`` (rules across sections, e.g. :func:`relin.preflight.check`) on it.
+    ``check`` (rules across sections, e.g. :func:`relin.pipeline.preflight.check`) on it.
 
     An error names the layer that introduced it: the first prefix of the layers that fails with
     the same message (``smoke.yaml: teacher.train.stepz: unknown key``), so an overlay's typo is
@@ -423,7 +423,7 @@ def typed_overrides(overrides: dict[str, Any]) -> dict[str, Any]:
 
 class Sections:
     """The config sections one stage reads, by dotted path (``teacher.train``), each built as the type
-    the stage declares for it (``SECTIONS(args)`` of a stage module: ``{path: config class}``).
+    the stage declares for it (``config_sections(args)`` of a stage module: ``{path: config class}``).
 
     A stage's Snakemake rule passes exactly those sections (as JSON), so a change anywhere else
     neither reruns it nor reaches it. Reading an undeclared section is an error, never a default.

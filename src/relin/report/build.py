@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..io import atomic_dir, atomic_write_text, read_manifest
+from ..manifest import paths as manifest_paths
 from . import figures, tables
 from .hedgemamba import HedgeMambaSettings, hedgemamba_section
 from .inputs import EvalResult, NamedJson, NamedRows, read_json
 from .lia_mtr import LiaSettings, lia_mtr_section
 from .lm_scores import ItemScores, ModelItems, attach_chance
-from .manifest import paths as manifest_paths
 from .opal import OpalSettings, lm_eval_section, opal_section
 from .page import FigureRef, Notice, Section, render_html, render_markdown
 from .table import Table

@@ -14,30 +14,21 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ..config import hedgemamba as hedgemamba_table
 from ..config.hedgemamba import CHAIN, MODELS
 from ..config.report import PreconditionsConfig
+from ..names import chain_eval
 from . import paper_figures as pf
-from . import preconditions as pc
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, colours, grid, legend_outside, title
 from .inputs import NamedJson, NamedRows
+from .judge import Context, judge_all
 from .lm_scores import ItemScores, excluded_note
 from .margins import default_margins
 from .page import FigureRef, Section
 from .table import Table
 
-# "Nearly matches the teacher's perplexity": at least this share of it (the summaries' is 98.2%).
-NEAR = 95.0
 EXACT = 1e-4
-# The controls of stage 2, what beating each would show, and whether the seed argues it (§3.2) or no seed does.
-CONTROLS = (("random", "The Hedgehog initialisation beats a random-init Mamba at the same budget", "claim"),
-            ("no_match", "Attention matching (stage 1) beats the same initialisation without it (φ at identity, same "
-                         "budget)", "claim"),
-            ("hedgehog_only", "Mamba's extra branches improve on Hedgehog alone (same stage 2)", "claim"),
-            ("mil", "HedgeMamba beats Mamba-in-the-Llama's initialisation (q/k/v/o -> C/B/x/out, their Δ, A, conv and "
-                    "gated RMSNorm; same budget)", "beyond"))
-SOURCES = {"claim": "§3.2 (argued)",
-           "beyond": "Mamba-in-the-Llama (Wang et al. 2024; cited, not compared, in seed 001)"}
 
 
 @dataclass(frozen=True)
@@ -49,7 +40,7 @@ class HedgeMambaSettings:
 
 
 def name(model: str) -> str:
-    return f"hedgemamba-{model}"
+    return chain_eval("hedgemamba", model)
 
 
 def _tasks(scores: ItemScores) -> list[str]:
@@ -63,6 +54,8 @@ def _tokens(train: dict[str, NamedJson], model: str) -> float:
 
 def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None,
            train: dict[str, NamedJson] | None = None) -> list[vd.Claim]:
+    """HedgeMamba's verdicts: the exactness of the initialisation, then the rows of
+    :data:`relin.config.hedgemamba.CLAIMS`."""
     out, paper = [], "HedgeMamba"
     if init is not None:
         gap = vd.Estimate.exact(init["max_abs_logit_diff"])
@@ -70,61 +63,11 @@ def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | Non
         out.append(vd.Claim(paper, claim, "exact by construction (eqs. 7-10)",
                             f"{gap.value:.1e} at logits up to {init['max_abs_logit']:.1f} (measured, exact)",
                             vd.at_most(gap, EXACT), kind="check"))
-    finetune = name("finetune")
-    if finetune not in scores:
-        return out
-    share = scores.perplexity_share(finetune, s.teacher)
-    pre = (pc.reached("stage 2's training tokens", _tokens(train or {}, "finetune"), s.pre.hedgemamba_tokens),)
     quoted = pf.HEDGEMAMBA_PERPLEXITY
-    out.append(vd.Claim(paper, f"HedgeMamba nearly matches the teacher's perplexity (≥ {NEAR:g}% of it)",
-                        f"{pf.DERIVED['hedgemamba_perplexity']:.1f}% ({quoted.text(' vs ')}; {quoted.where})",
-                        share.text(".1f", unit="%"),
-                        vd.judged(pre, lambda: vd.at_least(share, NEAR)), pre, kind="beyond", seeds=share.seeds))
-    if name("hedgehog") in scores:
-        # HedgeMamba at initialisation computes the Hedgehog model (the exactness check), so stage 1's model stands
-        # for stage 2's starting point.
-        out.append(perplexity_claim(scores, s, "hedgehog", "Stage 2 improves on its initialisation: perplexity",
-                                    "§3.2 (the premise)"))
-    for control, claim, kind in CONTROLS:
-        if name(control) in scores:
-            out.append(perplexity_claim(scores, s, control, f"{claim}: perplexity", SOURCES[kind], kind))
-            out.append(recovery_claim(scores, s, control, f"{claim}: task recovery", SOURCES[kind], kind))
-    return out
-
-
-def perplexity_claim(scores: ItemScores, s: HedgeMambaSettings, other: str, claim: str, source: str,
-                     kind: str = "claim") -> vd.Claim:
-    """HedgeMamba after stage 2 against ``other`` in perplexity as % of the teacher's (paired passages)."""
-    margin = s.margins["hedgemamba.perplexity"]
-    arms = {m: scores.perplexity_share(m, s.teacher) for m in (name("finetune"), name(other))}
-    difference = arms[name("finetune")] - arms[name(other)]
-    pre = (pc.enough_seeds(arms, s.pre.min_seeds), pc.headroom(arms, 100.0, 0.0, margin.value, name("finetune")))
-    return vd.Claim("HedgeMamba", claim, source, f"{arms[name('finetune')].text('.1f', unit='%')} vs "
-                    f"{arms[name(other)].text('.1f', unit='%')} of the teacher's perplexity; difference "
-                    f"{difference.text('+.2f')} points", vd.judged(pre, lambda: vd.beats(difference, margin,
-                                                                                         ("HedgeMamba", other))),
-                    pre, kind=kind, seeds=min(e.seeds for e in arms.values()), margin=margin)
-
-
-def recovery_claim(scores: ItemScores, s: HedgeMambaSettings, control: str, claim: str, source: str,
-                   kind: str = "claim") -> vd.Claim:
-    """HedgeMamba after stage 2 against ``control`` in task recovery over the families the teacher masters."""
-    margin = s.margins["hedgemamba.recovery"]
-    arms = (name("finetune"), name(control))
-    rec = {m: scores.recovery(m, s.teacher, _tasks(scores), s.mastery) for m in arms}
-    used = rec[arms[0]].families
-    pre = [pc.competent("the teacher", {f: scores.accuracy(s.teacher, f).value for f in (used or _tasks(scores))},
-                        s.mastery)]
-    if rec[arms[0]].estimate is None:
-        return vd.Claim("HedgeMamba", claim, source, "–", vd.judged(pre, lambda: None), tuple(pre), kind=kind)
-    accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
-    pre += [pc.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
-            pc.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100, arms[0])]
-    difference = rec[arms[0]].estimate - rec[arms[1]].estimate
-    return vd.Claim("HedgeMamba", claim, source,
-                    f"{rec[arms[0]].text()} vs {rec[arms[1]].text()}; difference {difference.text('+.1f')} points",
-                    vd.judged(pre, lambda: vd.beats(difference, margin, ("HedgeMamba", control))), tuple(pre),
-                    kind=kind, seeds=min(rec[m].estimate.seeds for m in arms), margin=margin)
+    facts = {"tokens_finetune": _tokens(train or {}, "finetune"),
+             "perplexity_quote": f"{pf.DERIVED['hedgemamba_perplexity']:.1f}% ({quoted.text(' vs ')}; {quoted.where})"}
+    context = Context(paper, scores, s.teacher, s.mastery, name, s.margins, s.pre, {"all": _tasks(scores)}, facts)
+    return out + judge_all(hedgemamba_table.CLAIMS, context)
 
 
 def results_table(scores: ItemScores, s: HedgeMambaSettings) -> Table:

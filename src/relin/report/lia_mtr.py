@@ -79,7 +79,7 @@ class LiaSettings:
 
 
 def read_inputs(files: dict) -> dict:
-    """The LIA-MTR stage outputs a report manifest lists (:func:`relin.report.manifest.lia_mtr_files`), read by
+    """The LIA-MTR stage outputs a report manifest lists (:func:`relin.manifest.lia_mtr_files`), read by
     kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [MMEAnswer]}}}), ``niah_metrics``,
     ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``memory_metrics``, ``probe``, ``patch_probe``."""
     out: dict = {"mme": {}, "answers": {}, "niah_metrics": {}, "niah_items": {}, "niah_history": {}, "memory": [],

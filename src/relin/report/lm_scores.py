@@ -9,7 +9,6 @@ Perplexity "% of the teacher" is teacher / student × 100 on the same passages.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -18,11 +17,12 @@ import numpy as np
 from ..artifacts import ITEM_COLUMNS
 from ..errors import InputError
 from ..eval.tasks import PERPLEXITY_TASKS
+from ..names import REPLICA_NAME
 from .inputs import EvalResult, read_csv_rows, split_name
 from .verdicts import Estimate, Resampler, over_seeds
 
 # A replica of a model trained with another seed: ``<name>-s<seed>``.
-REPLICA = re.compile(r"^(?P<base>.+)-s(?P<seed>[0-9]+)$")
+REPLICA = REPLICA_NAME
 
 
 def first_replicas(names) -> list[str]:

@@ -15,14 +15,17 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ..config.opal import CONTROLS, MODELS, NIAH_TASKS
+from ..config import opal as opal_table
+from ..config.opal import CONTROLS, MODELS, NIAH_TASKS, PARENT, kl_guided_layers
 from ..config.report import PreconditionsConfig
 from ..eval.tasks import TASKS as SCORING
+from ..names import REPLICA_NAME, chain_eval
 from . import paper_figures as pf
 from . import preconditions as pc
 from . import verdicts as vd
 from .figures import DPI, accuracy_by_length_figure, niah_depth_figure
 from .inputs import NamedJson, NamedRows
+from .judge import Context, judge_all
 from .lm_scores import ItemScores, excluded_note
 from .margins import default_margins
 from .page import FigureRef, Section
@@ -45,10 +48,6 @@ PAPER_TABLE3 = {"onpolicy": pf.OPAL_TABLE3_ONPOLICY, "offpolicy_matched": pf.OPA
                 "offpolicy_teacher": pf.OPAL_TABLE3_TEACHER}
 # "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
 RECOVERS, COLLAPSES = 90.0, 10.0
-# Table 3's arms continue from this stage (2B).
-PARENT = "offpolicy_long"
-# Table 3 is judged only where the teacher generates the family's answers: at least this exact match (issue 48).
-TABLE3_TEACHER = 0.9
 # The stages whose drawn row lengths the report shows (2A short, 2B long).
 LENGTH_STAGES = ("offpolicy_short", "offpolicy_long")
 
@@ -73,7 +72,7 @@ class OpalSettings:
 
 
 def name(model: str) -> str:
-    return f"opal-{model}"
+    return chain_eval("opal", model)
 
 
 def _outside(distance: float):
@@ -170,16 +169,13 @@ def swa_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Cl
 def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
            histories: dict[str, NamedRows] | None = None,
            train: dict[str, NamedJson] | None = None, layers: dict | None = None) -> list[vd.Claim]:
+    """OPAL's verdicts: the bespoke Table 4 and cache claims, then the rows of :data:`relin.config.opal.CLAIMS`."""
     out = []
     paper = "OPAL"
     if name("onpolicy") in scores:
         out.append(niah_claim(scores, s, layers))
     if name("swa") in scores:
         out.append(swa_claim(scores, s, layers))
-    for control, what in (("offpolicy_matched", "off-policy on dataset text"),
-                          ("offpolicy_teacher", "off-policy on the teacher's continuations")):
-        if name("onpolicy") in scores and name(control) in scores:
-            out.append(table3_claim(scores, s, control, what, histories or {}, train or {}))
     if speed is not None:
         longest = max(r["context"] for r in speed.rows)
         at = {r["model"]: r for r in speed.rows if r["context"] == longest}
@@ -188,7 +184,21 @@ def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
             out.append(vd.Claim(paper, f"The hybrid's decode cache is at most half the teacher's (context {longest})",
                                 "Fig. 4", f"{share.text('.0f', unit='%')} of the teacher's (measured, exact)",
                                 vd.at_most(share, 50), kind="check"))
-    return out
+    return out + judge_all(opal_table.CLAIMS, context(scores, s, histories or {}, train or {}, layers))
+
+
+def context(scores: ItemScores, s: OpalSettings, histories: dict[str, NamedRows], train: dict[str, NamedJson],
+            layers: dict | None) -> Context:
+    """What OPAL's claim rows read beyond the scores: the families Table 3 reads, the horizon stage 3 reached, the
+    quoted Table 3 figures, and the layers each selection keeps (with the conversion's layer record)."""
+    facts = {"horizon": horizon_reached(histories, train),
+             **{f"paper_{arm}": quote.text() for arm, quote in PAPER_TABLE3.items()},
+             **{f"where_{arm}": quote.where.split(", ")[1] for arm, quote in PAPER_TABLE3.items()}}
+    if layers is not None:
+        facts.update(selection=layers["selection"], kept_layers=sorted(layers["kept"]),
+                     kl_layers=kl_guided_layers(layers["conversion_kl"], len(layers["kept"])))
+    return Context("OPAL", scores, s.teacher, s.mastery, name, s.margins, s.pre,
+                   {"table3": table3_families(scores, s), "tasks": TASKS}, facts)
 
 
 def horizon_reached(histories: dict[str, NamedRows], train: dict[str, NamedJson] | None = None,
@@ -207,73 +217,6 @@ def horizon_reached(histories: dict[str, NamedRows], train: dict[str, NamedJson]
 def table3_families(scores: ItemScores, s: OpalSettings) -> list[str]:
     """The families Table 3 is read on: those stage 3 prompts that the students are scored on and train on."""
     return [f for f in s.prompt_tasks if f in trained_families(scores, s)]
-
-
-def table3_claim(scores: ItemScores, s: OpalSettings, control: str, what: str,
-                 histories: dict[str, NamedRows], train: dict[str, NamedJson] | None = None) -> vd.Claim:
-    """On-policy beats ``control`` in recovery over the families stage 3 prompts, when the run could show it: the
-    teacher generates those families' answers (≥ :data:`TABLE3_TEACHER` exact), stage 3 moved the student from its
-    parent (2B) by more than the margin, the rollouts reached the horizon where errors compound, each arm has enough
-    seeds, and the metric has headroom."""
-    margin = s.margins[f"opal.onpolicy_vs_{control}"]
-    arms = (name("onpolicy"), name(control))
-    families = table3_families(scores, s)
-    rec = {m: scores.recovery(m, s.teacher, families, s.mastery) for m in (*arms, name(PARENT))}
-    pre = [teacher_competent(scores, s, families, threshold=max(s.mastery, TABLE3_TEACHER))]
-    text = "–"
-    if rec[arms[0]].estimate is not None:
-        used = rec[arms[0]].families
-        accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
-        if name(PARENT) in scores:
-            change = {m: rec[m].estimate - rec[name(PARENT)].estimate for m in arms}
-            # the budget must be one at which stage 3 trains the student; a control that stays put at the same
-            # budget is a result of the comparison, not a run unable to show it
-            pre.append(pc.moved({arms[0]: change[arms[0]]}, margin.value, who="stage 3",
-                                beside={arms[1]: change[arms[1]]}))
-        pre += [pc.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
-                pc.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100, arms[0])]
-        difference = rec[arms[0]].estimate - rec[arms[1]].estimate
-        text = (f"{rec[arms[0]].text()} vs {rec[arms[1]].text()} over {', '.join(used)}; difference "
-                f"{difference.text('+.1f')} points")
-    pre.append(pc.reached("stage 3's rollout horizon", horizon_reached(histories, train), s.pre.opal_horizon,
-                          " tokens"))
-    verdict = vd.judged(pre, lambda: vd.beats(difference, margin, ("on-policy", "off-policy")))
-    paper = PAPER_TABLE3
-    figure = (f"{paper['onpolicy'].text()} vs {paper[control].text()} (Table 3, MATH-500 at 400M tokens: "
-              f"{paper[control].where.split(', ')[1]})")
-    return vd.Claim("OPAL", f"On-policy beats {what} at a matched budget", figure, text,
-                    verdict, tuple(pre), seeds=min(rec[m].estimate.seeds for m in arms) if text != "–" else None,
-                    margin=margin)
-
-
-def selection_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Claim | None:
-    """KL-guided layer selection (fla-org/hybrid-distillation) against the configured one, both after stage 1 at
-    the same budget, paired on the same items: a claim of no seed paper."""
-    from ..config.opal import kl_guided_layers
-
-    if layers is None or name("align") not in scores or name("align_kl_guided") not in scores:
-        return None
-    claim = f"KL-guided layer selection beats {layers['selection']} after stage 1 at the same budget"
-    source = "fla-org/hybrid-distillation (no figure in seed 002)"
-    by_kl = kl_guided_layers(layers["conversion_kl"], len(layers["kept"]))
-    margin = s.margins["opal.kl_guided_vs_every_n"]
-    same = pc.different("the two selections keep different layers", by_kl, sorted(layers["kept"]),
-                        f"kl_guided {by_kl}, {layers['selection']} {sorted(layers['kept'])}")
-    arms = (name("align_kl_guided"), name("align"))
-    rec = {m: scores.recovery(m, s.teacher, TASKS, s.mastery) for m in arms}
-    pre = [same, teacher_competent(scores, s, rec[arms[0]].families or TASKS)]
-    if rec[arms[0]].estimate is None:
-        return vd.Claim("OPAL", claim, source, "–", vd.judged(pre, lambda: None), tuple(pre), kind="beyond")
-    used = rec[arms[0]].families
-    accuracy = {m: vd.mean_of([scores.accuracy(m, f) for f in used]) for m in arms}
-    pre += [pc.enough_seeds({m: rec[m].estimate for m in arms}, s.pre.min_seeds),
-            pc.headroom(accuracy, 1.0, max(scores.chance(f) for f in used), margin.value / 100, arms[0])]
-    difference = rec[arms[0]].estimate - rec[arms[1]].estimate
-    text = (f"layers {by_kl}: {rec[arms[0]].text()} vs layers {sorted(layers['kept'])}: {rec[arms[1]].text()}; "
-            f"difference {difference.text('+.1f')} points")
-    return vd.Claim("OPAL", claim, source, text,
-                    vd.judged(pre, lambda: vd.beats(difference, margin, ("kl_guided", layers["selection"]))),
-                    tuple(pre), kind="beyond", seeds=min(rec[m].estimate.seeds for m in arms), margin=margin)
 
 
 def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
@@ -378,7 +321,7 @@ def rollouts_table(histories: dict[str, NamedRows], train: dict[str, NamedJson])
     """Stage 3's rollouts per seed: the horizon reached, how long the rollouts were, and the log-prob gap between
     the sampling path (recurrent decode) and the training forward (chunk kernel) over them."""
     base = name("onpolicy")
-    runs = [n for n in histories if (n == base or (n.startswith(base + "-s") and n[len(base) + 2:].isdigit()))
+    runs = [n for n in histories if (n == base or ((m := REPLICA_NAME.match(n)) and m["base"] == base))
             and histories[n].rows]
     if not runs:
         return None
@@ -511,8 +454,6 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     if scores is None or s.teacher not in scores or not names:
         return None
     found = claims(scores, s, speed, histories, train, layers)
-    if (selection := selection_claim(scores, s, layers)) is not None:
-        found.append(selection)
     blocks: list = [*vd.verdict_tables(found, "OPAL"), table4(scores, s, names),
                     *([layers_table(layers)] if layers else []), window_table(scores, s, layers)]
     for extra in (table3(scores, s, train, histories), rollouts_table(histories, train), row_lengths_table(train)):

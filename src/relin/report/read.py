@@ -1,14 +1,14 @@
-"""The report's inputs from the papers' manifests (:mod:`relin.report.manifest`): each file read and checked by
+"""The report's inputs from the papers' manifests (:mod:`relin.manifest`): each file read and checked by
 its kind's reader, under the model name its manifest gives."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..errors import InputError
+from ..manifest import read_manifest_file
 from .build import ReportInputs
 from .inputs import read_by_length, read_eval, read_history, read_speed, read_train_metrics, unique_names
 from .lm_scores import read_items
-from .manifest import read_manifest_file
 
 # Each kind of a manifest's {"name", "path"} entries and the reader (of a NAME=PATH spec) that checks it.
 READERS = {

@@ -1,8 +1,8 @@
 """One CLI entry point per DAG stage: ``relin <stage> ...``.
 
 Stage modules import heavy libraries (torch, transformers) inside ``run`` so that ``relin --help``
-stays fast. Each stage module defines ``SECTIONS`` (the dotted config sections it reads and their
-config classes), ``add_arguments(parser)``
+stays fast. Each stage module defines ``config_sections(args)`` (the dotted config sections it reads and
+their config classes), ``add_arguments(parser)``
 (its input/output paths and wildcards) and ``run(args, sections)``. The registry maps stage names to
 modules; an unknown name is an error listing the known ones.
 """

@@ -218,7 +218,7 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
     tracker)`` (rank 0) evaluates the trained model on its device before it is saved, writing ``outputs``; what it
     returns (a dict, or None) joins ``train_metrics.json``.
     """
-    from ..jobserver.job_lock import job_lock
+    from ..pipeline.jobserver.job_lock import job_lock
     from ..tracking import stage_run
     from ..train.checkpoint import release, run_directory, run_identity, run_key
     from ..train.distributed import barrier, dist_env
@@ -234,7 +234,7 @@ def run_training(stage: str, module: str, args: argparse.Namespace, sections, tr
                                                         if p.requires_grad)})
         identity = run_identity(sections.raw, list(inputs), module)
         with contextlib.ExitStack() as held:
-            if env.is_main:     # the checkpoint folder has one writer too (relin.jobserver.job_lock)
+            if env.is_main:     # the checkpoint folder has one writer too (relin.pipeline.jobserver.job_lock)
                 held.enter_context(job_lock(Path(args.checkpoints) / run_key(identity)))
             run_dir = run_directory(args.checkpoints, identity, env)
             result = train(built.model, built.objective, built.batches, train_cfg, checkpoint_root=run_dir,

@@ -17,7 +17,7 @@ from ..config.real_text import BpeConfig
 EXPECTED = "expected a real_text corpus saved by relin real-text"
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"bpe": BpeConfig}
 
 

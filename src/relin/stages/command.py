@@ -1,6 +1,6 @@
 """``relin <stage> ...`` in this process: the stage's own parser, its config sections, its run, and the CLI's
 error contract (one line on stderr and a non-zero exit for a user mistake). The ``relin`` command and the job
-server's children (:mod:`relin.jobserver`) both run a stage through :func:`run_stage`."""
+server's children (:mod:`relin.pipeline.jobserver`) both run a stage through :func:`run_stage`."""
 from __future__ import annotations
 
 import argparse
@@ -53,11 +53,11 @@ def stage_sections(args: argparse.Namespace, stage):
             raw = json.loads(args.config)
         except json.JSONDecodeError as err:
             raise UserError(f"--config: not valid JSON ({err.msg} at char {err.pos})") from None
-        missing = [s for s in stage.SECTIONS(args) if s not in raw]
+        missing = [s for s in stage.config_sections(args) if s not in raw]
         if missing:
             raise UserError(f"--config: missing section(s) {', '.join(missing)} that this stage reads")
-        return Sections(raw, stage.SECTIONS(args))
-    return Sections.from_params_file([args.params, *args.overlay], stage.SECTIONS(args))
+        return Sections(raw, stage.config_sections(args))
+    return Sections.from_params_file([args.params, *args.overlay], stage.config_sections(args))
 
 
 def stage_parser(name: str) -> argparse.ArgumentParser:
@@ -71,8 +71,8 @@ def stage_parser(name: str) -> argparse.ArgumentParser:
 def run_stage(argv: list[str]) -> int:
     """Run the stage ``argv[0]`` with the arguments ``argv[1:]``; returns the exit status."""
     from .._auto import cancel_pending
-    from ..jobserver.lifetime import watch_pipeline
     from ..logs import quiet_libraries
+    from ..pipeline.jobserver.lifetime import watch_pipeline
 
     cancel_pending()
     watch_pipeline()        # a job ends with the pipeline that started it, however that ends

@@ -15,7 +15,7 @@ import argparse
 from ..config.checkpoints import PackagedCheckpointConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {f"checkpoints.{args.name}": PackagedCheckpointConfig}
 
 

@@ -13,7 +13,7 @@ import argparse
 from ..config.prose import ProseConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"prose": ProseConfig}
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..config.real_text import RealTextConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"real_text": RealTextConfig}
 
 

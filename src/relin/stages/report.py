@@ -1,6 +1,6 @@
 """``relin report``: the HTML/Markdown report (verdicts, tables, figures) from stage outputs, grouped by model name.
 
-Its inputs are the papers' report manifests (:mod:`relin.report.manifest`), which name every file's model.
+Its inputs are the papers' report manifests (:mod:`relin.manifest`), which name every file's model.
 Nothing is trained or evaluated again: every number shown is read from a stage output, and every interval is a
 bootstrap over the evaluated items those outputs list.
 """
@@ -14,7 +14,7 @@ from ..config.report import ReportConfig
 from ..config.train import TrainConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"report": ReportConfig, "opal.teacher": str, "opal.swa": SWAConfig, "opal.niah_protocol": str,
             "opal.onpolicy": OnPolicyConfig, "hedgemamba.teacher": str, "teacher.train": TrainConfig,
             "data.niah": NIAHConfig}
@@ -80,6 +80,7 @@ def run(args: argparse.Namespace, sections) -> None:
 
     from .. import tracking
     from ..config.loader import as_dict
+    from ..names import teacher_eval
     from ..report.build import Provenance, ReportSettings, build_report
     from ..report.hedgemamba import HedgeMambaSettings
     from ..report.lia_mtr import LiaSettings
@@ -93,13 +94,13 @@ def run(args: argparse.Namespace, sections) -> None:
     prompts = sections.get("opal.onpolicy").prompt_tasks
     settings = ReportSettings(
         title=cfg.title, mastery=cfg.mastery, resamples=cfg.resamples, min_steps=cfg.min_steps,
-        opal=OpalSettings(teacher=f"teacher-{sections.get('opal.teacher')}",
+        opal=OpalSettings(teacher=teacher_eval(sections.get("opal.teacher")),
                           swa_window=sections.get("opal.swa").window, swa_layout=sections.get("opal.swa").layout,
                           niah_protocol=sections.get("opal.niah_protocol"), mastery=cfg.mastery,
                           prompt_tasks=tuple(task for task, weight in prompts.items() if weight > 0),
                           teacher_trained=teacher_trained(sections.get("data.niah"), sections.get("teacher.train")),
                           **rules),
-        hedgemamba=HedgeMambaSettings(teacher=f"teacher-{sections.get('hedgemamba.teacher')}", mastery=cfg.mastery,
+        hedgemamba=HedgeMambaSettings(teacher=teacher_eval(sections.get("hedgemamba.teacher")), mastery=cfg.mastery,
                                       **rules),
         lia_mtr=LiaSettings(cfg.mastery, cfg.resamples, **rules))
     head, date = commit()

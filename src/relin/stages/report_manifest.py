@@ -1,16 +1,16 @@
 """``relin report-manifest``: the list of stage outputs one paper's report section reads, with their digests.
 
-Listed from the paper's table (:mod:`relin.report.manifest`); the report rule reads these manifests only.
+Listed from the paper's table (:mod:`relin.manifest`); the report rule reads these manifests only.
 """
 from __future__ import annotations
 
 import argparse
 
-from ..report.manifest import PAPERS
-from ..report.manifest import SECTIONS as MANIFEST_SECTIONS
+from ..config.papers import PAPERS
+from ..manifest import SECTIONS as MANIFEST_SECTIONS
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return MANIFEST_SECTIONS[args.paper]
 
 
@@ -26,10 +26,10 @@ def run(args: argparse.Namespace, sections) -> None:
     from .. import tracking
     from ..config.loader import as_dict
     from ..io import atomic_write_text
-    from ..report.manifest import manifest, paths
+    from ..manifest import manifest, paths
 
     listed = manifest(args.paper, sections.get)
-    params = {name: as_dict(sections.get(name)) for name in SECTIONS(args)}
+    params = {name: as_dict(sections.get(name)) for name in config_sections(args)}
     # a child run like every stage's: the lineage runs from each evaluation through its manifest to the report
     with tracking.stage_run("report-manifest", params, inputs=paths(listed["files"]), outputs=[args.out],
                             label=args.paper):

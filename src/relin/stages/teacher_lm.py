@@ -15,7 +15,7 @@ from ..errors import UserError
 from ._training import Setup, TextData, add_output_arguments, run_training, write_outputs
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {f"teacher.models.{args.arch}": TeacherModelConfig, "teacher.train": TrainConfig}
 
 

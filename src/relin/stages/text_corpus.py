@@ -12,7 +12,7 @@ import argparse
 from ..config.corpus import CorpusConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"corpus": CorpusConfig}
 
 

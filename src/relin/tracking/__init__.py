@@ -13,7 +13,7 @@
 - :mod:`.service`: the pipeline's process writes every job's run (jobs reach it over a Unix socket and never
   import MLflow); a stage run without one writes its own.
 - :mod:`.pipeline_runs`: the store checked, dead invocations' runs closed and the parent run created once,
-  before parallel jobs start (:mod:`relin.pipeline`).
+  before parallel jobs start (:mod:`relin.pipeline.invocation`).
 """
 from .client import CONFIG_ENV, artifact_root, relocate_artifacts, tracking_config
 from .client import _client as _client  # private names the tests use: _client, _process_tags, _check_sqlite

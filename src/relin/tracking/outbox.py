@@ -100,7 +100,7 @@ class Outbox:
 
     def _via_service(self, op: dict[str, Any], run_id: str | None) -> str | None:
         """An entry through the service; once it is gone (its pipeline died: this job is being stopped, see
-        relin.jobserver.lifetime) the rest go to the store from here, so the run still ends KILLED at once."""
+        relin.pipeline.jobserver.lifetime) the rest go to the store from here, so the run still ends KILLED at once."""
         try:
             return self._service.apply(op, run_id)
         except ServiceGone:

@@ -1,7 +1,7 @@
 """A pipeline invocation's MLflow run, the parent of its stages' runs.
 
 :func:`init_pipeline` creates the SQLite store, the experiment and the parent run once, before parallel jobs
-start (concurrent first-time creation corrupts the store); :mod:`relin.pipeline` calls it when ``snakemake``
+start (concurrent first-time creation corrupts the store); :mod:`relin.pipeline.invocation` calls it when ``snakemake``
 starts and exports the parent run id to every job through ``RELIN_PARENT_RUN_ID``. Before that,
 :func:`check_store` refuses in one line an unreachable tracking server, or a SQLite store that does not exist (unless
 ``tracking.create_store``), and :func:`close_dead_runs` marks the runs of killed invocations ``KILLED``.

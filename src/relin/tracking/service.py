@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config.tracking import TrackingConfig
-from ..socket_folders import SOCKET, remove_dead
+from ..pipeline.socket_folders import SOCKET, remove_dead
 from .client import _client, start_system_metrics
 from .entries import apply
 
@@ -126,7 +126,7 @@ class TrackingService:
 
 
 def remove_dead_services(min_age_s: float = 60.0) -> list[Path]:
-    """Remove the service folders of pipelines killed outright (:func:`relin.socket_folders.remove_dead`)."""
+    """Remove the service folders of pipelines killed outright (:func:`relin.pipeline.socket_folders.remove_dead`)."""
     return remove_dead(FOLDER_PREFIX, min_age_s)
 
 

@@ -29,12 +29,12 @@ from ..io import (
     producing_output,
     read_manifest,
 )
-from ..jobserver.job_lock import job_lock
+from ..pipeline.jobserver.job_lock import job_lock
 from ..ranks import dist_env
 from .client import _process_tags, git_commit, project_path, tracking_config
 from .outbox import Outbox
 
-# The pipeline's run id (set by :mod:`relin.pipeline` for every job): a stage's run is its child.
+# The pipeline's run id (set by :mod:`relin.pipeline.invocation` for every job): a stage's run is its child.
 PARENT_ENV = "RELIN_PARENT_RUN_ID"
 
 
@@ -194,7 +194,7 @@ def stage_run(stage: str, params: dict[str, Any], inputs: list[str | Path] = (),
     if not dist_env().is_main:
         yield NullTracker()  # rank 0 owns the run and the outputs' manifests
         return
-    # One writer per job: a second process writing these outputs is refused in one line (relin.jobserver.job_lock).
+    # One writer per job: a second process writing these outputs is refused in one line (pipeline.jobserver.job_lock).
     with job_lock(outputs[0]) if outputs else contextlib.nullcontext():
         with _stage_run(stage, params, inputs, outputs, label) as tracker:
             yield tracker

@@ -46,8 +46,8 @@ def run_identity(config: dict[str, Any], inputs: list[str | Path], code_module: 
 
     import transformers
 
-    from ..codedeps import code_digest
     from ..io import digest
+    from ..pipeline.codedeps import code_digest
 
     return {"config": config, "inputs": {str(path): digest(path) for path in inputs},
             "code": {code_module: code_digest(code_module)},

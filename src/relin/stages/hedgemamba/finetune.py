@@ -38,7 +38,7 @@ DECAY_OPTIMIZERS = ("model", "decay_group")
 CONV_ACTIVATIONS = ("keep", "silu")
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     sections = {"hedgemamba.finetune": FinetuneConfig}
     if args.variant in FROM_TEACHER:
         sections.update({"hedgemamba.match.train": TrainConfig, "hedgemamba.hedgehog": HedgehogLayerConfig,

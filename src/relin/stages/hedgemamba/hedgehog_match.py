@@ -10,7 +10,7 @@ from ...models.saved import load_saved
 from .._training import Setup, TextData, add_output_arguments, run_training
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"hedgemamba.hedgehog": HedgehogLayerConfig, "hedgemamba.match": MatchConfig,
             "hedgemamba.kernel_backend": str}
 

@@ -14,7 +14,7 @@ from ...models.saved import load_saved
 CHECK_ROWS, CHECK_LEN, CHECK_BATCH = 16, 512, 4
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"hedgemamba.mamba": MambaBlockConfig}
 
 

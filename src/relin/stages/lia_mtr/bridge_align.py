@@ -9,7 +9,7 @@ from .._training import Setup, run_training
 from ._vlm import add_bridge_arguments, feature_batches, flush_denormals, phase_rows
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.align": PhaseConfig, "lia_mtr.bridge": BridgeConfig, "lia_mtr.kernel_backend": str}
 
 

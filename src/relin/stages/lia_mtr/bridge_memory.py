@@ -13,7 +13,7 @@ from ...config.lia_mtr import BridgeMemoryConfig
 COLUMNS = ("bridge", "impl", "n", "status", "peak_bytes", "method")
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.memory": BridgeMemoryConfig}
 
 

@@ -19,7 +19,7 @@ TEST_SEED = 0
 STATE_EXAMPLES = 8
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.niah": BridgeNIAHConfig, "lia_mtr.bridge": BridgeConfig, "lia_mtr.kernel_backend": str}
 
 

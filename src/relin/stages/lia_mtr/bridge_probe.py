@@ -14,7 +14,7 @@ import argparse
 UNUSED_SCALE = 0.01
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {}
 
 

@@ -11,7 +11,7 @@ from ...config.lia_mtr import LLMConfig
 from .._training import Setup, add_output_arguments, run_training
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.llm": LLMConfig}
 
 

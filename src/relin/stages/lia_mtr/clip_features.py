@@ -7,7 +7,7 @@ import argparse
 from ...config.lia_mtr import TowerConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.tower": TowerConfig}
 
 

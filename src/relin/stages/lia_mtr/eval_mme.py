@@ -13,7 +13,7 @@ import argparse
 from ...config.eval import EvalConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"eval": EvalConfig}
 
 

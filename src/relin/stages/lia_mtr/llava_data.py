@@ -8,7 +8,7 @@ import argparse
 from ...config.lia_mtr import LlavaDataConfig, LLMConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.llava": LlavaDataConfig, "lia_mtr.llm": LLMConfig}
 
 

@@ -15,7 +15,7 @@ import argparse
 import math
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {}
 
 

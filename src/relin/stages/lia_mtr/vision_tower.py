@@ -8,7 +8,7 @@ from ...config.lia_mtr import TowerConfig
 from .._training import Setup, add_output_arguments, run_training
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"lia_mtr.tower": TowerConfig}
 
 

@@ -22,7 +22,7 @@ PATTERN = {"opal.layer_selection": str, "opal.keep_every": int, "opal.attention_
 SCORE_BATCH = 16
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     if args.mixer == "swa":
         return {"opal.swa": SWAConfig, "opal.kernel_backend": str}
     return {**PATTERN, "opal.gdn": GDNConfig}

@@ -14,7 +14,7 @@ import argparse
 CHECK_ROWS, CHECK_LENGTH = 2, 48
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {}
 
 

@@ -15,7 +15,7 @@ from ...artifacts import DECODE_TIMING_KEYS, SPEED_COLUMNS
 from ...config.opal import SpeedConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"opal.speed": SpeedConfig}
 
 

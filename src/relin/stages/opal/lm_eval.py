@@ -11,7 +11,7 @@ import argparse
 from ...config.opal import LMEvalConfig
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"opal.lm_eval": LMEvalConfig}
 
 

@@ -24,7 +24,7 @@ from .._training import Setup, TextData, add_distillation_arguments, held_out, r
 CONTROLS = ("matched", "teacher")
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     own = {f"opal.offpolicy_{args.phase}": OffPolicyConfig, "opal.niah_protocol": str}
     return {**own, "opal.onpolicy": OnPolicyConfig} if args.phase == "teacher" else own
 

@@ -15,7 +15,7 @@ from ...models.saved import load_saved
 from .._training import Setup, TextData, add_distillation_arguments, held_out, run_training
 
 
-def SECTIONS(args: argparse.Namespace) -> dict[str, type]:
+def config_sections(args: argparse.Namespace) -> dict[str, type]:
     return {"opal.onpolicy": OnPolicyConfig, "opal.niah_protocol": str}
 
 

@@ -6,7 +6,7 @@ The server.
 
 A stage process spends ~3.5 s of CPU importing torch and transformers' modelling code before it does anything
 (transformers pulls torch._dynamo, torch.distributed.tensor, sympy and scipy.optimize at import); a default DAG of
-~140 jobs on 2 cores pays ~8 minutes of CPU for it. :meth:`relin.pipeline.Pipeline.start` starts this server (a
+~140 jobs on 2 cores pays ~8 minutes of CPU for it. :meth:`..invocation.Pipeline.start` starts this server (a
 separate process: the ``snakemake`` process has threads, and a process with threads must not fork) and exports
 its socket as ``RELIN_JOB_SERVER``. A ``relin <stage>`` command then hands its argv, working directory,
 environment and standard streams (the file descriptors themselves, over the Unix socket) to the server, which

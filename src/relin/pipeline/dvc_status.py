@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 SHOWN = 3   # names listed per kind of change before "+N more"
 

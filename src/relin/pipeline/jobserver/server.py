@@ -1,4 +1,4 @@
-"""The server's side: pre-import, then fork a child per command (:mod:`relin.jobserver`)."""
+"""The server's side: pre-import, then fork a child per command (:mod:`relin.pipeline.jobserver`)."""
 from __future__ import annotations
 
 import json
@@ -32,7 +32,7 @@ class JobServer:
         # compute is torch's, whose thread budget the child sets).
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
         with open(self.folder / "server.log", "wb") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "relin.jobserver.server", str(self.path)],
+            self.process = subprocess.Popen([sys.executable, "-m", "relin.pipeline.jobserver.server", str(self.path)],
                                             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
                                             start_new_session=True)
 
@@ -69,7 +69,7 @@ def start_server() -> JobServer | None:
 
 
 def remove_dead_servers(min_age_s: float = 60.0) -> list[Path]:
-    """Remove the server folders of pipelines killed outright (:func:`relin.socket_folders.remove_dead`); a folder
+    """Remove the server folders of pipelines killed outright (:func:`..socket_folders.remove_dead`); a folder
     younger than ``min_age_s`` may be a server still importing."""
     return remove_dead(FOLDER_PREFIX, min_age_s)
 
@@ -80,7 +80,7 @@ def serve(path: str) -> None:
     import importlib
     import threading
 
-    from .._auto import cancel_pending
+    from ..._auto import cancel_pending
     from .lifetime import die_with_parent
 
     parent = os.getppid()
@@ -202,7 +202,7 @@ def _run_child(request: dict, fds: list[int], conn: socket.socket) -> int:
     take_thread_budget()
     sys.argv = ["relin", *request["argv"]]
     threading.Thread(target=_stop_when_gone, args=(conn,), daemon=True, name="relin-job-watch").start()
-    from ..stages.command import run_stage
+    from ...stages.command import run_stage
 
     try:
         code = run_stage(request["argv"])

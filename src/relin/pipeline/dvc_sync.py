@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 GENERATOR = Path("workflow/scripts/gen_dvc.py")
 STATE = Path(".snakemake/relin-dvc-yaml.json")
@@ -50,7 +50,7 @@ def _file_digest(path: Path) -> str:
 
 def record(root: Path = Path("."), digest: str | None = None) -> None:
     """Note that ``dvc.yaml`` is what the generator makes of the current inputs (called by ``gen_dvc.py``)."""
-    from .io import atomic_write_text
+    from ..io import atomic_write_text
 
     state = {"inputs": digest or inputs_digest(root), "dvc.yaml": _file_digest(root / "dvc.yaml")}
     atomic_write_text(root / STATE, json.dumps(state) + "\n")

@@ -6,7 +6,7 @@
   kernel when its holder dies) for its whole life, from before Snakemake builds its DAG. ``relin run-job``,
   the command of every DVC stage, takes it before starting its Snakemake job, so ``dvc repro`` during a
   running ``snakemake`` (or the reverse) stops with one line and changes nothing.
-- **Recovery** (:mod:`relin.recovery`): holding that lock, a run knows that Snakemake's locks and incomplete
+- **Recovery** (:mod:`relin.pipeline.recovery`): holding that lock, a run knows that Snakemake's locks and incomplete
   markers in the checkout were left by killed runs; it removes the locks and rebuilds every missing or
   unfinished output of its DAG, so the one recovery command after a kill is the command that was killed.
 - **Tracking** (:mod:`relin.tracking`): the store is checked once, the runs of dead invocations are
@@ -14,9 +14,9 @@
 - **A failed job says why on the console** (:func:`show_stage_errors`): the stage's own one-line error, read from
   its log, heads Snakemake's error block, which no longer repeats the job's command (its config JSON is in the log).
 - **DVC agrees with Snakemake.** A run whose config is ``params.yaml`` itself (no overlay or ``--config``
-  changed a value) first makes ``dvc.yaml`` the DAG of that ``params.yaml`` (:mod:`relin.dvc_sync`), and
+  changed a value) first makes ``dvc.yaml`` the DAG of that ``params.yaml`` (:mod:`relin.pipeline.dvc_sync`), and
   after success commits the DVC stages of the jobs in its DAG (all up to date now) to ``dvc.lock`` in one
-  pass (:mod:`relin.dvc_lock`), so ``dvc status`` is clean and ``dvc repro`` has nothing to redo. Stages
+  pass (:mod:`relin.pipeline.dvc_lock`), so ``dvc status`` is clean and ``dvc repro`` has nothing to redo. Stages
   outside the DAG are left as they are: their outputs may predate a changed parameter.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import sys
 from pathlib import Path
 from typing import IO, Iterable
 
-from .errors import UserError
+from ..errors import UserError
 
 LOCK_FILE = Path(".snakemake/relin-pipeline.lock")
 # Set by ``relin run-job`` for the Snakemake it starts: the lock is already held (and inherited),
@@ -126,7 +126,7 @@ class Pipeline:
 
     def hold(self) -> None:
         """Take the checkout's pipeline lock (once; raises :class:`PipelineBusy`). An executing run takes it before
-        Snakemake builds its DAG and locks its outputs (:func:`relin.recovery.install`), so Snakemake locks and
+        Snakemake builds its DAG and locks its outputs (:func:`relin.pipeline.recovery.install`), so Snakemake locks and
         incomplete markers found while holding it were left by runs that are gone."""
         if self.takes_lock and self.lock is None:
             self.lock = acquire_lock()
@@ -134,7 +134,7 @@ class Pipeline:
     def before_dag(self) -> None:
         """Before Snakemake builds the DAG of an executing run: hold the lock, and when this run's config is
         ``params.yaml`` (it will record its stages in dvc.lock), make ``dvc.yaml`` the DAG of that ``params.yaml``
-        (:func:`relin.dvc_sync.sync`)."""
+        (:func:`relin.pipeline.dvc_sync.sync`)."""
         from . import dvc_sync
 
         self.hold()
@@ -142,12 +142,12 @@ class Pipeline:
             print(f"relin: {note}", file=sys.stderr)
 
     def start(self) -> None:
-        from . import tracking
+        from .. import tracking
         from .jobserver.lifetime import export_pipeline
         from .jobserver.server import start_server
 
         self.hold()
-        export_pipeline()       # every job watches this process and stops when it is gone (relin.jobserver.lifetime)
+        export_pipeline()       # every job watches this process and stops when it is gone (jobserver.lifetime)
         if self.takes_lock:     # under run-job (one DVC stage) the one job would only wait for the server's imports
             self.jobs = start_server()
         cfg = tracking.tracking_config()
@@ -185,7 +185,7 @@ class Pipeline:
 
     def end(self, status: str, dag_stages: Iterable[str] = ()) -> None:
         """``dag_stages``: the DVC stage names (:func:`dvc_stage_name`) of the jobs in this run's DAG."""
-        from . import tracking
+        from .. import tracking
 
         if self.service is not None:
             self.service.close()
@@ -234,7 +234,7 @@ def dvc_stages_with_outputs(root: Path = Path(".")) -> list[str]:
 def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None:
     """Record the finished stages of a DAG in ``dvc.lock``; a warning naming DVC's reason, never a failure.
 
-    One pass whatever part of the DAG ran (:mod:`relin.dvc_lock`: the stages collected once, the lock file read
+    One pass whatever part of the DAG ran (:mod:`relin.pipeline.dvc_lock`: the stages collected once, the lock file read
     and written once; ``dvc commit`` with targets collects every stage again per target, minutes for a partial
     run). Entries of stages ``dvc.yaml`` no longer defines are dropped in the same write."""
     if not (root / ".dvc").is_dir():
@@ -243,11 +243,11 @@ def commit_dvc_stages(dag_stages: Iterable[str], root: Path = Path(".")) -> None
     stages = [name for name, outs in dvc_stage_outputs(root).items() if name in in_dag and _finished(outs, root)]
     if not stages:
         return
-    proc = subprocess.run([sys.executable, "-m", "relin.dvc_lock", *stages], cwd=root, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "relin.pipeline.dvc_lock", *stages], cwd=root, capture_output=True,
                           text=True, env={**os.environ, "DVC_NO_ANALYTICS": "1"})
     if proc.returncode:
         lines = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
-        reason = lines[-1] if lines else f"relin.dvc_lock exited with status {proc.returncode} and no message"
+        reason = lines[-1] if lines else f"relin.pipeline.dvc_lock exited with status {proc.returncode} and no message"
         print(f"relin: dvc.lock not updated ({reason}); `dvc status` lists the {len(stages)} stage(s) this run "
               f"finished as changed", file=sys.stderr)
 
@@ -259,7 +259,7 @@ class DvcYamlChanged(UserError):
 def run_job(rule: str, targets: list[str]) -> int:
     """``relin run-job``: one Snakemake job for DVC, under the pipeline lock (see module docstring). DVC reads
     ``dvc.yaml`` as it is, so a ``params.yaml`` edited since it was generated (a bridge dropped) would run stages of
-    the old DAG: the job first makes ``dvc.yaml`` current (:func:`relin.dvc_sync.sync`) and, when it changed, runs
+    the old DAG: the job first makes ``dvc.yaml`` current (:func:`.dvc_sync.sync`) and, when it changed, runs
     nothing and says to run ``dvc repro`` again (raises :class:`DvcYamlChanged`)."""
     from . import dvc_sync
     from .jobserver.lifetime import die_with_parent

@@ -1,8 +1,9 @@
 """The report manifest: every stage output a paper's report section reads, named by the model it belongs to.
 
 One JSON per paper (``results/report-inputs/<paper>.json``), listed from the same tables the rules derive their
-jobs from (a paper's chain, :mod:`relin.config.chain`; LIA-MTR's bridges). ``relin report-manifest`` writes it
-with each file's content digest, so a changed input changes the manifest (and DVC reruns the report);
+jobs from (a paper's chain, :mod:`relin.config.papers`; LIA-MTR's bridges), each path as :mod:`relin.names` spells
+it. ``relin report-manifest`` writes it with each file's content digest, so a changed input changes the manifest
+(and DVC reruns the report);
 ``relin report --manifest`` reads manifests and nothing else: no per-model flag, no name guessed from a path.
 A row added to a paper's table is a row of its manifest, hence of the report, with no other edit.
 """
@@ -11,20 +12,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from ..config.chain import Chain, replicas
-from ..errors import InputError
+from .config.papers import PAPERS, Get, chain_models, chains, paper_chain
+from .errors import InputError
+from .names import EVAL_FILES, chain_dir, chain_eval, eval_file, replica_suffixes, teacher_dir, teacher_eval
 
-PAPERS = ("opal", "hedgemamba", "lia_mtr")
-# A scored language model's three outputs (relin eval-lm), by the report's input kind.
-EVAL_FILES = {"eval": "metrics.json", "items": "items.csv", "by_length": "accuracy_by_length.csv"}
 # Kinds whose entries are {"name", "path"}; LIA-MTR's outputs are grouped in "lia_mtr".
 KINDS = ("eval", "items", "by_length", "history", "train_metrics", "speed", "opal_layers", "hedgemamba_init",
          "hedgemamba_decays", "lm_eval")
 
-Get = Callable[[str], Any]
-"""The value of a dotted params path (``get("opal.teacher")``)."""
 # The params a paper's manifest is listed from, and their types (the config sections of relin report-manifest).
 SECTIONS: dict[str, dict[str, type]] = {
     "opal": {"seeds": list[int], "opal.seeds": list[int], "opal.teacher": str, "opal.replicated": list[str],
@@ -37,43 +34,12 @@ SECTIONS: dict[str, dict[str, type]] = {
 }
 
 
-def chains(get: Get | None = None) -> dict[str, Chain]:
-    """Each chain paper's table; with ``get``, the rows its config runs (``<paper>.rows``)."""
-    from ..config.hedgemamba import CHAIN as HEDGEMAMBA
-    from ..config.opal import CHAIN as OPAL
-
-    tables = {"opal": OPAL, "hedgemamba": HEDGEMAMBA}
-    return {paper: paper_chain(paper, get) if get else chain for paper, chain in tables.items()}
-
-
-def paper_chain(paper: str, get: Get) -> Chain:
-    """One chain paper's table, the rows its config runs: reads ``<paper>.rows`` alone (a stage declares only its
-    own paper's sections)."""
-    from ..config.chain import selected
-
-    return selected(chains()[paper], get(f"{paper}.rows"))
-
-
 def _entry(name: str, path: str) -> dict[str, str]:
     return {"name": name, "path": path}
 
 
 def _scored(name: str) -> dict[str, list[dict[str, str]]]:
-    return {kind: [_entry(name, f"results/eval/{name}/{file}")] for kind, file in EVAL_FILES.items()}
-
-
-def chain_models(paper: str, get: Get) -> list[tuple[str, str]]:
-    """``(row, replica)`` of every model of a paper's chain, in table order, each replica after the first."""
-    chain = paper_chain(paper, get)
-    listed, seeds = get(f"{paper}.replicated"), get(f"{paper}.seeds") or get("seeds")
-    return [(name, rep) for name in chain for rep in replicas(chain, listed, seeds, name)]
-
-
-def evaluated_models(paper: str, get: Get) -> dict[str, str]:
-    """The evaluation name (``<paper>-<row><rep>``) -> model directory of each evaluated model of a chain."""
-    chain = paper_chain(paper, get)
-    return {f"{paper}-{name}{rep}": f"results/{paper}/{name}{rep}/model"
-            for name, rep in chain_models(paper, get) if chain[name].evaluated}
+    return {kind: [_entry(name, eval_file(name, kind))] for kind in EVAL_FILES}
 
 
 def _merge(into: dict[str, list], more: dict[str, list]) -> None:
@@ -86,10 +52,10 @@ def chain_files(paper: str, get: Get) -> dict[str, list[dict[str, str]]]:
     each trained model's history and budget, and the paper's own outputs."""
     chain, teacher = paper_chain(paper, get), get(f"{paper}.teacher")
     files: dict[str, list] = {kind: [] for kind in KINDS}
-    _merge(files, _scored(f"teacher-{teacher}"))
-    files["history"].append(_entry(f"teacher-{teacher}", f"results/teacher/{teacher}/history.csv"))
+    _merge(files, _scored(teacher_eval(teacher)))
+    files["history"].append(_entry(teacher_eval(teacher), f"{teacher_dir(teacher)}/history.csv"))
     for name, rep in chain_models(paper, get):
-        model, where = f"{paper}-{name}{rep}", f"results/{paper}/{name}{rep}"
+        model, where = chain_eval(paper, name, rep), chain_dir(paper, name, rep)
         if chain[name].evaluated:
             _merge(files, _scored(model))
         if rep:  # training curves, budgets and probes: of the first seed's models
@@ -115,7 +81,7 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
     image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe."""
     def reps(section: str, bridge: str) -> list[str]:
         seeds = get(f"{section}.seeds") or get("seeds")
-        return ["", *(f"-s{s}" for s in seeds[1:])] if bridge in get(f"{section}.replicated") else [""]
+        return replica_suffixes(seeds, bridge in get(f"{section}.replicated"))
 
     bridges = get("lia_mtr.bridges")
     mme = [{"name": f"{b}{r}", "metrics": f"results/lia_mtr/mme/{b}{r}/metrics.json",

@@ -10,7 +10,7 @@ help: they count only for outputs that exist, and an atomic writer leaves none b
 that does not run and has an output missing (or marked incomplete by a run that died) is forced, with what
 depends on it, and one line names those outputs. A job whose existing output is marked incomplete (a killed run
 that wrote part of its outputs) is forced the same way instead of stopping the run with "rerun with
---rerun-incomplete". The pipeline lock (:mod:`relin.pipeline`) makes this safe: an executing run holds it from
+--rerun-incomplete". The pipeline lock (:mod:`.invocation`) makes this safe: an executing run holds it from
 before the DAG is built, so the markers and Snakemake's own locks it finds belong to runs that are gone; a dry run
 that finds the lock held by a live run leaves that run's jobs alone.
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .errors import UserError
+from ..errors import UserError
 
 # At most this many outputs named in the line; the rest are counted.
 SHOWN = 6
@@ -125,7 +125,7 @@ def changed_since_written(path) -> bool:
     """Whether an output's files differ from what its stage recorded when it wrote them (the manifest beside it: the
     files' sizes and times, then their digest; a damaged or truncated file). A digest that still matches (a copy
     that kept the content) refreshes the recorded times, so it is read once."""
-    from .io import atomic_write_json, digest, file_stats, manifest_path, read_manifest
+    from ..io import atomic_write_json, digest, file_stats, manifest_path, read_manifest
 
     record = read_manifest(path)
     if "files" not in record or "digest" not in record:
@@ -154,7 +154,7 @@ def executing(workflow) -> bool:
 
 def clear_stale_locks(workflow) -> bool:
     """Remove Snakemake's locks in this checkout; call only while holding the pipeline lock, which every run that
-    locks holds first (:meth:`relin.pipeline.Pipeline.hold`): any lock found then was left by a killed run."""
+    locks holds first (:meth:`.invocation.Pipeline.hold`): any lock found then was left by a killed run."""
     persistence = workflow.persistence
     try:
         stale = any(True for _ in persistence._read_locks())
@@ -171,7 +171,7 @@ def install(workflow, before: Callable[[], None], others_running: Callable[[], b
     """Wrap ``workflow._build_dag`` (Snakemake builds the DAG and decides what runs there, before it locks the
     outputs or schedules anything).
 
-    ``before`` runs first in an executing run (it takes the pipeline lock, see :mod:`relin.pipeline`); a
+    ``before`` runs first in an executing run (it takes the pipeline lock, see :mod:`relin.pipeline.invocation`); a
     :class:`UserError` it raises ends the run in one line. ``others_running()`` tells a dry run whether a live run
     holds the checkout: that run's jobs are unfinished, not left behind."""
     build = workflow._build_dag
@@ -272,7 +272,7 @@ def set_aside(job) -> list[SetAside]:
     """Rename the job's existing local outputs (and their manifests) to hidden siblings; returns what moved."""
     from snakemake.io import is_flagged
 
-    from .io import clear_stale_temporaries, manifest_path
+    from ..io import clear_stale_temporaries, manifest_path
 
     persistence, moved = job.dag.workflow.persistence, []
     for f in job.output:
@@ -300,7 +300,7 @@ def set_aside(job) -> list[SetAside]:
 def _take_over_killed_backup(path: Path, manifest: Path) -> None:
     """A run killed outright (no ``onerror``) leaves the output its job had set aside hidden under the dead pid: back
     in place (newest first, with its manifest), to be set aside by this run and kept until its new output exists."""
-    from .io import stale_temporaries
+    from ..io import stale_temporaries
 
     backups = sorted(stale_temporaries(path, "old"), key=lambda p: p.lstat().st_mtime, reverse=True)
     if not backups:

@@ -1,4 +1,4 @@
-"""The command's side: hand ``relin <stage>`` to the exported server (:mod:`relin.jobserver`)."""
+"""The command's side: hand ``relin <stage>`` to the exported server (:mod:`relin.pipeline.jobserver`)."""
 from __future__ import annotations
 
 import json

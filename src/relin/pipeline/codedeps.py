@@ -22,7 +22,7 @@ class SourceTree:
 
     @classmethod
     def installed(cls) -> "SourceTree":
-        return cls(Path(__file__).resolve().parent)
+        return cls(Path(__file__).resolve().parents[1])
 
     @classmethod
     def checkout(cls, root: Path) -> "SourceTree":

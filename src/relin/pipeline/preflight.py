@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from .config.params import Params
-from .errors import ConfigError, InputError
+from ..config.params import Params
+from ..errors import ConfigError, InputError
 
 
 def check(params: Params) -> None:
     """Raise :class:`ConfigError` (one line naming the key) on the first rule ``params`` breaks."""
-    from .data.synth_text import longest_answer_tokens
+    from ..data.synth_text import longest_answer_tokens
 
     for task, tokens in longest_answer_tokens(params.data).items():
         if params.eval.max_new_tokens < tokens:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import IO, Iterator
 
-from ..errors import UserError
+from ...errors import UserError
 from . import lifetime
 
 SUFFIX = ".relin-lock"

@@ -1,10 +1,10 @@
-"""Record finished DVC stages in ``dvc.lock`` in one pass: ``python -m relin.dvc_lock STAGE...``.
+"""Record finished DVC stages in ``dvc.lock`` in one pass: ``python -m relin.pipeline.dvc_lock STAGE...``.
 
 ``dvc commit STAGE...`` collects the repository's stages again for every target (a dozen seconds each with a
 hundred stages), so recording the stages a partial run finished took minutes. This collects them once, then saves
 and commits each as ``dvc commit --force`` does (:func:`dvc.repo.commit.commit`), under the repository lock, and
 rewrites each lock file once: the new entries in, and the entries of stages its ``dvc.yaml`` no longer defines (a
-``params.yaml`` with fewer bridges regenerates it with fewer stages, ``relin.dvc_sync``) out.
+``params.yaml`` with fewer bridges regenerates it with fewer stages, ``relin.pipeline.dvc_sync``) out.
 """
 from __future__ import annotations
 
