@@ -316,7 +316,7 @@ def test_a_config_without_table_1_bridges_keeps_their_claims_as_not_testable():
 
 
 def test_the_manifest_lists_no_table_1_chain_when_no_bridge_is_trained():
-    from relin.report.manifest import lia_mtr_files
+    from relin.manifest import lia_mtr_files
 
     def params(bridges):
         values = {"lia_mtr.bridges": bridges, "lia_mtr.source": "synthetic", "lia_mtr.seeds": [], "seeds": [0],
