@@ -1,8 +1,9 @@
 """LIA-MTR's target in the pretrained overlay (``snakemake lia_mtr -n -p --configfile
 workflow/configs/pretrained.yaml``, seconds): the chat LLM is the materialised SmolLM2 and the tower the
 materialised DINOv2-S, each read through its checkpoints row; every Table I bridge goes through both phases and MME
-with three seeds; the caption reference is the same frozen LLM's. The stages themselves run in
-tests/models/test_tower_checkpoint.py and tests/models/test_vlm_chat_template.py."""
+with three seeds; the caption reference is the same frozen LLM's; real photos are described after each phase. The
+stages themselves run in tests/models/test_tower_checkpoint.py, tests/models/test_vlm_chat_template.py and
+tests/vlm/test_vlm_photos.py."""
 from __future__ import annotations
 
 import json
@@ -48,5 +49,9 @@ def test_the_pretrained_overlays_lia_mtr_dag_builds(tmp_path):
     for words in (*commands["chat-lm"], *commands["vision-tower"], *commands["bridge-align"][:1]):
         args = stage_parser(words[0]).parse_args(words[1:])
         assert sorted(json.loads(args.config)) == sorted(load_stage(words[0]).SECTIONS(args)), words[0]
+    (photos,) = commands["vlm-photos"]
+    assert _option(photos, "--tower") == "results/lia_mtr/tower/model"
+    assert photos[photos.index("--model") + 1:photos.index("--model") + 3] == [
+        "align=results/lia_mtr/align/lia_mtr/model", "instruct=results/lia_mtr/instruct/lia_mtr/model"]
     llm_cfg = json.loads(_option(llm, "--config"))["lia_mtr.llm"]
     assert llm_cfg["checkpoint"] == "smollm2" and not llm_cfg["pretrained"]

@@ -299,6 +299,33 @@ rule mme_probe:
         " --metrics {output.metrics} > {log} 2>&1"
 
 
+rule vlm_photos:
+    """Real photos from installed packages described by LIA-MTR's VLM (first seed) after each phase: a qualitative
+    look, with a tower that reads photos (a checkpoints row)."""
+    input:
+        tower="results/lia_mtr/tower/model",
+        features="results/lia_mtr/features",
+        align="results/lia_mtr/align/lia_mtr/model",
+        instruct="results/lia_mtr/instruct/lia_mtr/model",
+    output:
+        directory("results/lia_mtr/photos"),
+    params:
+        cfg=sections("eval"),
+    log:
+        "logs/lia_mtr/vlm_photos.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/vlm_photos.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin vlm-photos --config {params.cfg:q} --tower {input.tower} --features {input.features}"
+        " --model align={input.align} instruct={input.instruct} --out {output} > {log} 2>&1"
+
+
 rule bridge_niah:
     """Bridge-isolated NIAH (Fig. 2): one bridge alone, trained through the loop, depth x length accuracy."""
     output:
@@ -390,3 +417,5 @@ rule lia_mtr:
     input:
         manifest_paths(paper_files("lia_mtr", lambda path: lookup(config, path))),
         "results/report-lia_mtr",
+        # the photos, where the tower is a checkpoints row that reads them (the pretrained overlay)
+        *(["results/lia_mtr/photos"] if config["lia_mtr"]["tower"].get("checkpoint") else []),
