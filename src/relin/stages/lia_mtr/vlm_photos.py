@@ -56,24 +56,17 @@ def run(args: argparse.Namespace, sections) -> None:
     import json
     from pathlib import Path
 
-    import torch
-
-    from ...data.tokenizer import load_tokenizer
     from ...data.vision.photos import available_photos
-    from ...devices import compute_device
     from ...errors import InputError
-    from ...eval.mme_answers import answer_with_images
     from ...io import atomic_dir
-    from ...models.vlm.model import BridgeVLM
     from ...models.vlm.tower import load_image_processor, load_vision_tower
     from ...tracking import stage_run
+    from ._answers import phase_answers, phase_models
     from ._vlm import flush_denormals
 
     flush_denormals()
     cfg = sections.get("eval")
-    if any("=" not in spec for spec in args.model):
-        raise InputError("--model: expected PHASE=DIR")
-    models = dict(spec.split("=", 1) for spec in args.model)
+    models = phase_models(args.model)
     processor = load_image_processor(args.tower)
     if processor is None:
         raise InputError(f"--tower {args.tower}: no preprocessor_config.json (expected a checkpoint's tower, whose "
@@ -89,10 +82,7 @@ def run(args: argparse.Namespace, sections) -> None:
     with stage_run("vlm-photos", sections.raw, inputs=[args.tower, args.features, *models.values()],
                    outputs=[args.out]) as tracker:
         for phase, path in models.items():
-            with torch.no_grad():
-                vlm = BridgeVLM.from_pretrained(path).to(compute_device())
-                answers = answer_with_images(vlm, load_tokenizer(path), questions, features, cfg.batch_size,
-                                             max_new_tokens=ANSWER_TOKENS)
+            answers = phase_answers(path, questions, features, cfg.batch_size, max_new_tokens=ANSWER_TOKENS)
             for row, answer in zip(rows, answers):
                 row[phase] = answer
         with atomic_dir(args.out) as tmp:
