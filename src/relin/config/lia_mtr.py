@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from .checkpoints import check_one_source
 from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
 
@@ -65,9 +66,12 @@ class LlavaDataConfig:
 @dataclass(kw_only=True)
 class TowerConfig:
     """The CLIP-architecture vision tower: a tiny ``CLIPModel`` trained contrastively in the DAG, or a
-    checkpoint (``pretrained``: hub id or local directory of a ``CLIPModel``/``CLIPVisionModel``)."""
+    checkpoint (``pretrained``: hub id or local directory of a ``CLIPModel``/``CLIPVisionModel``; ``checkpoint``:
+    a ``checkpoints`` row, e.g. dinov2_s, a ``Dinov2Model`` with the same grid-feature interface)."""
 
     pretrained: str = option("", "Hugging Face id or local path of a CLIP checkpoint (empty = build and train)")
+    checkpoint: str = option("", "a checkpoints row to load instead of building: the tower relin "
+                                 "pretrained-checkpoint materialised from its packages (empty = none)")
     patch_size: int = option(4, "pixels per patch side", minimum=1)
     hidden_size: int = option(64, "vision and text width", minimum=8)
     num_hidden_layers: int = option(3, "transformer layers of each tower (features: the penultimate)", minimum=2)
@@ -78,9 +82,15 @@ class TowerConfig:
     train: TrainConfig = option(default_factory=TrainConfig, help="contrastive training")
 
     def validate(self, prefix: str) -> None:
+        check_one_source(prefix, self.pretrained, self.checkpoint)
         if self.hidden_size % self.num_attention_heads:
             raise ConfigError(f"{prefix}.hidden_size: expected a multiple of num_attention_heads "
                               f"({self.num_attention_heads}), got {self.hidden_size}")
+
+    @property
+    def loaded(self) -> bool:
+        """Loaded (``pretrained`` or ``checkpoint``), not built and trained in the DAG."""
+        return bool(self.pretrained or self.checkpoint)
 
 
 @dataclass(kw_only=True)
@@ -89,6 +99,8 @@ class LLMConfig:
     (captions and text-only conversations), or a checkpoint (``pretrained``, e.g. Qwen/Qwen2.5-3B-Instruct)."""
 
     pretrained: str = option("", "Hugging Face id or local path of a Qwen2 chat model (empty = build and train)")
+    checkpoint: str = option("", "a checkpoints row to load instead of building: the chat model relin "
+                                 "pretrained-checkpoint materialised from its packages, e.g. smollm2 (empty = none)")
     hidden_size: int = option(64, "model width", minimum=8)
     num_hidden_layers: int = option(2, "decoder layers", minimum=1)
     num_attention_heads: int = option(4, "query heads", minimum=1)
@@ -104,9 +116,15 @@ class LLMConfig:
     train: TrainConfig = option(default_factory=TrainConfig, help="text-only training of the tiny LLM")
 
     def validate(self, prefix: str) -> None:
+        check_one_source(prefix, self.pretrained, self.checkpoint)
         if self.hidden_size % self.num_attention_heads or self.num_attention_heads % self.num_key_value_heads:
             raise ConfigError(f"{prefix}.num_attention_heads: expected a divisor of hidden_size and a multiple of "
                               f"num_key_value_heads, got {self.num_attention_heads}")
+
+    @property
+    def loaded(self) -> bool:
+        """Loaded (``pretrained`` or ``checkpoint``), not built and trained in the DAG."""
+        return bool(self.pretrained or self.checkpoint)
 
 
 @dataclass(kw_only=True)
@@ -255,12 +273,12 @@ class LiaMtrConfig:
             for key in LlavaDataConfig.FILES:
                 if not getattr(self.llava, key):
                     raise ConfigError(f"{prefix}.llava.{key}: empty (lia_mtr.source is llava: expected a local path)")
-            missing = [key for key in ("tower", "llm") if not getattr(self, key).pretrained]
+            missing = [key for key in ("tower", "llm") if not getattr(self, key).loaded]
             if missing:
                 raise ConfigError(f"{prefix}.source: llava data needs a pretrained tower and chat LLM "
                                   f"(set {', '.join(f'{prefix}.{k}.pretrained' for k in missing)})")
         tower = self.tower
-        if tower.pretrained:  # a checkpoint brings its own layers and image size (the scenes are resized to it)
+        if tower.loaded:  # a checkpoint brings its own layers and image size (the scenes are resized to it)
             return
         if self.data.image_size % tower.patch_size:
             raise ConfigError(f"{prefix}.data.image_size: expected a multiple of {prefix}.tower.patch_size "

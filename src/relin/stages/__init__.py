@@ -42,6 +42,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "bridge-instruct": ("relin.stages.lia_mtr.bridge_instruct", "LIA-MTR phase 2: bridge + LLM on conversations"),
     "eval-mme": ("relin.stages.lia_mtr.eval_mme", "LIA-MTR: answer and score the MME-style set after each phase"),
     "mme-text": ("relin.stages.lia_mtr.mme_text", "LIA-MTR: the chat LLM answers the MME set from captions"),
+    "vlm-photos": ("relin.stages.lia_mtr.vlm_photos", "LIA-MTR: real photos described by a VLM after each phase"),
     "mme-probe": ("relin.stages.lia_mtr.mme_probe", "LIA-MTR: can one patch's features decide each MME category?"),
     "bridge-niah": ("relin.stages.lia_mtr.bridge_niah", "LIA-MTR: bridge-isolated needle in a haystack (Fig. 2)"),
     "bridge-memory": ("relin.stages.lia_mtr.bridge_memory", "LIA-MTR: peak forward memory of each bridge against N"),

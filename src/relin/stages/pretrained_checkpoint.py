@@ -1,8 +1,9 @@
 """``relin pretrained-checkpoint --name ROW --out DIR``: the ``checkpoints`` row ``ROW``, a pretrained model
 shipped inside installed registry packages, as a transformers model.
 
-Writes ``DIR/model/`` (safetensors in fp32, the tokenizer with its chat template, and a model card README.md
-naming the packages, versions, digest, licence, provenance and the quantization caveat) and ``DIR/source.json``
+Writes ``DIR/model/`` (safetensors in fp32; a causal LM's tokenizer with its chat template, or a vision tower's
+image processor; and a model card README.md naming the packages, versions, digest, licence, provenance and the
+format's caveat: quantization for GGUF, "not CLIP" for a DINOv2 tower from ONNX) and ``DIR/source.json``
 (the same facts, the tensor types of the weight file and what was built), each atomically. The packages' versions
 and the weight file's sha256 are checked before anything is written or any run opened: a missing package, another
 version or other bytes end with one line naming the install command (:mod:`relin.models.packaged`). Nothing is
@@ -25,13 +26,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                                      "and source.json are written into it")
 
 
+def read_weights(path, fmt: str, who: str):
+    """``(model, companion, tokenizer, tensor types)`` of the weight file: a GGUF causal LM with its tokenizer (the
+    companion saved beside it), or a DINOv2 tower from ONNX with its image processor (no tokenizer)."""
+    if fmt == "onnx_dinov2":
+        from ..models import onnx_dinov2
+
+        model, processor, types = onnx_dinov2.read(path, who)
+        return model, processor, None, types
+    from ..models.packaged import dequantize, tensor_types
+
+    types = tensor_types(path)
+    model, tokenizer = dequantize(path, who)
+    return model, tokenizer, tokenizer, types
+
+
 def run(args: argparse.Namespace, sections) -> None:
     import shutil
     import time
     from pathlib import Path
 
     from ..io import atomic_dir, atomic_write_json
-    from ..models.packaged import assemble, dequantize, describe, model_card, tensor_types, verify
+    from ..models.packaged import assemble, describe, model_card, verify
     from ..tracking import stage_run
     from ._training import log_model
 
@@ -47,16 +63,15 @@ def run(args: argparse.Namespace, sections) -> None:
             staging = tmp / ".weights"  # the assembled weight file, removed before the folder is renamed into place
             staging.mkdir()
             mark = time.perf_counter()
-            weights = assemble(paths, staging)
+            weights = assemble(paths, staging, f"weights.{cfg.format.split('_')[0]}")
             seconds["assemble_s"] = time.perf_counter() - mark
             mark = time.perf_counter()
-            types = tensor_types(weights)
-            model, tokenizer = dequantize(weights, f"checkpoints.{args.name}")
+            model, companion, tokenizer, types = read_weights(weights, cfg.format, f"checkpoints.{args.name}")
             seconds["dequantize_s"] = time.perf_counter() - mark
             shutil.rmtree(staging)
             mark = time.perf_counter()
             model.save_pretrained(tmp, safe_serialization=True)
-            tokenizer.save_pretrained(tmp)
+            companion.save_pretrained(tmp)
             facts = describe(args.name, cfg, model, tokenizer, types)
             (tmp / "README.md").write_text(model_card(facts))
             seconds["save_s"] = time.perf_counter() - mark

@@ -1,6 +1,7 @@
 """The CLIP vision tower: a tiny ``CLIPModel`` built from a transformers config (trained contrastively in the
-DAG), or a checkpoint loaded as ``CLIPVisionModel`` (openai/clip-vit-large-patch14 in the paper config), and
-LLaVA's features: the penultimate layer's patch tokens, CLS dropped (``clip_encoder.py``: ``[:, 1:]``).
+DAG), or a checkpoint loaded as ``CLIPVisionModel`` (openai/clip-vit-large-patch14 in the paper config) or as
+``Dinov2Model`` (the pretrained overlay's stand-in, a ``checkpoints`` row: same grid-feature interface, no text
+alignment), and LLaVA's features: the penultimate layer's patch tokens, CLS dropped (``clip_encoder.py``: ``[:, 1:]``).
 """
 from __future__ import annotations
 
@@ -37,16 +38,19 @@ def build_clip(cfg, image_size: int, tokenizer, seed: int = 0):
 
 
 def load_vision_tower(reference: str | Path):
-    """``CLIPVisionModel`` from a local ``CLIPModel`` or ``CLIPVisionModel`` directory, or a hub id in the
-    local cache (offline, safetensors, no repository code)."""
-    from transformers import CLIPVisionModel
+    """``CLIPVisionModel`` from a local ``CLIPModel`` or ``CLIPVisionModel`` directory, or ``Dinov2Model`` from a
+    DINOv2 one, or a hub id in the local cache (offline, safetensors, no repository code)."""
+    import json
+
+    from transformers import CLIPVisionModel, Dinov2Model
 
     from ...hub import resolve
 
     path = resolve(str(reference), "vision tower")
     try:
-        return CLIPVisionModel.from_pretrained(str(path), local_files_only=True, use_safetensors=True,
-                                               trust_remote_code=False)
+        model_type = json.loads((path / "config.json").read_text()).get("model_type")
+        cls = Dinov2Model if model_type == "dinov2" else CLIPVisionModel
+        return cls.from_pretrained(str(path), local_files_only=True, use_safetensors=True, trust_remote_code=False)
     except Exception as err:  # noqa: BLE001 - safetensors, json and OS errors all mean a damaged checkpoint
         first = (str(err).strip().splitlines() or [type(err).__name__])[0]
         raise InputError(f"vision tower {reference}: could not load ({first})") from None

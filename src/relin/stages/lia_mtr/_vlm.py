@@ -15,6 +15,24 @@ def flush_denormals() -> None:
     torch.set_flush_denormal(True)
 
 
+def add_checkpoint_argument(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--checkpoint", default="", help=f"the model directory of the checkpoints row the {what} "
+                                                         f"config names (relin pretrained-checkpoint's model/)")
+
+
+def loaded_reference(cfg, args: argparse.Namespace, key: str) -> str:
+    """The weights a tower or chat LLM config loads (``pretrained``, or the checkpoints row's directory the rule
+    passes as ``--checkpoint``), empty when it is built and trained; one line when the row and the argument
+    disagree."""
+    from ...errors import UserError
+
+    if bool(cfg.checkpoint) != bool(args.checkpoint):
+        raise UserError(f"{key}.checkpoint: {cfg.checkpoint or 'none'}, but --checkpoint "
+                        f"{args.checkpoint or 'not given'}; expected --checkpoint with the model directory of the "
+                        f"checkpoints row the config names (results/pretrained/<row>/model), and only then")
+    return cfg.pretrained or args.checkpoint
+
+
 def add_bridge_arguments(parser: argparse.ArgumentParser, start: str) -> None:
     from ...config.lia_mtr import BRIDGE_NAMES
 

@@ -1,14 +1,15 @@
 """``relin chat-lm``: the chat LLM the bridges feed. Default: a tiny ``Qwen2ForCausalLM`` trained on the
 scenes' text alone, captions and conversations whose image is replaced by its caption, so that, like an
-instruct LLM, it already answers in the chat format from a description; with ``lia_mtr.llm.pretrained``:
-that checkpoint and its tokenizer with ``<image>`` added as a special token (and its embedding row), its
-own chat template kept."""
+instruct LLM, it already answers in the chat format from a description; with ``lia_mtr.llm.pretrained`` or
+``checkpoint`` (a checkpoints row, its directory passed as ``--checkpoint``): that checkpoint and its tokenizer
+with ``<image>`` added as a special token (and its embedding row), its own chat template kept."""
 from __future__ import annotations
 
 import argparse
 
 from ...config.lia_mtr import LLMConfig
 from .._training import Setup, add_output_arguments, run_training
+from ._vlm import add_checkpoint_argument, loaded_reference
 
 
 def config_sections(args: argparse.Namespace) -> dict[str, type]:
@@ -17,6 +18,7 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="synth-vision directory")
+    add_checkpoint_argument(parser, "lia_mtr.llm")
     add_output_arguments(parser)
 
 
@@ -54,21 +56,22 @@ def run(args: argparse.Namespace, sections) -> None:
 
     cfg = sections.get("lia_mtr.llm")
     data = VisionData.load(args.data)
-    if cfg.pretrained:
+    reference = loaded_reference(cfg, args, "lia_mtr.llm")
+    if reference:
         from ...data.tokenizer import load_tokenizer
         from ...errors import InputError
         from ...models.teachers import load_pretrained
         from ...tracking import stage_run
         from .._training import write_outputs
 
-        tokenizer, llm = load_tokenizer(cfg.pretrained), load_pretrained(cfg.pretrained)
+        tokenizer, llm = load_tokenizer(reference), load_pretrained(reference)
         if not tokenizer.chat_template:
-            raise InputError(f"lia_mtr.llm.pretrained: {cfg.pretrained} has no chat template (expected a chat "
-                             f"model, e.g. Qwen/Qwen2.5-3B-Instruct)")
+            raise InputError(f"lia_mtr.llm: {reference} has no chat template (expected a chat model, e.g. "
+                             f"Qwen/Qwen2.5-3B-Instruct)")
         image_id = add_image_token(llm, tokenizer)
         with stage_run("chat-lm", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
-            tracker.set_tags({"relin.pretrained": cfg.pretrained})
-            write_outputs(args, llm, tokenizer, [], {"steps": 0, "pretrained": cfg.pretrained,
+            tracker.set_tags({"relin.pretrained": reference})
+            write_outputs(args, llm, tokenizer, [], {"steps": 0, "pretrained": reference,
                                                      "image_token_id": image_id}, tracker)
         return
 

@@ -28,24 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, sections) -> None:
-    import torch
-
-    from ...data.tokenizer import load_tokenizer
     from ...data.vision.artifact import VisionData, load_features
-    from ...devices import compute_device
-    from ...errors import InputError
-    from ...eval.mme_answers import answer_with_images, write_and_score
+    from ...eval.mme_answers import write_and_score
     from ...eval.plots import save_figure
     from ...io import atomic_dir, atomic_write_json
-    from ...models.vlm.model import BridgeVLM
     from ...tracking import stage_run
+    from ._answers import phase_answers, phase_models
     from ._vlm import flush_denormals
 
     flush_denormals()
     cfg = sections.get("eval")
-    if any("=" not in spec for spec in args.model):
-        raise InputError("--model: expected PHASE=DIR")
-    models = dict(spec.split("=", 1) for spec in args.model)
+    models = phase_models(args.model)
     questions = VisionData.load(args.data).mme["questions"]
     features = load_features(args.features)["mme"]
     metrics = {"bridge": args.bridge}
@@ -53,9 +46,7 @@ def run(args: argparse.Namespace, sections) -> None:
                    outputs=[args.out, args.metrics, args.figure]) as tracker:
         with atomic_dir(args.out) as tmp:
             for phase, path in models.items():
-                with torch.no_grad():
-                    vlm = BridgeVLM.from_pretrained(path).to(compute_device())
-                    preds = answer_with_images(vlm, load_tokenizer(path), questions, features, cfg.batch_size)
+                preds = phase_answers(path, questions, features, cfg.batch_size)
                 metrics[phase] = write_and_score(tmp / phase, questions, preds)
                 tracker.log_metrics({f"{phase}_accuracy": metrics[phase]["accuracy"],
                                      f"{phase}_perception": metrics[phase]["perception"],

@@ -1,11 +1,13 @@
 """``relin vision-tower``: the CLIP tower. Default: a tiny ``CLIPModel`` trained contrastively on the scenes'
-image-caption pairs (``clip`` objective); with ``lia_mtr.tower.pretrained``: that checkpoint, saved as is."""
+image-caption pairs (``clip`` objective); with ``lia_mtr.tower.pretrained`` or ``checkpoint`` (a checkpoints row,
+its directory passed as ``--checkpoint``): that checkpoint, saved as is with its image processor."""
 from __future__ import annotations
 
 import argparse
 
 from ...config.lia_mtr import TowerConfig
 from .._training import Setup, add_output_arguments, run_training
+from ._vlm import add_checkpoint_argument, loaded_reference
 
 
 def config_sections(args: argparse.Namespace) -> dict[str, type]:
@@ -14,6 +16,7 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", required=True, help="synth-vision directory")
+    add_checkpoint_argument(parser, "lia_mtr.tower")
     add_output_arguments(parser)
 
 
@@ -28,14 +31,15 @@ def run(args: argparse.Namespace, sections) -> None:
 
     cfg = sections.get("lia_mtr.tower")
     data = VisionData.load(args.data)
-    if cfg.pretrained:
+    reference = loaded_reference(cfg, args, "lia_mtr.tower")
+    if reference:
         from ...tracking import stage_run
 
         with stage_run("vision-tower", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
-            tracker.set_tags({"relin.pretrained": cfg.pretrained})
+            tracker.set_tags({"relin.pretrained": reference})
             # The checkpoint's own image processor travels with it: clip-features prepares pixels with it.
-            write_outputs(args, load_vision_tower(cfg.pretrained), load_image_processor(cfg.pretrained), [],
-                          {"steps": 0, "pretrained": cfg.pretrained}, tracker)
+            write_outputs(args, load_vision_tower(reference), load_image_processor(reference), [],
+                          {"steps": 0, "pretrained": reference}, tracker)
         return
 
     def setup(env):
