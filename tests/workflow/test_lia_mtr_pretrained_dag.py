@@ -48,7 +48,7 @@ def test_the_pretrained_overlays_lia_mtr_dag_builds(tmp_path):
     assert _option(reference, "--llm") == "results/lia_mtr/llm/model", "the caption reference is the frozen LLM's"
     for words in (*commands["chat-lm"], *commands["vision-tower"], *commands["bridge-align"][:1]):
         args = stage_parser(words[0]).parse_args(words[1:])
-        assert sorted(json.loads(args.config)) == sorted(load_stage(words[0]).SECTIONS(args)), words[0]
+        assert sorted(json.loads(args.config)) == sorted(load_stage(words[0]).config_sections(args)), words[0]
     (photos,) = commands["vlm-photos"]
     assert _option(photos, "--tower") == "results/lia_mtr/tower/model"
     assert photos[photos.index("--model") + 1:photos.index("--model") + 3] == [
