@@ -13,6 +13,11 @@ Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge
 ``answers/<phase>/<subtask>.txt`` (``text_reference`` is the LLM from captions), the per-patch probe, per NIAH
 bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and ``history.csv``, the memory
 table and metrics (with Lemma 2's checks) and the probe.
+
+The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`; the claims are built here, not declared
+as :mod:`relin.config.claims` rows, because what they read is not what :mod:`.judge` measures (a chain row's LM item
+scores against its teacher): NIAH cells and depths past the trained lengths, a fitted memory exponent, MME answers
+paired per image with per-category preconditions, and Lemma 2's and Theorem 2's checks.
 """
 from __future__ import annotations
 
