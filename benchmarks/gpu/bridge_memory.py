@@ -43,6 +43,7 @@ from pathlib import Path
 
 import torch
 
+from relin.config.lia_mtr import BRIDGE_NAMES
 from relin.envelope import Envelope
 from relin.eval.bridge_memory import measure_cpu, measure_cuda, variants
 
@@ -117,7 +118,8 @@ def main() -> None:
     parser.add_argument("--max-n", type=int, default=262_144, help="largest N of the baselines (and of the CPU)")
     parser.add_argument("--lia-max-n", type=int, default=1_048_576, help="largest N of LIA-MTR on CUDA")
     bridges = ["lia_mtr", "lia_mtr_head_matrix", "mha", "linear_attn", "mlp2x_gelu"]
-    parser.add_argument("--bridges", nargs="+", default=bridges, choices=bridges)
+    parser.add_argument("--bridges", nargs="+", default=bridges, choices=BRIDGE_NAMES,
+                        help="rows of relin.config.lia_mtr.BRIDGES (default: both readings and the baselines)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cpu-max-bytes", type=int, default=2_000_000_000,
                         help="CPU: naive MHA points whose scores alone pass this are skipped")

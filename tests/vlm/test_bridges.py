@@ -251,11 +251,38 @@ def test_scan_orders_permute_the_grid_and_write_back_in_raster_order():
     assert torch.allclose(raster(x), snake(x)), "a per-patch bridge must not depend on the scan order"
 
 
-def test_the_bridge_registry_builds_every_bridge_the_config_can_name():
-    from relin.config.lia_mtr import BRIDGE_NAMES
-    from relin.layers.bridges import BRIDGES
+def test_the_bridge_factory_builds_every_row_of_the_table():
+    """Every bridge the config can name (a row of relin.config.lia_mtr.BRIDGES) builds its row's mixer with its
+    variant's options; the factory knows every mixer a row may name, and an unknown name is one ConfigError."""
+    from relin.config.lia_mtr import BRIDGE_NAMES, BRIDGES, MIXERS
+    from relin.layers import bridges
 
-    assert tuple(BRIDGES) == tuple(BRIDGE_NAMES)
+    assert tuple(bridges.MIXERS) == MIXERS
+    kinds = {"mtr": MTRBridge, "mlp2x_gelu": bridges.MLPBridge, "mha": bridges.MHABridge,
+             "linear_attn": bridges.LinearAttentionBridge}
+    for name in BRIDGE_NAMES:
+        row, mixer = BRIDGES[name], Bridge(name, 8, 8).mixer
+        assert type(mixer) is kinds[row.mixer], f"{name}: {type(mixer).__name__}, expected its row's {row.mixer}"
+        if row.mixer == "mtr":
+            built = MTRBridge(8, 8, MTRConfig(**row.variant))
+            assert mixer.state_dict().keys() == built.state_dict().keys(), f"{name}: not its variant's layers"
+            assert torch.equal(mixer.log_decays, built.log_decays), f"{name}: not its variant's decays"
+            assert (mixer.state, mixer.normalize) == (built.state, built.normalize), f"{name}: not its variant"
+    with pytest.raises(ConfigError, match="unknown 'lia_mtr_nothing'"):
+        Bridge("lia_mtr_nothing", 8, 8)
+
+
+def test_a_bridge_row_is_checked():
+    """A row naming an unknown mixer, a variant of a mixer that reads no mtr options, an unknown option or an invalid
+    combination is refused when the table is read."""
+    from relin.config.lia_mtr import BridgeRow, check_bridges
+
+    for row, message in ((BridgeRow("gru", "x"), "unknown mixer 'gru'"),
+                         (BridgeRow("mha", "x", variant={"gate": "none"}), "only an mtr mixer"),
+                         (BridgeRow("mtr", "x", variant={"gates": "none"}), "'gates' is not an option"),
+                         (BridgeRow("mtr", "x", variant={"state": "head_matrix", "normalize": True}), "normalize")):
+        with pytest.raises((ValueError, ConfigError), match=message):
+            check_bridges({"lia_mtr_new": row})
 
 
 def test_a_config_may_name_every_bridge_and_no_other():

@@ -3,26 +3,12 @@ synthetic vision data, the tiny CLIP tower and chat LLM, LLaVA's two training ph
 (MME Table I analogue, bridge-isolated NIAH, memory against N, probes)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Mapping
 
 from .checkpoints import check_one_source
 from .loader import ConfigError, check_replicated, option
 from .train import TrainConfig
-
-# The other reading of eq. 3's state (notes/methods.md §7C.1), as a bridge beside the default's: a per-head K x V
-# matrix (linear attention with S decays, under which Lemma 2 holds) where eq. 3 writes a C-vector.
-MTR_READINGS = {"lia_mtr_head_matrix": {"state": "head_matrix"}}
-# The ablations of LIA-MTR, each the default MTR config with one option changed: the causal claims they test.
-MTR_ABLATIONS = {"lia_mtr_no_gate": {"gate": "none"},                  # g_t ≡ 1: does the write gate matter?
-                 "lia_mtr_one_scale": {"num_scales": 1},               # S = 1 (λ = decay_max): do the timescales?
-                 "lia_mtr_half_life": {"decay_spacing": "log_half_life"},  # half-lives 1.94 / 8.6 / 31 / 138
-                 "lia_mtr_normalized": {"normalize": True}}            # the "denominator" reading (ours)
-# Every named LIA-MTR bridge that is the default MTR config with options changed.
-MTR_VARIANTS = {**MTR_READINGS, **MTR_ABLATIONS}
-BRIDGE_NAMES = ("lia_mtr", "mlp2x_gelu", "mha", "linear_attn", *MTR_VARIANTS)
-# The type of a config's bridge names (the schema's enum), derived: a variant added above is a valid name at once.
-BridgeName = Literal[BRIDGE_NAMES]
 
 
 @dataclass(kw_only=True)
@@ -153,6 +139,78 @@ class MTRConfig:
             raise ConfigError(f"{prefix}.normalize: only with the diagonal state (eqs. 3-5), got state {self.state!r}")
         if self.decay_min >= self.decay_max:
             raise ConfigError(f"{prefix}.decay_max: expected > decay_min ({self.decay_min}), got {self.decay_max}")
+
+
+MIXERS = ("mtr", "mlp2x_gelu", "mha", "linear_attn")
+
+
+@dataclass(frozen=True)
+class BridgeRow:
+    """One bridge of LIA-MTR's table: the mixer it builds, its lines in the report, and for a reading or an ablation
+    of LIA-MTR the ``lia_mtr.bridge.mtr`` values it changes (a named config, never a new flag)."""
+
+    mixer: str
+    """The mixer it builds (:data:`MIXERS`; :mod:`relin.layers.bridges`): ``mtr`` (eqs. 1-5), LLaVA's
+    ``mlp2x_gelu``, softmax ``mha`` or ungated ``linear_attn``."""
+    label: str
+    """Its line in the Table I analogue."""
+    tests: str = ""
+    """What it tests, in the bridge NIAH table."""
+    variant: Mapping[str, Any] = field(default_factory=dict)
+    """Options of ``lia_mtr.bridge.mtr`` it changes (an ``mtr`` mixer only), option name -> value."""
+    reading: str = ""
+    """The reading of eq. 3's state it is (the claims judged once per reading name it); empty: an ablation or a
+    baseline."""
+
+
+def check_bridges(rows: Mapping[str, BridgeRow]) -> None:
+    """Every row builds a known mixer, and a variant changes options of ``lia_mtr.bridge.mtr`` into a valid one."""
+    options = {f.name for f in fields(MTRConfig)}
+    for name, row in rows.items():
+        if row.mixer not in MIXERS:
+            raise ValueError(f"lia_mtr bridge row {name!r}: unknown mixer {row.mixer!r} (expected one of "
+                             f"{', '.join(MIXERS)})")
+        if row.variant and row.mixer != "mtr":
+            raise ValueError(f"lia_mtr bridge row {name!r}: a variant changes lia_mtr.bridge.mtr, which only an mtr "
+                             f"mixer reads (got mixer {row.mixer!r})")
+        if unknown := [key for key in row.variant if key not in options]:
+            raise ValueError(f"lia_mtr bridge row {name!r}: {unknown[0]!r} is not an option of lia_mtr.bridge.mtr "
+                             f"(expected one of {', '.join(sorted(options))})")
+        MTRConfig(**row.variant).validate(f"lia_mtr bridge row {name!r}")
+
+
+# LIA-MTR's bridges, the baselines it is compared with, the other reading of eq. 3's state (notes/methods.md §7C.1: a
+# per-head K x V matrix, linear attention with S decays, under which Lemma 2 holds, where eq. 3 writes a C-vector)
+# and the ablations, each the default MTR config with one option changed: the causal claims they test. Adding a
+# bridge is one row: the config may name it, the factory builds it, the rules and the report list it.
+BRIDGES: dict[str, BridgeRow] = {
+    "lia_mtr": BridgeRow("mtr", "LIA-MTR, diagonal state (eq. 3 as written)", "the paper's bridge (eqs. 1-5)",
+                         reading="diagonal state, eq. 3 as written"),
+    "mlp2x_gelu": BridgeRow("mlp2x_gelu", "LLaVA's MLP (per patch)"),
+    "mha": BridgeRow("mha", "softmax attention", "softmax attention: the reference that must succeed"),
+    "linear_attn": BridgeRow("linear_attn", "ungated linear attention",
+                             "ungated linear attention (a K x V state per head: more memory, not an ablation)"),
+    "lia_mtr_head_matrix": BridgeRow("mtr", "LIA-MTR, head_matrix state",
+                                     "the head_matrix reading of eq. 3 (a K x V state per head)",
+                                     {"state": "head_matrix"}, reading="head_matrix state"),
+    "lia_mtr_no_gate": BridgeRow("mtr", "ablation: no write gate (g ≡ 1)", "g ≡ 1: is the write gate needed?",
+                                 {"gate": "none"}),
+    "lia_mtr_one_scale": BridgeRow("mtr", "ablation: one scale (S = 1)", "S = 1: are several timescales needed?",
+                                   {"num_scales": 1}),        # λ = decay_max
+    "lia_mtr_half_life": BridgeRow("mtr", "ablation: log-half-life spacing",
+                                   "half-lives 1.94 / 8.6 / 31 / 138: is the log-λ spacing's bunching the limit?",
+                                   {"decay_spacing": "log_half_life"}),
+    "lia_mtr_normalized": BridgeRow("mtr", "ablation: normalised (our reading)",
+                                    "a denominator (our reading): does normalising m_t help?", {"normalize": True}),
+}
+check_bridges(BRIDGES)
+BRIDGE_NAMES = tuple(BRIDGES)
+# The type of a config's bridge names (the schema's enum), derived: a row added above is a valid name at once.
+BridgeName = Literal[BRIDGE_NAMES]
+# Every named LIA-MTR bridge that is the default MTR config with options changed: the readings, then the ablations.
+MTR_VARIANTS = {name: dict(row.variant) for name, row in BRIDGES.items() if row.mixer == "mtr" and row.variant}
+MTR_READINGS = {name: change for name, change in MTR_VARIANTS.items() if BRIDGES[name].reading}
+MTR_ABLATIONS = {name: change for name, change in MTR_VARIANTS.items() if not BRIDGES[name].reading}
 
 
 @dataclass(kw_only=True)

@@ -1,9 +1,9 @@
 """Vision-language bridges behind one interface, chosen by name: ``[B, N, d_in]`` patch features ->
 ``[B, N, d_out]`` LLM input embeddings (seed 000's comparison).
 
-- ``lia_mtr``: :class:`~relin.layers.mtr_bridge.MTRBridge` (eqs. 1-5); ``lia_mtr_<variant>``: the same with
-  options of :data:`~relin.config.lia_mtr.MTR_VARIANTS` changed (the head_matrix reading of the state; the
-  ablations: no gate, one scale, log-half-life spacing, the normaliser);
+- ``lia_mtr``: :class:`~relin.layers.mtr_bridge.MTRBridge` (eqs. 1-5); ``lia_mtr_<variant>``: the same with the
+  ``mtr`` options its row of :data:`~relin.config.lia_mtr.BRIDGES` changes (the head_matrix reading of the state;
+  the ablations: no gate, one scale, log-half-life spacing, the normaliser);
 - ``mlp2x_gelu``: LLaVA-1.5's projector, Linear -> GELU -> Linear (haotian-liu/LLaVA
   ``multimodal_projector/builder.py``), which mixes no tokens;
 - ``mha``: softmax multi-head attention over the patches (SDPA, or the N x N matrix formed: the paper's
@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..config.lia_mtr import MTR_VARIANTS, BridgeConfig
+from ..config.lia_mtr import BRIDGES, BridgeConfig
 from ..config.loader import as_dict, build
 from ..errors import ConfigError
 from .mtr_bridge import MTRBridge
@@ -102,25 +102,27 @@ class LinearAttentionBridge(AttentionProjections):
         return self.o_proj(o.reshape(B, N, C))
 
 
-# The bridges by name: each builds its mixer from (d_in, d_out, the bridge config, the kernel backend).
-BRIDGES: dict[str, Callable[[int, int, BridgeConfig, str], nn.Module]] = {
-    "lia_mtr": lambda d_in, d_out, cfg, backend: MTRBridge(d_in, d_out, cfg.mtr, backend=backend),
+# The mixers by kind (relin.config.lia_mtr.BridgeRow.mixer): each builds from (d_in, d_out, the bridge config, the
+# kernel backend).
+MIXERS: dict[str, Callable[[int, int, BridgeConfig, str], nn.Module]] = {
+    "mtr": lambda d_in, d_out, cfg, backend: MTRBridge(d_in, d_out, cfg.mtr, backend=backend),
     "mlp2x_gelu": lambda d_in, d_out, cfg, backend: MLPBridge(d_in, d_out),
     "mha": lambda d_in, d_out, cfg, backend: MHABridge(d_in, d_out, num_heads=cfg.attention_heads, impl=cfg.mha_impl,
                                                        causal=cfg.causal),
     "linear_attn": lambda d_in, d_out, cfg, backend: LinearAttentionBridge(d_in, d_out, num_heads=cfg.attention_heads,
                                                                            backend=backend),
-    **{name: (lambda d_in, d_out, cfg, backend, change=change:
-              MTRBridge(d_in, d_out, dataclasses.replace(cfg.mtr, **change), backend=backend))
-       for name, change in MTR_VARIANTS.items()},
 }
 
 
 def build_bridge_mixer(name: str, d_in: int, d_out: int, cfg: BridgeConfig, backend: str = "auto") -> nn.Module:
-    """The mixer of bridge ``name``; an unknown name is a :class:`ConfigError` listing the known ones."""
+    """The mixer of bridge ``name`` (a row of :data:`~relin.config.lia_mtr.BRIDGES`: its mixer, with its variant's
+    ``mtr`` options set); an unknown name is a :class:`ConfigError` listing the known ones."""
     if name not in BRIDGES:
         raise ConfigError(f"bridge: unknown {name!r} (expected one of: {', '.join(BRIDGES)})")
-    return BRIDGES[name](d_in, d_out, cfg, backend)
+    row = BRIDGES[name]
+    if row.variant:
+        cfg = dataclasses.replace(cfg, mtr=dataclasses.replace(cfg.mtr, **row.variant))
+    return MIXERS[row.mixer](d_in, d_out, cfg, backend)
 
 
 def scan_permutation(num_patches: int, order: str) -> torch.Tensor:

@@ -13,6 +13,11 @@ Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge
 ``answers/<phase>/<subtask>.txt`` (``text_reference`` is the LLM from captions), the per-patch probe, per NIAH
 bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and ``history.csv``, the memory
 table and metrics (with Lemma 2's checks) and the probe.
+
+The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`; the claims are built here, not declared
+as :mod:`relin.config.claims` rows, because what they read is not what :mod:`.judge` measures (a chain row's LM item
+scores against its teacher): NIAH cells and depths past the trained lengths, a fitted memory exponent, MME answers
+paired per image with per-category preconditions, and Lemma 2's and Theorem 2's checks.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
+from ..config.lia_mtr import BRIDGES
 from ..config.report import PreconditionsConfig
 from ..data.vision.synth import RULES
 from ..eval.mme import parse_answer, read_results_file
@@ -41,21 +47,17 @@ CATEGORIES = ("existence", "count", "position", "color", "scene")
 # Per category: the text-only reference must decide it (the caption states what the question asks) and no single
 # patch may (the category needs the whole image); both are preconditions of every Table I verdict (issue 49).
 REFERENCE_MIN, PROBE_MAX = 0.9, 0.6
-# The two readings of eq. 3's state (relin.config.lia_mtr.MTR_READINGS): each LIA-MTR claim is judged for both.
-READINGS = {"lia_mtr": "diagonal state, eq. 3 as written", "lia_mtr_head_matrix": "head_matrix state"}
+# The readings of eq. 3's state (the rows of relin.config.lia_mtr.BRIDGES that name one): each LIA-MTR claim is
+# judged for each.
+READINGS = {name: row.reading for name, row in BRIDGES.items() if row.reading}
 PHASES = ("align", "instruct")
 TEXT = "text_reference"
 MME_CHANCE = 0.5
 # Paper, Table I (MME accuracy %, Qwen2.5-3B, CLIP-ViT-L/14): (phase, category or overall) -> (LIA-MTR, MLP).
 PAPER_TABLE1 = {("align", "accuracy"): pf.LIA_PHASE1_OVERALL, ("align", "existence"): pf.LIA_PHASE1_EXISTENCE,
                 ("instruct", "accuracy"): pf.LIA_PHASE2_OVERALL, ("instruct", "scene"): pf.LIA_PHASE2_SCENE}
-# What each Table I row is.
-MME_ROLES = {"lia_mtr": "LIA-MTR, diagonal state (eq. 3 as written)",
-             "lia_mtr_head_matrix": "LIA-MTR, head_matrix state", "mlp2x_gelu": "LLaVA's MLP (per patch)",
-             "mha": "softmax attention", "linear_attn": "ungated linear attention",
-             "lia_mtr_no_gate": "ablation: no write gate (g ≡ 1)", "lia_mtr_one_scale": "ablation: one scale (S = 1)",
-             "lia_mtr_half_life": "ablation: log-half-life spacing",
-             "lia_mtr_normalized": "ablation: normalised (our reading)"}
+# What each Table I row is (its row's label).
+MME_ROLES = {name: row.label for name, row in BRIDGES.items()}
 # A bridge "retrieves" a needle cell at this accuracy; exponents for "linear" and "quadratic" growth.
 RETRIEVES, LINEAR, QUADRATIC = 0.9, 1.2, 1.6
 # Lemma 2: two growth exponents on a constant input count as the same within this.
@@ -450,7 +452,7 @@ def lemma2_claims(memory_metrics: dict) -> list[vd.Claim]:
     reference = growth["linear_attention"]
     out = []
     for bridge, reading in READINGS.items():
-        state = "head_matrix" if "head_matrix" in bridge else "diagonal"
+        state = BRIDGES[bridge].variant.get("state", "diagonal")
         error = found["head_matrix_error" if state == "head_matrix" else "expanded_diagonal_error"]
         pre = (pc.within("the reduced bridge computes eqs. 3-5 (relative error against an fp64 loop of them)",
                          {state: error}, -math.inf, LEMMA2_TOLERANCE, ".1e"),)
@@ -720,15 +722,8 @@ def niah_figure(items: dict[str, list[dict]], history: dict[str, list[dict]], ch
     return path
 
 
-# What each bridge of the NIAH tests (the readings and ablations: relin.config.lia_mtr.MTR_VARIANTS).
-NIAH_ROLES = {"lia_mtr": "the paper's bridge (eqs. 1-5)",
-              "lia_mtr_head_matrix": "the head_matrix reading of eq. 3 (a K x V state per head)",
-              "lia_mtr_no_gate": "g ≡ 1: is the write gate needed?",
-              "lia_mtr_one_scale": "S = 1: are several timescales needed?",
-              "lia_mtr_half_life": "half-lives 1.94 / 8.6 / 31 / 138: is the log-λ spacing's bunching the limit?",
-              "lia_mtr_normalized": "a denominator (our reading): does normalising m_t help?",
-              "linear_attn": "ungated linear attention (a K x V state per head: more memory, not an ablation)",
-              "mha": "softmax attention: the reference that must succeed"}
+# What each bridge of the NIAH tests (its row's, relin.config.lia_mtr.BRIDGES).
+NIAH_ROLES = {name: row.tests for name, row in BRIDGES.items() if row.tests}
 # A probe "did not learn" when its last logged loss is above this share of chance's ln(values).
 UNLEARNED = 0.9
 
