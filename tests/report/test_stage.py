@@ -186,3 +186,19 @@ def test_the_rules_commit_is_the_last_that_changed_a_rule_file(tmp_path, monkeyp
     assert "params.yaml" in RULES and rules_commit()[0] == ruled
     (tmp_path / "params.yaml").write_text("report: {mastery: 0.9}\n")
     assert rules_commit()[0] == ruled + "+"
+
+
+def test_every_module_that_declares_claim_rows_is_a_rule_file():
+    """A claim row's threshold or precondition decides verdicts: each config module that declares ``CLAIMS`` is among
+    the files whose last commit the report names."""
+    import importlib
+    from pathlib import Path
+
+    import relin.config
+    from relin.stages.report import RULES
+
+    root = Path(relin.config.__file__).parent
+    declaring = [f"src/relin/config/{path.name}" for path in sorted(root.glob("*.py"))
+                 if hasattr(importlib.import_module(f"relin.config.{path.stem}"), "CLAIMS")]
+    assert declaring and all(any(path.startswith(rule) for rule in RULES) for path in declaring), declaring
+    assert "src/relin/config/claims.py" in RULES

@@ -38,7 +38,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 # The files whose content decides verdicts: the claims, preconditions and intervals, the thresholds' config and the
 # config that sets them (params.yaml's report section).
-RULES = ("src/relin/report", "src/relin/config/report.py", "params.yaml")
+# What decides verdicts: the report's code, its config, params.yaml, and the config modules that hold claim rows
+# (relin.config.claims; a paper's CLAIMS sit beside its CHAIN, so a model row's edit counts too: a warning too many
+# rather than a rule changed unseen).
+RULES = ("src/relin/report", "src/relin/config/report.py", "src/relin/config/claims.py", "src/relin/config/opal.py",
+         "src/relin/config/hedgemamba.py", "params.yaml")
 
 
 def _git(*argv: str) -> str:
