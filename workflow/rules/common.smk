@@ -208,3 +208,14 @@ def manifest_inputs(wildcards):
 
 def manifest_sections(wildcards):
     return sections(*MANIFEST_SECTIONS[wildcards.paper])
+
+
+def lia_checkpoint(part):
+    """The materialised checkpoints row the tower or chat LLM (``part``) loads, as an input named ``checkpoint``."""
+    row = config["lia_mtr"][part].get("checkpoint")
+    return {"checkpoint": PRETRAINED_MODEL.format(name=row)} if row else {}
+
+
+def checkpoint_flag(wildcards, input):
+    """`` --checkpoint DIR`` when the rule reads a checkpoints row, else nothing (the command as without rows)."""
+    return f" --checkpoint {input.checkpoint}" if "checkpoint" in input.keys() else ""

@@ -5,15 +5,6 @@ from relin.config.lia_mtr import MTR_VARIANTS
 LIA_BRIDGES = config["lia_mtr"]["bridges"]
 
 
-def lia_checkpoint(part):
-    """The materialised checkpoints row the tower or chat LLM (``part``) loads, as an input named ``checkpoint``."""
-    row = config["lia_mtr"][part].get("checkpoint")
-    return {"checkpoint": PRETRAINED_MODEL.format(name=row)} if row else {}
-
-
-def checkpoint_flag(wildcards, input):
-    """`` --checkpoint DIR`` when the rule reads a checkpoints row, else nothing (the command as without rows)."""
-    return f" --checkpoint {input.checkpoint}" if "checkpoint" in input.keys() else ""
 # Every bridge the config may name (relin.config.lia_mtr.BRIDGE_NAMES), as a wildcard constraint.
 BRIDGE_WILDCARD = "|".join(BRIDGE_NAMES)
 
