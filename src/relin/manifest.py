@@ -10,12 +10,12 @@ A row added to a paper's table is a row of its manifest, hence of the report, wi
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from .config.papers import PAPERS, Get, chain_models, chains, paper_chain
 from .errors import InputError
+from .io import read_json
 from .names import EVAL_FILES, chain_dir, chain_eval, eval_file, replica_suffixes, teacher_dir, teacher_eval
 
 # Kinds whose entries are {"name", "path"}; LIA-MTR's outputs are grouped in "lia_mtr".
@@ -162,13 +162,7 @@ def manifest(paper: str, get: Get, root: Path = Path(".")) -> dict[str, Any]:
 
 def read_manifest_file(path: str | Path) -> dict[str, Any]:
     """A manifest written by ``relin report-manifest``, checked."""
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file (expected a report manifest of relin report-manifest)")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
-    if not isinstance(data, dict) or data.get("paper") not in PAPERS or not isinstance(data.get("files"), dict):
+    data = read_json(path, "a report manifest of relin report-manifest")
+    if data.get("paper") not in PAPERS or not isinstance(data.get("files"), dict):
         raise InputError(f"{path}: not a report manifest (expected keys paper, one of {', '.join(PAPERS)}, and files)")
     return data
