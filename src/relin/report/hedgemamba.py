@@ -1,6 +1,7 @@
 """The report's HedgeMamba section (seed 001): the claims with their verdicts, the teacher, the Hedgehog model
 after stage 1, the controls and HedgeMamba after stage 2 (perplexity and recovery as % of the teacher, each
-with its 95% interval), the exactness of the initialisation and the attention-matching curves per layer.
+with its 95% interval), every arm's budget beside the paper's, the exactness of the initialisation and the
+attention-matching curves per layer.
 
 "% of the teacher" is the papers' definition everywhere (:mod:`relin.report.lm_scores`): perplexity
 teacher / student on the same passages; task recovery a ratio of averages over the families the teacher
@@ -20,6 +21,8 @@ from ..config.report import PreconditionsConfig
 from ..names import chain_eval
 from . import paper_figures as pf
 from . import verdicts as vd
+from .budgets import PaperBudget, Stated, budget_of
+from .budgets import budget_table as paper_budget_table
 from .figures import DPI, accuracy_by_length_figure, colours, grid, legend_outside, title
 from .inputs import NamedJson, NamedRows
 from .judge import Context, judge_all
@@ -98,34 +101,38 @@ def results_table(scores: ItemScores, s: HedgeMambaSettings) -> Table:
 STAGE1 = tuple(m for m, step in CHAIN.items() if step.rule == "hedgehog_match")
 
 
-def budget_table(train: dict[str, NamedJson]) -> Table | None:
-    """Per trained model, the optimizer updates and tokens it took, by stage: the arms' budgets side by side."""
-    def budget(model: str) -> dict:
-        record = train.get(name(model))
-        return record.data.get("budget", {}) if record else {}
+# The paper's budget: seed 001 states none, by stage or in all; the secondary summaries (notes/methods.md §2,
+# unconfirmed) give HedgeMamba from Pythia-1B 10B tokens in all, no optimizer steps and no split by stage. Every arm
+# that takes stage 2 (the controls at HedgeMamba's budget) sets its tokens in all beside them; stage 1 alone has none.
+PAPER_BUDGET = PaperBudget(None, Stated(pf.HEDGEMAMBA_TOKENS, 0, "B"), "summaries (methods.md §2), in all")
 
+
+def budget_table(train: dict[str, NamedJson]) -> Table | None:
+    """Per trained model, the optimizer updates and tokens it took, by stage: the arms' budgets side by side, beside
+    the paper's (:data:`PAPER_BUDGET`)."""
     rows = []
     for model, step in CHAIN.items():
-        own = budget(model)
+        own = budget_of(train, name(model))
         if not own:
             continue
         if model in STAGE1:  # stage 1 alone: φ-only updates, no all-parameter one
             own, stage1 = {"optimizer_steps": 0, "forward_tokens": 0}, own
         else:
             first = [m for m in (step.start, CHAIN[step.start].start if step.start in CHAIN else "") if m in STAGE1]
-            stage1 = budget(first[0]) if first else {}
-        rows.append([MODELS.get(model, model), stage1.get("optimizer_steps"), stage1.get("forward_tokens"),
-                     own.get("optimizer_steps"), own.get("forward_tokens"),
-                     own.get("forward_tokens", 0) + stage1.get("forward_tokens", 0)])
-    if not rows:
-        return None
-    return Table(title="HedgeMamba: every arm's budget (first seed)",
-                 columns=["model", "stage-1 updates (φ only)", "stage-1 tokens", "all-parameter updates", "tokens",
-                          "tokens in all"], rows=rows, digits=0,
-                 note="Updates and tokens each stage took (train_metrics.json). The controls built from the teacher "
-                      "make as many all-parameter updates as HedgeMamba and read its stage-1 and stage-2 rows in "
-                      "them (arm_budget), so their tokens in all match HedgeMamba's in expectation (rows match "
-                      "exactly; a row's length varies).")
+            stage1 = budget_of(train, name(first[0])) if first else {}
+        total = own.get("forward_tokens", 0) + stage1.get("forward_tokens", 0)
+        rows.append(([MODELS.get(model, model), stage1.get("optimizer_steps"), stage1.get("forward_tokens"),
+                      own.get("optimizer_steps"), own.get("forward_tokens"), total],
+                     PaperBudget() if model in STAGE1 else PAPER_BUDGET, None, total))
+    return paper_budget_table(
+        "HedgeMamba: every arm's budget (first seed)",
+        ["model", "stage-1 updates (φ only)", "stage-1 tokens", "all-parameter updates", "tokens", "tokens in all"],
+        rows, note="Updates and tokens each stage took (train_metrics.json). The controls built from the teacher "
+                   "make as many all-parameter updates as HedgeMamba and read its stage-1 and stage-2 rows in them "
+                   "(arm_budget), so their tokens in all match HedgeMamba's in expectation (rows match exactly; a "
+                   "row's length varies). The paper's: seed 001 states no budget; the secondary summaries give "
+                   "HedgeMamba 10B tokens in all [unconfirmed], no steps and no split by stage, set beside every arm "
+                   "that takes stage 2.")
 
 
 def stage1_table(scores: ItemScores, s: HedgeMambaSettings) -> Table | None:

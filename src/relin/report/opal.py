@@ -1,8 +1,9 @@
 """The report's OPAL section (seed 002): the claims with their verdicts, the Table 4 analogue (NIAH and
-reasoning recovery of every model), SWA inside and outside its window, the Table 3 analogue with the three
-budgets side by side on the families stage 3 prompts (each arm's distance from its parent, stage 2B), stage 3's
-rollouts (horizon, lengths, the log-prob gap between sampling and training paths), the row lengths stages 2A and 2B
-drew, the stage-3 curves, and decode memory/throughput.
+reasoning recovery of every model), every trained model's budget beside the paper's for its stage, SWA inside
+and outside its window, the Table 3 analogue with the three budgets side by side on the families stage 3 prompts
+(each arm's distance from its parent, stage 2B), stage 3's rollouts (horizon, lengths, the log-prob gap between
+sampling and training paths), the row lengths stages 2A and 2B drew, the stage-3 curves, and decode
+memory/throughput.
 
 Recovery is OPAL's Table 1 definition, a ratio of averages over the families the teacher masters
 (:mod:`relin.report.lm_scores`); every number a verdict uses carries its 95% interval.
@@ -16,13 +17,15 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..config import opal as opal_table
-from ..config.opal import CONTROLS, MODELS, NIAH_TASKS, PARENT, kl_guided_layers
+from ..config.opal import CHAIN, CONTROLS, MODELS, NIAH_TASKS, PARENT, TRAINED, kl_guided_layers
 from ..config.report import PreconditionsConfig
 from ..eval.tasks import TASKS as SCORING
 from ..names import REPLICA_NAME, chain_eval
 from . import paper_figures as pf
 from . import preconditions as pc
 from . import verdicts as vd
+from .budgets import PaperBudget, Stated, budget_of
+from .budgets import budget_table as paper_budget_table
 from .figures import DPI, accuracy_by_length_figure, niah_depth_figure
 from .inputs import NamedJson, NamedRows
 from .judge import Context, judge_all
@@ -46,6 +49,22 @@ SWA_LAYOUTS = {"all": "SWA: every layer SWA({window}, sinks), the paper's baseli
 # Paper, Table 3 (MATH-500 at 400M tokens, %): on-policy and each off-policy control.
 PAPER_TABLE3 = {"onpolicy": pf.OPAL_TABLE3_ONPOLICY, "offpolicy_matched": pf.OPAL_TABLE3_DATASET,
                 "offpolicy_teacher": pf.OPAL_TABLE3_TEACHER}
+# The paper's budget for each trained model's stage, Qwen3-4B's: Table 6 for stages 1, 2A, 2B and 3 (stage 1's also for
+# the kl_guided selection control, no arm of the paper's, trained at stage 1's budget); Table 3's matched 400M tokens
+# for its two controls, whose optimizer steps it does not state. Stage 3's tokens are rollout tokens (Table 7:
+# generated tokens per step), the positions the teacher scores, and Table 3's controls match them: those compare with
+# our teacher-scored tokens; stages 1-2B's (tokens per batch x steps) with the tokens the student read.
+_STAGE1_BUDGET = PaperBudget(Stated(pf.OPAL_TABLE6_STEPS, 0, "K"), Stated(pf.OPAL_TABLE6_TOKENS, 0, "M"),
+                             "Table 6, stage 1")
+_TABLE3_BUDGET = PaperBudget(None, Stated(pf.OPAL_TABLE3_TOKENS, 0, "M"), "Table 3", "target_tokens")
+PAPER_BUDGET = {"align": _STAGE1_BUDGET, "align_kl_guided": _STAGE1_BUDGET,
+                "offpolicy_short": PaperBudget(Stated(pf.OPAL_TABLE6_STEPS, 1), Stated(pf.OPAL_TABLE6_TOKENS, 1, "M"),
+                                               "Table 6, stage 2A"),
+                "offpolicy_long": PaperBudget(Stated(pf.OPAL_TABLE6_STEPS, 2), Stated(pf.OPAL_TABLE6_TOKENS, 2, "M"),
+                                              "Table 6, stage 2B"),
+                "onpolicy": PaperBudget(Stated(pf.OPAL_TABLE6_STEPS, 3, "K"), Stated(pf.OPAL_TABLE6_TOKENS, 3, "B"),
+                                        "Table 6, stage 3", "target_tokens"),
+                "offpolicy_matched": _TABLE3_BUDGET, "offpolicy_teacher": _TABLE3_BUDGET}
 # "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
 RECOVERS, COLLAPSES = 90.0, 10.0
 # The stages whose drawn row lengths the report shows (2A short, 2B long).
@@ -241,6 +260,27 @@ def table4(scores: ItemScores, s: OpalSettings, names: list[str]) -> Table:
                       f"32K in %." + note)
 
 
+def budget_table(train: dict[str, NamedJson]) -> Table | None:
+    """Every trained OPAL model's budget (its first seed's) beside the paper's for its stage (:data:`PAPER_BUDGET`)."""
+    rows = []
+    for model in TRAINED:
+        if own := budget_of(train, name(model)):
+            paper = PAPER_BUDGET[model]
+            rows.append(([CHAIN[model].label, own.get("optimizer_steps"), own.get("forward_tokens"),
+                          own.get("target_tokens")], paper, own.get("optimizer_steps"), own.get(paper.counts)))
+    return paper_budget_table(
+        "OPAL: every trained model's budget (first seed)",
+        ["model", "optimizer steps", "student forward tokens", "teacher-scored tokens"], rows,
+        note="Ours counted exactly by the training loop (train_metrics.json): forward tokens are those the student "
+             "read (prompts included); teacher-scored tokens the positions the loss compares with the teacher (stage "
+             "1: per aligned layer; stage 3: the rollouts). The paper's: Qwen3-4B's, Table 6 per stage; Table 3's "
+             "matched 400M for its controls (Table 3 reads the on-policy run and both controls at 400M tokens; Table "
+             "6's 2B are the whole stage 3, the Table 4 model's); the kl_guided selection control is no arm of the "
+             "paper's and is set beside stage 1. Tokens ours / paper's compares the tokens the paper counts: the "
+             "generated (teacher-scored) ones for stage 3 and Table 3's controls (Table 7: generated tokens per "
+             "step), those read for stages 1 to 2B.")
+
+
 def window_table(scores: ItemScores, s: OpalSettings, layers: dict | None) -> Table:
     """NIAH accuracy of the teacher, SWA and stage 3 with the needle within vs beyond SWA's stacked reach."""
     reach = swa_reach(s, layers)
@@ -274,7 +314,7 @@ def table3(scores: ItemScores, s: OpalSettings, train: dict[str, NamedJson],
     parent = scores.recovery(name(PARENT), s.teacher, families, s.mastery) if name(PARENT) in scores else None
     rows = []
     for model in ([PARENT] if parent is not None else []) + names:
-        budget = train[name(model)].data.get("budget", {}) if name(model) in train else {}
+        budget = budget_of(train, name(model))
         rec = scores.recovery(name(model), s.teacher, families, s.mastery)
         moved = (None if model == PARENT or parent is None or parent.estimate is None or rec.estimate is None
                  else (rec.estimate - parent.estimate).text("+.1f"))
@@ -454,7 +494,8 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
     if scores is None or s.teacher not in scores or not names:
         return None
     found = claims(scores, s, speed, histories, train, layers)
-    blocks: list = [*vd.verdict_tables(found, "OPAL"), table4(scores, s, names),
+    budget = budget_table(train)
+    blocks: list = [*vd.verdict_tables(found, "OPAL"), table4(scores, s, names), *([budget] if budget else []),
                     *([layers_table(layers)] if layers else []), window_table(scores, s, layers)]
     for extra in (table3(scores, s, train, histories), rollouts_table(histories, train), row_lengths_table(train)):
         if extra is not None:

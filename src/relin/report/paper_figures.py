@@ -55,6 +55,15 @@ OPAL_TABLE3_DATASET = Quote("002", "Table 3, Off-Policy (Dataset), MATH-500 400M
                             ("78.1",))
 OPAL_TABLE3_TEACHER = Quote("002", "Table 3, Off-Policy (Teacher), MATH-500 400M", "Off-Policy (Teacher) $75.5$ $80.0$",
                             ("80.0",))
+# Table 6: each stage's tokens and optimizer steps (the Qwen3-4B columns: stages 1, 2A, 2B, 3; the paper writes them
+# with a unit, 100M, 3.1K); Table 3's matched budget (the on-policy run at 400M tokens and each control trained on as
+# many), the one its quoted figures above are read at.
+OPAL_TABLE6_TOKENS = Quote("002", "Table 6, Tokens (Qwen3-4B: stages 1, 2A, 2B, 3)",
+                           "Tokens 100M 100M 600M 600M 294M 294M 2B 2B", ("100", "600", "294", "2"))
+OPAL_TABLE6_STEPS = Quote("002", "Table 6, Optimizer Steps (Qwen3-4B: stages 1, 2A, 2B, 3)",
+                          "Optimizer Steps 3.1K 6.1K 287 287 140 140 12K 12K", ("3.1", "287", "140", "12"))
+OPAL_TABLE3_TOKENS = Quote("002", "Table 3, the matched training budget its figures are read at",
+                           "Training 200M 400M", ("400",))
 
 # --- LIA-MTR (seed 000) ---------------------------------------------------------------------------------------------
 LIA_PHASE1_OVERALL = Quote("000", "Table I, phase 1 overall (LIA-MTR vs MLP)",
@@ -88,6 +97,8 @@ LIA_NIAH_LENGTH = Quote("000", "Fig. 2, the longest sequence", "buried at variou
 HEDGEMAMBA_PERPLEXITY = Quote(None, "secondary summaries of arXiv 2604.14191 (notes/methods.md §2), not in seed 001",
                               "Pythia-1B teacher; 10B tokens in total; student perplexity 14.11 vs the teacher's 13.86",
                               ("14.11", "13.86"))
+HEDGEMAMBA_TOKENS = Quote(None, "secondary summaries of arXiv 2604.14191 (notes/methods.md §2), not in seed 001",
+                          "Pythia-1B teacher; 10B tokens in total", ("10",))
 
 QUOTES = {name: value for name, value in dict(globals()).items() if isinstance(value, Quote)}
 
