@@ -56,7 +56,8 @@ def _hanging_stage(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
     data.mkdir()
     os.mkfifo(data / "train.json")
     return subprocess.Popen(["relin", "mme-text", "--config", json.dumps({"eval": {"batch_size": 4}}), "--llm", "llm",
-                             "--data", str(data), "--out", "answers", "--metrics", "m.json"], cwd=tmp_path, env=env,
+                             "--data", str(data), "--out", "answers", "--metrics", "m.json", "--items", "items.csv"],
+                            cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -92,7 +92,8 @@ def _hanging_job(server, tmp_path):
     os.mkfifo(data / "train.json")
     before = set(_children(server.process.pid))
     command = subprocess.Popen(["relin", "mme-text", "--config", json.dumps({"eval": {"batch_size": 4}}),
-                                "--llm", "llm", "--data", str(data), "--out", "answers", "--metrics", "m.json"],
+                                "--llm", "llm", "--data", str(data), "--out", "answers", "--metrics", "m.json",
+                                "--items", "items.csv"],
                                cwd=tmp_path, env=_env(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     deadline = time.time() + 60

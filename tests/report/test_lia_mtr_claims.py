@@ -4,7 +4,7 @@ Theorem 2 on the NIAH states, Lemma 2 under each reading and the mixer's unused 
 import numpy as np
 import pytest
 
-from relin.eval.mme import MMEAnswer
+from relin.eval.mme import ScoredAnswer
 from relin.report import lia_mtr as lm
 from relin.report import verdicts as vd
 from relin.report.lia_scores import exponent
@@ -16,7 +16,7 @@ def settings() -> lm.LiaSettings:
     return lm.LiaSettings(mastery=0.8, resamples=200)
 
 
-def answers(accuracy: dict[str, float], images: int = 20, seed: int = 0) -> dict[str, list[MMEAnswer]]:
+def answers(accuracy: dict[str, float], images: int = 20, seed: int = 0) -> dict[str, list[ScoredAnswer]]:
     """Per category ``images`` pairs (yes, no) of which a share ``accuracy`` is answered right (both questions)."""
     rng = np.random.default_rng(seed)
     out = {}
@@ -26,7 +26,7 @@ def answers(accuracy: dict[str, float], images: int = 20, seed: int = 0) -> dict
         for i in range(images):
             for gt in ("yes", "no"):
                 pred = gt if right[i] else ("no" if gt == "yes" else "yes")
-                rows.append(MMEAnswer(f"{task}_{i}", "q", gt, pred))
+                rows.append(ScoredAnswer(f"{task}_{i}", pred, bool(right[i])))
         out[task] = rows
     return out
 
@@ -261,16 +261,19 @@ def test_the_section_renders_from_stage_files(tmp_path):
     import csv
     import json
 
-    from relin.eval.mme import write_results_file
+    from relin.eval.mme import ITEM_COLUMNS, MMEAnswer, scored_items
+    from relin.io import atomic_write_csv
 
     def mme_entry(name, phases, accuracy):
+        """As eval-mme writes them: the scores and each question as scored."""
         root = tmp_path / "mme" / name
-        for phase in phases:
-            for task, rows in answers(accuracy, seed=hash(name) % 100).items():
-                (root / "answers" / phase).mkdir(parents=True, exist_ok=True)
-                write_results_file(root / "answers" / phase / f"{task}.txt", rows)
+        root.mkdir(parents=True)
+        items = [row for phase in phases for row in scored_items(phase, {
+            task: [MMEAnswer(a.image, "q", gt, a.answer) for a, gt in zip(rows, ("yes", "no") * len(rows))]
+            for task, rows in answers(accuracy, seed=hash(name) % 100).items()})]
+        atomic_write_csv(root / "items.csv", items, ITEM_COLUMNS)
         (root / "metrics.json").write_text(json.dumps({p: {"perception": 300.0} for p in phases}))
-        return {"name": name, "metrics": str(root / "metrics.json"), "answers": str(root / "answers")}
+        return {"name": name, "metrics": str(root / "metrics.json"), "items": str(root / "items.csv")}
 
     mme_files = [mme_entry(f"{b}{r}", lm.PHASES, {"count": 0.7}) for b in ("lia_mtr", "mlp2x_gelu")
                  for r in ("", "-s1", "-s2")]

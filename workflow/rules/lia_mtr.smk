@@ -216,9 +216,10 @@ rule eval_mme:
         features="results/lia_mtr/features",
         data="results/lia_mtr/data",
     output:
-        answers=directory("results/lia_mtr/mme/{bridge}{rep}/answers"),
-        metrics="results/lia_mtr/mme/{bridge}{rep}/metrics.json",
-        figure="results/lia_mtr/mme/{bridge}{rep}/mme.png",
+        answers=directory(names.mme_file("{bridge}{rep}", "answers")),
+        metrics=names.mme_file("{bridge}{rep}", "metrics"),
+        scored=names.mme_file("{bridge}{rep}", "items"),
+        figure=names.mme_file("{bridge}{rep}", "figure"),
     params:
         cfg=sections("eval"),
     log:
@@ -238,7 +239,7 @@ rule eval_mme:
     shell:
         "relin eval-mme --config {params.cfg:q} --bridge {wildcards.bridge} --model align={input.align}"
         " instruct={input.instruct} --features {input.features} --data {input.data} --out {output.answers}"
-        " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
+        " --metrics {output.metrics} --items {output.scored} --figure {output.figure} > {log} 2>&1"
 
 
 rule mme_text:
@@ -247,8 +248,9 @@ rule mme_text:
         llm="results/lia_mtr/llm/model",
         data="results/lia_mtr/data",
     output:
-        answers=directory("results/lia_mtr/mme/text_reference/answers"),
-        metrics="results/lia_mtr/mme/text_reference/metrics.json",
+        answers=directory(names.mme_file("text_reference", "answers")),
+        metrics=names.mme_file("text_reference", "metrics"),
+        scored=names.mme_file("text_reference", "items"),
     params:
         cfg=sections("eval"),
     log:
@@ -263,7 +265,7 @@ rule mme_text:
         gpu=1,
     shell:
         "relin mme-text --config {params.cfg:q} --llm {input.llm} --data {input.data} --out {output.answers}"
-        " --metrics {output.metrics} > {log} 2>&1"
+        " --metrics {output.metrics} --items {output.scored} > {log} 2>&1"
 
 
 rule mme_probe:

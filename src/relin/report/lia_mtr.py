@@ -6,9 +6,9 @@ bridge's training loss and its accuracy by depth (Fig. 2), the state's norm agai
 each reading, memory against N, and the write-gate and mixer probe.
 
 Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge its MME ``metrics.json`` and
-``answers/<phase>/<subtask>.txt`` (``text_reference`` is the LLM from captions), the per-patch probe, per NIAH
-bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and ``history.csv``, the memory
-table and metrics (with Lemma 2's checks) and the probe.
+``items.csv``, each question as ``eval-mme`` scored it (``text_reference`` is the LLM from captions), the per-patch
+probe, per NIAH bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and ``history.csv``,
+the memory table and metrics (with Lemma 2's checks) and the probe.
 
 The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`, the claims rows of
 :data:`relin.config.lia_mtr.CLAIMS`, judged by :mod:`.judge` on what :class:`.lia_scores.LiaScores` measures; this
@@ -30,7 +30,7 @@ from ..config import lia_mtr as lia_table
 from ..config.lia_mtr import BRIDGES, PROBE_MAX, READINGS, REFERENCE_MIN, RETRIEVES, TABLE1_RUN
 from ..config.report import PreconditionsConfig
 from ..data.vision.synth import RULES
-from ..eval.mme import read_results_file
+from ..eval.mme import read_items_file
 from . import paper_figures as pf
 from . import preconditions as pc
 from . import verdicts as vd
@@ -64,15 +64,13 @@ class LiaSettings:
 
 def read_inputs(files: dict) -> dict:
     """The LIA-MTR stage outputs a report manifest lists (:func:`relin.manifest.lia_mtr_files`), read by
-    kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [MMEAnswer]}}}), ``niah_metrics``,
+    kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [ScoredAnswer]}}}), ``niah_metrics``,
     ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``memory_metrics``, ``probe``, ``patch_probe``."""
     out: dict = {"mme": {}, "answers": {}, "niah_metrics": {}, "niah_items": {}, "niah_history": {}, "memory": [],
                  "memory_metrics": {}, "probe": None, "patch_probe": None}
     for entry in files.get("mme", []):
         out["mme"][entry["name"]] = json.loads(Path(entry["metrics"]).read_text())
-        out["answers"][entry["name"]] = {
-            phase.name: {t.stem: read_results_file(t) for t in sorted(phase.glob("*.txt"))}
-            for phase in sorted(Path(entry["answers"]).iterdir()) if phase.is_dir()}
+        out["answers"][entry["name"]] = read_items_file(entry["items"])
     for entry in files.get("niah", []):
         name = entry["name"]
         out["niah_metrics"][name] = json.loads(Path(entry["metrics"]).read_text())

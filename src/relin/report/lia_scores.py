@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..config.lia_mtr import BRIDGES, MEMORY_MIN_N
-from ..eval.mme import MMEAnswer, parse_answer
+from ..eval.mme import ScoredAnswer
 from . import paper_figures as pf
 from . import verdicts as vd
 from .judge import Measured
@@ -28,9 +28,9 @@ SLOWEST_HALF_LIFE = pf.LIA_HALF_LIVES.number(3)
 
 class MMEScores:
     """Every model's answers to the same MME-style images, resampled by image (stratified by subtask): per model and
-    phase the right answers of each image's pair."""
+    phase the right answers of each image's pair, as ``eval-mme`` scored them (its ``items.csv``)."""
 
-    def __init__(self, answers: dict[str, dict[str, dict[str, list[MMEAnswer]]]], resamples: int):
+    def __init__(self, answers: dict[str, dict[str, dict[str, list[ScoredAnswer]]]], resamples: int):
         self.cells: dict[tuple[str, str], dict[str, np.ndarray]] = {}
         images = None
         for model, phases in answers.items():
@@ -41,8 +41,8 @@ class MMEScores:
                     images = key
                 if key != images:
                     continue
-                right = np.array([[parse_answer(a.pred) == a.gt.lower() for a in pair] for pair in pairs], dtype=float)
-                yes = np.array([[parse_answer(a.pred) == "yes" for a in pair] for pair in pairs], dtype=float)
+                right = np.array([[a.correct for a in pair] for pair in pairs], dtype=float)
+                yes = np.array([[a.answer == "yes" for a in pair] for pair in pairs], dtype=float)
                 self.cells[(model, phase)] = {"correct": right.sum(1), "both": right.prod(1), "yes": yes.sum(1)}
         self.task = np.array([t for t, _ in images or []])
         self.resampler = vd.Resampler(list(self.task), resamples=resamples)
@@ -141,8 +141,8 @@ class LiaScores:
         return {"trained": beyond_training(self.data),
                 "depths_compared": f"depth {depths[0]:g} vs {depths[-1]:g}, lengths > {niah.get('past', 0)}",
                 "largest_n": max((r["n"] for r in self.data["memory"]), default=0),
-                "table1_bridges": 0 if self.mme is None else len(first_replicas([m for m, _ in self.mme.cells
-                                                                                 if m != TEXT]))}
+                "table1_bridges": 0 if self.mme is None else len(first_replicas(list(dict.fromkeys(
+                    m for m, _ in self.mme.cells if m != TEXT))))}
 
     # NIAH: a bridge's accuracy, the mean over its training replicas, over the cells a part keeps.
     def _niah_mean(self, bridge: str, where=None) -> vd.Estimate:
