@@ -16,8 +16,8 @@ REPLICA_WILDCARD = "(-s[0-9]+)?"
 REPLICA_NAME = re.compile(r"^(?P<base>.+)-s(?P<seed>[0-9]+)$")
 # A scored language model's three outputs (relin eval-lm), by the report's input kind.
 EVAL_FILES = {"eval": "metrics.json", "items": "items.csv", "by_length": "accuracy_by_length.csv"}
-# A LIA-MTR bridge's (or the text-only reference's) MME outputs (relin eval-mme, relin mme-text): the official
-# layout's answers, the scores, each question as scored, the figure.
+# A LIA-MTR bridge's (or the text-only reference's) MME outputs (relin lia-mtr-eval-mme, relin lia-mtr-mme-text):
+# the official layout's answers, the scores, each question as scored, the figure.
 MME_FILES = {"answers": "answers", "metrics": "metrics.json", "items": "items.csv", "figure": "mme.png"}
 
 

@@ -265,7 +265,7 @@ def test_the_section_renders_from_stage_files(tmp_path):
     from relin.io import atomic_write_csv
 
     def mme_entry(name, phases, accuracy):
-        """As eval-mme writes them: the scores and each question as scored."""
+        """As lia-mtr-eval-mme writes them: the scores and each question as scored."""
         root = tmp_path / "mme" / name
         root.mkdir(parents=True)
         items = [row for phase in phases for row in scored_items(phase, {

@@ -113,8 +113,8 @@ def test_every_training_scene_carries_a_true_and_a_false_question_of_each_catego
 
 
 def test_each_answer_is_written_as_scored_and_the_report_reads_those_scores(tmp_path):
-    """eval-mme's items.csv holds each question as the official tool scored it (the parsed answer, right or wrong);
-    the report's accuracy and acc+ read from it equal the official scores of the answers files."""
+    """lia-mtr-eval-mme's items.csv holds each question as the official tool scored it (the parsed answer, right or
+    wrong); the report's accuracy and acc+ read from it equal the official scores of the answers files."""
     from relin.eval.mme import ITEM_COLUMNS, read_items_file
     from relin.eval.mme_answers import write_and_score
     from relin.io import atomic_write_csv

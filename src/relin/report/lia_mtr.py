@@ -6,9 +6,9 @@ bridge's training loss and its accuracy by depth (Fig. 2), the state's norm agai
 each reading, memory against N, and the write-gate and mixer probe.
 
 Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge its MME ``metrics.json`` and
-``items.csv``, each question as ``eval-mme`` scored it (``text_reference`` is the LLM from captions), the per-patch
-probe, per NIAH bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and ``history.csv``,
-the memory table and metrics (with Lemma 2's checks) and the probe.
+``items.csv``, each question as ``lia-mtr-eval-mme`` scored it (``text_reference`` is the LLM from captions), the
+per-patch probe, per NIAH bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and
+``history.csv``, the memory table and metrics (with Lemma 2's checks) and the probe.
 
 The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`, the claims rows of
 :data:`relin.config.lia_mtr.CLAIMS`, judged by :mod:`.judge` on what :class:`.lia_scores.LiaScores` measures; this

@@ -28,7 +28,7 @@ SLOWEST_HALF_LIFE = pf.LIA_HALF_LIVES.number(3)
 
 class MMEScores:
     """Every model's answers to the same MME-style images, resampled by image (stratified by subtask): per model and
-    phase the right answers of each image's pair, as ``eval-mme`` scored them (its ``items.csv``)."""
+    phase the right answers of each image's pair, as ``lia-mtr-eval-mme`` scored them (its ``items.csv``)."""
 
     def __init__(self, answers: dict[str, dict[str, dict[str, list[ScoredAnswer]]]], resamples: int):
         self.cells: dict[tuple[str, str], dict[str, np.ndarray]] = {}

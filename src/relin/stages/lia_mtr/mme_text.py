@@ -1,4 +1,4 @@
-"""``relin mme-text``: the text-only reference of the MME-style set. The chat LLM (the one every bridge feeds)
+"""``relin lia-mtr-mme-text``: the text-only reference of the MME-style set. The chat LLM (the one every bridge feeds)
 answers each question given the scene's caption in text instead of the image, in the format it was trained
 on; written in the official layout (``OUT/text/<subtask>.txt``) and scored as the official tool (``items.csv``:
 each question as scored). It bounds
@@ -16,8 +16,8 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--llm", required=True, help="chat LLM directory (relin chat-lm)")
-    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--llm", required=True, help="chat LLM directory (relin lia-mtr-chat-lm)")
+    parser.add_argument("--data", required=True, help="lia-mtr-synth-vision directory")
     parser.add_argument("--out", required=True, help="answers directory to write (official layout)")
     parser.add_argument("--metrics", required=True, help="metrics JSON to write")
     parser.add_argument("--items", required=True, help="per-question scores (CSV) to write")
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, sections) -> None:
     cfg = sections.get("eval")
     mme = VisionData.load(args.data).mme
     captions = [caption(Scene.from_dict(scene)) for scene in mme["scenes"]]
-    with stage_run("mme-text", sections.raw, inputs=[args.llm, args.data],
+    with stage_run("lia-mtr-mme-text", sections.raw, inputs=[args.llm, args.data],
                    outputs=[args.out, args.metrics, args.items]) as tracker:
         with atomic_dir(args.out) as tmp, torch.no_grad():
             llm = load_pretrained(args.llm).to(compute_device())
@@ -50,4 +50,4 @@ def run(args: argparse.Namespace, sections) -> None:
         atomic_write_csv(args.items, items, ITEM_COLUMNS)
         tracker.log_metrics({"text_accuracy": metrics["text"]["accuracy"],
                              "text_yes_share": metrics["text"]["yes_share"]})
-    print(f"mme-text: accuracy {metrics['text']['accuracy']}%, yes {metrics['text']['yes_share']}%")
+    print(f"lia-mtr-mme-text: accuracy {metrics['text']['accuracy']}%, yes {metrics['text']['yes_share']}%")
