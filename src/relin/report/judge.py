@@ -4,6 +4,7 @@ the row's preconditions with :mod:`.preconditions`' constructors, and draws the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 from ..config import claims as rows
@@ -177,10 +178,9 @@ def _precondition(ctx: Context, row: rows.ClaimRow, p: rows.Precondition, arms: 
     raise TypeError(f"claim {row.claim!r}: unknown precondition {p!r}")
 
 
-def _every(measured: Measured, threshold: float, part: str) -> vd.Verdict:
-    """Each part at least ``threshold``: contradicted when some part's interval lies below it, reproduced when every
-    part's lies above, else inconclusive."""
-    verdicts = [vd.at_least(e, threshold) for e in measured.parts.values()]
+def _every(verdicts: Sequence[vd.Verdict], threshold: float, part: str) -> vd.Verdict:
+    """Each part at least ``threshold`` (``verdicts``: each part's :func:`~.verdicts.at_least`): contradicted when some
+    part's interval lies below it, reproduced when every part's lies above, else inconclusive."""
     if any(v.outcome == vd.CONTRADICTED for v in verdicts):
         return vd.Verdict(vd.CONTRADICTED, f"{sum(v.outcome == vd.CONTRADICTED for v in verdicts)} {part}s' intervals "
                                            f"lie below {threshold:g}")
@@ -199,18 +199,16 @@ def _decide(row: rows.ClaimRow, arms: Arms, margin: vd.Margin | None, facts: Map
         difference = favoured - other if spec.scale == 1.0 else (favoured - other) * spec.scale
         texts.update(b=arms.measured[1].text, difference=difference.text(spec.difference))
         if row.test == "beats":
-            names = tuple(n.format(**facts) for n in row.names)
-            test = lambda: vd.beats(difference, margin, names)  # noqa: E731
+            test = partial(vd.beats, difference, margin, tuple(n.format(**facts) for n in row.names))
         else:
-            test = lambda: vd.within(difference, margin or vd.Margin(row.threshold, ""))  # noqa: E731
+            test = partial(vd.within, difference, margin or vd.Margin(row.threshold, ""))
     elif row.test == "every":
         verdicts = [vd.at_least(e, row.threshold) for e in first.parts.values()]
         texts.update(worst=first.text, worst_part=min(first.parts, key=lambda k: first.parts[k].value),
                      reached=sum(v.outcome == vd.REPRODUCED for v in verdicts), parts=len(verdicts))
-        test = lambda: _every(first, row.threshold, row.part)  # noqa: E731
+        test = partial(_every, verdicts, row.threshold, row.part)
     else:
-        bound = vd.at_least if row.test == "at_least" else vd.at_most
-        test = lambda: bound(first.estimate, row.threshold)  # noqa: E731
+        test = partial(vd.at_least if row.test == "at_least" else vd.at_most, first.estimate, row.threshold)
 
     def decide() -> vd.Verdict:
         verdict = test()
