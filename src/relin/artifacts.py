@@ -17,9 +17,10 @@ BY_LENGTH_COLUMNS = ("task", "length", "depth", "accuracy", "n")
 ITEM_COLUMNS = ("task", "length", "depth", "needle_distance", "hits", "total", "nll", "tokens")
 # ``history.csv`` of a training stage: the columns every history has (others follow the objective).
 HISTORY_COLUMNS = ("step", "loss")
-# ``speed.csv`` of ``relin hybrid-speed``: one row per (model, context).
+# ``speed.csv`` of ``relin opal-hybrid-speed``: one row per (model, context).
 SPEED_COLUMNS = ("model", "context", "kv_bytes", "state_bytes", "cache_bytes")
-# Decode timings of relin hybrid-speed: they measure the machine, so they go to MLflow, not to speed.csv / speed.json.
+# Decode timings of relin opal-hybrid-speed: they measure the machine, so they go to MLflow, not to speed.csv /
+# speed.json.
 DECODE_TIMING_KEYS = ("ms_per_step", "tokens_per_s")
 # Per-step values that measure the machine, not the model: logged to MLflow, never written to history.csv.
 TIMING_COLUMNS = ("tokens_per_s", "elapsed_s")

@@ -16,7 +16,7 @@ from typing import Any
 from .config.papers import PAPERS, Get, chain_models, chains, paper_chain
 from .errors import InputError
 from .io import read_json
-from .names import EVAL_FILES, chain_dir, chain_eval, eval_file, replica_suffixes, teacher_dir, teacher_eval
+from .names import EVAL_FILES, chain_dir, chain_eval, eval_file, mme_file, replica_suffixes, teacher_dir, teacher_eval
 
 # Kinds whose entries are {"name", "path"}; LIA-MTR's outputs are grouped in "lia_mtr".
 KINDS = ("eval", "items", "by_length", "history", "train_metrics", "speed", "opal_layers", "hedgemamba_init",
@@ -76,22 +76,21 @@ def chain_files(paper: str, get: Get) -> dict[str, list[dict[str, str]]]:
 
 
 def lia_mtr_files(get: Get) -> dict[str, Any]:
-    """LIA-MTR's report inputs: per bridge (and replica) its MME scores and answers and its two phases' histories,
-    the text-only reference and the per-patch probe (synthetic scenes have captions and questions per training
-    image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe."""
+    """LIA-MTR's report inputs: per bridge (and replica) its MME scores and scored answers and its two phases'
+    histories, the text-only reference and the per-patch probe (synthetic scenes have captions and questions per
+    training image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe."""
     def reps(section: str, bridge: str) -> list[str]:
         seeds = get(f"{section}.seeds") or get("seeds")
         return replica_suffixes(seeds, bridge in get(f"{section}.replicated"))
 
     bridges = get("lia_mtr.bridges")
-    mme = [{"name": f"{b}{r}", "metrics": f"results/lia_mtr/mme/{b}{r}/metrics.json",
-            "answers": f"results/lia_mtr/mme/{b}{r}/answers"}
-           for b in bridges for r in reps("lia_mtr", b)]
+    mme = [{"name": name, "metrics": mme_file(name, "metrics"), "items": mme_file(name, "items")}
+           for name in (f"{b}{r}" for b in bridges for r in reps("lia_mtr", b))]
     # no Table I bridge: no chain of tower, LLM, text reference, per-patch and gate probes either
     synthetic = get("lia_mtr.source") == "synthetic" and bool(bridges)
     if synthetic:
-        mme.append({"name": "text_reference", "metrics": "results/lia_mtr/mme/text_reference/metrics.json",
-                    "answers": "results/lia_mtr/mme/text_reference/answers"})
+        mme.append({"name": "text_reference", "metrics": mme_file("text_reference", "metrics"),
+                    "items": mme_file("text_reference", "items")})
     needles = [{"name": f"{b}{r}", **{key: f"results/lia_mtr/niah/{b}{r}/{file}" for key, file in
                                       (("metrics", "metrics.json"), ("items", "items.csv"), ("history", "history.csv"),
                                        ("table", "niah.csv"))}}

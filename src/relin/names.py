@@ -3,7 +3,8 @@
 An evaluation is named ``teacher-<arch>`` for a teacher and ``<paper>-<row><rep>`` for a model of a paper's chain
 (:mod:`relin.config.chain`), where ``<rep>`` is ``""`` for the first training seed and ``-s<seed>`` for another
 (a replica). A chain model lives in ``results/<paper>/<row><rep>/``, a teacher in ``results/teacher/<arch>/``, an
-evaluation's outputs in ``results/eval/<name>/``, a paper's report manifest in ``results/report-inputs/<paper>.json``.
+evaluation's outputs in ``results/eval/<name>/``, a paper's report manifest in ``results/report-inputs/<paper>.json``,
+a LIA-MTR bridge's MME answers in ``results/lia_mtr/mme/<bridge><rep>/``.
 """
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ REPLICA_WILDCARD = "(-s[0-9]+)?"
 REPLICA_NAME = re.compile(r"^(?P<base>.+)-s(?P<seed>[0-9]+)$")
 # A scored language model's three outputs (relin eval-lm), by the report's input kind.
 EVAL_FILES = {"eval": "metrics.json", "items": "items.csv", "by_length": "accuracy_by_length.csv"}
+# A LIA-MTR bridge's (or the text-only reference's) MME outputs (relin lia-mtr-eval-mme, relin lia-mtr-mme-text):
+# the official layout's answers, the scores, each question as scored, the figure.
+MME_FILES = {"answers": "answers", "metrics": "metrics.json", "items": "items.csv", "figure": "mme.png"}
 
 
 def replica(seed: int) -> str:
@@ -52,6 +56,12 @@ def chain_dir(paper: str, row: str, rep: str = "") -> str:
 def eval_file(name: str, kind: str) -> str:
     """``results/eval/<name>/<file>`` of an evaluation, ``kind`` a key of :data:`EVAL_FILES`."""
     return f"results/eval/{name}/{EVAL_FILES[kind]}"
+
+
+def mme_file(name: str, kind: str) -> str:
+    """``results/lia_mtr/mme/<name>/<file>`` of a bridge's MME answers (``name``: ``<bridge><rep>`` or
+    ``text_reference``), ``kind`` a key of :data:`MME_FILES`."""
+    return f"results/lia_mtr/mme/{name}/{MME_FILES[kind]}"
 
 
 def manifest_file(paper: str) -> str:

@@ -34,10 +34,10 @@ def test_exporting_a_model_that_is_no_hybrid_is_one_line(tmp_path):
     config = Qwen3Config(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=2, head_dim=16)
     Qwen3ForCausalLM(config).save_pretrained(tmp_path / "teacher")
-    proc = _relin("export", "--config", "{}", "--model", str(tmp_path / "teacher"), "--out", "out", "--record",
+    proc = _relin("opal-export", "--config", "{}", "--model", str(tmp_path / "teacher"), "--out", "out", "--record",
                   "r.json", cwd=tmp_path)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
-    assert proc.stderr.startswith("relin export: error: export to qwen3_5_text: a qwen3 model (Qwen3ForCausalLM), "
+    assert proc.stderr.startswith("relin opal-export: error: export to qwen3_5_text: a qwen3 model (Qwen3ForCausalLM), "
                                   "not a relin hybrid; expected an OPAL hybrid")
     assert not (tmp_path / "out").exists() and not (tmp_path / "r.json").exists()
 

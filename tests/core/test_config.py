@@ -189,7 +189,7 @@ def test_a_prompt_task_whose_rows_are_not_generated_is_refused():
 
 
 def test_the_export_check_refuses_what_the_export_refuses():
-    """The config's EXPORTABLE_GDN and relin export's export_problems name the same options."""
+    """The config's EXPORTABLE_GDN and relin opal-export's export_problems name the same options."""
     from relin.config.params import EXPORTABLE_GDN
     from relin.models.export.qwen3_5 import export_problems
     from relin.models.hybrid import HybridConfig

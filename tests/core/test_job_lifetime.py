@@ -51,12 +51,14 @@ def _gone(pid: int, timeout: float) -> bool:
 
 
 def _hanging_stage(tmp_path: Path, env: dict[str, str]) -> subprocess.Popen:
-    """``relin mme-text`` blocked reading a FIFO nobody writes (its data), as a long job would run."""
+    """``relin lia-mtr-mme-text`` blocked reading a FIFO nobody writes (its data), as a long job would run."""
     data = tmp_path / "data"
     data.mkdir()
     os.mkfifo(data / "train.json")
-    return subprocess.Popen(["relin", "mme-text", "--config", json.dumps({"eval": {"batch_size": 4}}), "--llm", "llm",
-                             "--data", str(data), "--out", "answers", "--metrics", "m.json"], cwd=tmp_path, env=env,
+    return subprocess.Popen(["relin", "lia-mtr-mme-text", "--config", json.dumps({"eval": {"batch_size": 4}}),
+                             "--llm", "llm", "--data", str(data), "--out", "answers", "--metrics", "m.json",
+                             "--items", "items.csv"],
+                            cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -141,7 +143,7 @@ def test_a_second_writer_of_the_same_output_is_refused_in_one_line_naming_the_fi
     out = tmp_path / "vision"
     holder = _holder(out)
     try:
-        proc = subprocess.run(["relin", "synth-vision", "--config", json.dumps(VISION), "--out", str(out)],
+        proc = subprocess.run(["relin", "lia-mtr-synth-vision", "--config", json.dumps(VISION), "--out", str(out)],
                               cwd=tmp_path, env=workflow_env(RELIN_TRACKING="0"), capture_output=True, text=True,
                               timeout=120)
     finally:
@@ -149,11 +151,11 @@ def test_a_second_writer_of_the_same_output_is_refused_in_one_line_naming_the_fi
         holder.wait()
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"relin synth-vision: error: {out}: pid {holder.pid} (")
+    assert lines[0].startswith(f"relin lia-mtr-synth-vision: error: {out}: pid {holder.pid} (")
     assert "is writing it now; nothing was changed" in lines[0] and f"kill {holder.pid}" in lines[0]
     assert not out.exists(), "the refused stage wrote nothing"
     # its holder gone (killed: the kernel freed the lock, its file stays), the same command runs
-    rerun = subprocess.run(["relin", "synth-vision", "--config", json.dumps(VISION), "--out", str(out)],
+    rerun = subprocess.run(["relin", "lia-mtr-synth-vision", "--config", json.dumps(VISION), "--out", str(out)],
                            cwd=tmp_path, env=workflow_env(RELIN_TRACKING="0"), capture_output=True, text=True,
                            timeout=120)
     assert rerun.returncode == 0, rerun.stderr
@@ -169,7 +171,7 @@ def test_a_writer_whose_pipeline_is_gone_is_waited_for(tmp_path):
     out = tmp_path / "vision"
     holder = _holder(out, pipeline=name, seconds=3)
     started = time.monotonic()
-    proc = subprocess.run(["relin", "synth-vision", "--config", json.dumps(VISION), "--out", str(out)],
+    proc = subprocess.run(["relin", "lia-mtr-synth-vision", "--config", json.dumps(VISION), "--out", str(out)],
                           cwd=tmp_path, env=workflow_env(RELIN_TRACKING="0"), capture_output=True, text=True,
                           timeout=120)
     holder.wait()

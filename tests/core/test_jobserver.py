@@ -61,28 +61,28 @@ def test_a_stage_runs_in_a_child_of_the_server_in_the_commands_directory_and_str
         os.dup2(out.fileno(), 1)
         os.dup2(err.fileno(), 2)
         try:
-            code = submit(["synth-vision", "--config", json.dumps(VISION), "--out", "vision"])
+            code = submit(["lia-mtr-synth-vision", "--config", json.dumps(VISION), "--out", "vision"])
         finally:
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
     assert code == 0, Path("err.txt").read_text()
     assert os.listdir(f"/proc/{server.process.pid}/task") == [str(server.process.pid)]   # forks with one thread
     assert json.loads((tmp_path / "vision" / "stats.json").read_text())["train_images"] == 4
-    assert "synth-vision" in Path("out.txt").read_text() + Path("err.txt").read_text()
+    assert "lia-mtr-synth-vision" in Path("out.txt").read_text() + Path("err.txt").read_text()
 
 
 def test_the_exit_status_and_the_error_line_are_the_commands(server, tmp_path):
     """Through the ``relin`` command: --help exits 0 with its usage on stdout; a config mistake exits 2 with its one
     line on stderr, exactly as in-process."""
-    help_ = subprocess.run(["relin", "synth-vision", "--help"], cwd=tmp_path, env=_env(server), capture_output=True,
-                           text=True, timeout=60)
-    assert help_.returncode == 0 and help_.stdout.startswith("usage: relin synth-vision")
-    results = [subprocess.run(["relin", "synth-vision", "--config", "{}", "--out", "x"], cwd=tmp_path, env=env,
+    help_ = subprocess.run(["relin", "lia-mtr-synth-vision", "--help"], cwd=tmp_path, env=_env(server),
+                           capture_output=True, text=True, timeout=60)
+    assert help_.returncode == 0 and help_.stdout.startswith("usage: relin lia-mtr-synth-vision")
+    results = [subprocess.run(["relin", "lia-mtr-synth-vision", "--config", "{}", "--out", "x"], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=120)
                for env in (_env(server), workflow_env(RELIN_TRACKING="0"))]
     assert [r.returncode for r in results] == [2, 2]
     assert results[0].stderr == results[1].stderr
-    assert results[0].stderr.startswith("relin synth-vision: error: --config: missing section(s) lia_mtr.data")
+    assert results[0].stderr.startswith("relin lia-mtr-synth-vision: error: --config: missing section(s) lia_mtr.data")
 
 
 def _hanging_job(server, tmp_path):
@@ -91,8 +91,9 @@ def _hanging_job(server, tmp_path):
     data.mkdir()
     os.mkfifo(data / "train.json")
     before = set(_children(server.process.pid))
-    command = subprocess.Popen(["relin", "mme-text", "--config", json.dumps({"eval": {"batch_size": 4}}),
-                                "--llm", "llm", "--data", str(data), "--out", "answers", "--metrics", "m.json"],
+    command = subprocess.Popen(["relin", "lia-mtr-mme-text", "--config", json.dumps({"eval": {"batch_size": 4}}),
+                                "--llm", "llm", "--data", str(data), "--out", "answers", "--metrics", "m.json",
+                                "--items", "items.csv"],
                                cwd=tmp_path, env=_env(server), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True)
     deadline = time.time() + 60
@@ -135,18 +136,18 @@ def test_a_server_that_does_not_answer_leaves_the_command_in_process(tmp_path):
     env = workflow_env(**{jobserver.SERVER_ENV: f"{socket.gethostname()}:{dead}"})
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.bind(str(dead))                    # bound, never listening: connect is refused
-        proc = subprocess.run([sys.executable, "-m", "relin.cli", "synth-vision", "--config", "{}", "--out", "x"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([sys.executable, "-m", "relin.cli", "lia-mtr-synth-vision", "--config", "{}", "--out",
+                               "x"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     lines = proc.stderr.splitlines()
     assert proc.returncode == 2 and len(lines) == 2, proc.stderr
     assert lines[0] == f"relin: job server at {dead} does not answer; this command runs in-process"
-    assert lines[1].startswith("relin synth-vision: error: --config: missing section(s)")
+    assert lines[1].startswith("relin lia-mtr-synth-vision: error: --config: missing section(s)")
 
 
 def test_another_hosts_server_is_not_tried(server, monkeypatch):
     """A cluster job sees the address its pipeline exported on the login host: it runs in-process, silently."""
     monkeypatch.setenv(jobserver.SERVER_ENV, f"another-{socket.gethostname()}:{server.path}")
-    assert submit(["synth-vision", "--help"]) is None
+    assert submit(["lia-mtr-synth-vision", "--help"]) is None
 
 
 def test_no_server_starts_on_a_gpu_machine(monkeypatch):

@@ -307,12 +307,12 @@ def test_a_stage_runs_name_says_which_model_it_made():
     assert run_name("eval-lm", ["results/eval/opal-onpolicy/metrics.json"]) == "eval-lm · opal-onpolicy"
     assert run_name("hedgemamba-finetune", ["results/hedgemamba/random-s1/model"]) == \
         "hedgemamba-finetune · random-s1"
-    assert run_name("eval-mme", ["results/lia_mtr/mme/lia_mtr-s1/answers"]) == "eval-mme · lia_mtr-s1"
+    assert run_name("lia-mtr-eval-mme", ["results/lia_mtr/mme/lia_mtr-s1/answers"]) == "lia-mtr-eval-mme · lia_mtr-s1"
     assert run_name("synth-text", ["results/data/synth_text"]) == "synth-text", "no label that repeats the stage"
     assert run_name("opal-onpolicy", ["results/opal/onpolicy/model"]) == "opal-onpolicy", "nor a word of it"
     assert run_name("opal-onpolicy", ["results/opal/onpolicy-s1/model"]) == "opal-onpolicy · onpolicy-s1"
-    assert run_name("bridge-niah", ["results/lia_mtr/niah/lia_mtr_no_gate/model"]) == \
-        "bridge-niah · lia_mtr_no_gate"
+    assert run_name("lia-mtr-bridge-niah", ["results/lia_mtr/niah/lia_mtr_no_gate/model"]) == \
+        "lia-mtr-bridge-niah · lia_mtr_no_gate"
     assert run_name("report", []) == "report"
 
 

@@ -1,6 +1,6 @@
 """lm-evaluation-harness on the hybrid through its Hugging Face model class, on local task files (no network):
 the harness's loglikelihoods are the hybrid's own, its generation task scores what the hybrid's cached greedy
-decoding produces, and ``relin lm-eval`` writes the scores the harness computed."""
+decoding produces, and ``relin opal-lm-eval`` writes the scores the harness computed."""
 import json
 
 import pytest
@@ -124,7 +124,7 @@ def test_stage_writes_the_harness_scores_offline(hybrid_dir, tasks, tmp_path):
     config = {"opal.lm_eval": {"tasks": ["relin_local_choice", "relin_local_recall"], "include_path": str(folder),
                                "batch_size": 2, "limit": 5}}
     out = tmp_path / "onpolicy.json"
-    assert main(["lm-eval", "--config", json.dumps(config), "--model", str(hybrid_dir), "--name", "onpolicy",
+    assert main(["opal-lm-eval", "--config", json.dumps(config), "--model", str(hybrid_dir), "--name", "onpolicy",
                  "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     assert result["name"] == "onpolicy" and result["n_samples"] == {"relin_local_choice": 5, "relin_local_recall": 5}
@@ -134,7 +134,7 @@ def test_stage_writes_the_harness_scores_offline(hybrid_dir, tasks, tmp_path):
 
 def test_an_unknown_task_is_one_line(hybrid_dir, tmp_path, capsys):
     config = {"opal.lm_eval": {"tasks": ["no_such_task"]}}
-    assert main(["lm-eval", "--config", json.dumps(config), "--model", str(hybrid_dir), "--name", "x",
+    assert main(["opal-lm-eval", "--config", json.dumps(config), "--model", str(hybrid_dir), "--name", "x",
                  "--out", str(tmp_path / "x.json")]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 1 and "no_such_task" in errors[0] and not (tmp_path / "x.json").exists()

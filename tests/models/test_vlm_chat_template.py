@@ -23,7 +23,7 @@ SYSTEM = {"tiny": "", "smollm2": SMOLLM2_SYSTEM}
 
 
 def with_image_token(tokenizer):
-    """The tokenizer with ``<image>`` added as one special token, as relin chat-lm adds it to a checkpoint's."""
+    """The tokenizer with ``<image>`` added as one special token, as relin lia-mtr-chat-lm adds it to a checkpoint's."""
     from tokenizers import AddedToken
 
     tokenizer.add_tokens([AddedToken(IMAGE, special=True, normalized=False)], special_tokens=True)

@@ -1,14 +1,18 @@
 """A claim is one row of its paper's table (relin.config.<paper>.CLAIMS): a new comparison between two existing arms,
 added as a row and nothing else, is judged and stands in the report's Verdicts."""
+import csv
+import json
+
 import pytest
 
+from relin.config import lia_mtr as lia_table
 from relin.config import opal as opal_table
-from relin.config.claims import ClaimRow, EnoughSeeds, Headroom, check_claims
+from relin.config.claims import ClaimRow, EnoughSeeds, Headroom, Learned, check_claims
 from relin.report.build import claims_overview
 from relin.report.lm_scores import ItemScores
 from relin.report.opal import claims, opal_section
 from relin.report.page import render_markdown
-from relin.report.verdicts import REPRODUCED
+from relin.report.verdicts import NOT_TESTABLE, REPRODUCED
 
 from .test_opal_verdicts import LAYERS, SETTINGS, STRONG, _arm, _items
 
@@ -32,15 +36,68 @@ def test_a_claim_row_added_to_the_table_stands_in_the_report(monkeypatch, tmp_pa
     assert "a row added by a test" in row and REPRODUCED in row and claim.ours in row
 
 
+LIA_NEW = ClaimRow("Bridge NIAH: MHA beats LIA-MTR past the trained lengths", "a LIA-MTR row added by a test",
+                   ("mha", "lia_mtr"), "niah_accuracy", "beats", margin="lia_mtr.niah_gate",
+                   names=("MHA", "LIA-MTR"), ours="mean {a} vs {b}",
+                   preconditions=(Learned("lia_mtr", "the task at its trained lengths (≤ {trained})", "trained"),
+                                  Headroom(), EnoughSeeds()))
+
+
+def _niah_files(root, accuracy: dict[str, float]) -> list[dict]:
+    """Each bridge's NIAH outputs as the stage writes them: right at the trained length 64, right with probability
+    ``accuracy`` at 1024 (every depth alike)."""
+    entries = []
+    for bridge, share in accuracy.items():
+        folder = root / bridge
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"chance": 0.125, "trained_lengths": [64]}))
+        with open(folder / "items.csv", "w", newline="") as fh:
+            writer = csv.DictWriter(fh, ["length", "depth", "correct"])
+            writer.writeheader()
+            writer.writerows({"length": n, "depth": d, "correct": int(n == 64 or i < share * 50)}
+                             for n in (64, 1024) for d in (0.0, 1.0) for i in range(50))
+        (folder / "history.csv").write_text("step,loss\n1,2.0\n2,0.5\n")
+        entries.append({"name": bridge, **{k: str(folder / f) for k, f in (("metrics", "metrics.json"),
+                                                                            ("items", "items.csv"),
+                                                                            ("history", "history.csv"))}})
+    return entries
+
+
+def test_a_lia_mtr_claim_row_added_to_the_table_stands_in_the_report(monkeypatch, tmp_path):
+    from relin.config.report import PreconditionsConfig
+    from relin.report.lia_mtr import LiaSettings, lia_mtr_section
+
+    monkeypatch.setattr(lia_table, "CLAIMS", (*lia_table.CLAIMS, LIA_NEW))
+    files = {"niah": _niah_files(tmp_path / "niah", {"mha": 0.9, "lia_mtr": 0.5})}
+    (tmp_path / "figures").mkdir()
+    one_seed = LiaSettings(mastery=0.8, resamples=300, pre=PreconditionsConfig(min_seeds=1))
+    section, listed = lia_mtr_section(files, one_seed, tmp_path / "figures", "figures")
+    claim = next(c for c in listed if c.claim == LIA_NEW.claim)
+    assert claim.verdict.outcome == REPRODUCED and claim.seeds == 1 and claim.margin.value == 2.0
+    assert claim.ours.startswith("mean 0.95") and " vs 0.75" in claim.ours, claim.ours
+    page = render_markdown("R", [claims_overview(listed), section], [])
+    row = next(line for line in page.splitlines() if LIA_NEW.claim in line)
+    assert "a LIA-MTR row added by a test" in row and REPRODUCED in row and "lia_mtr learned the task" in row
+    # under the default report.preconditions.min_seeds (3), one training seed leaves the row not testable
+    section, listed = lia_mtr_section(files, LiaSettings(mastery=0.8, resamples=300), tmp_path / "figures", "figures")
+    assert next(c for c in listed if c.claim == LIA_NEW.claim).verdict.outcome == NOT_TESTABLE
+
+
 def test_a_row_naming_no_row_of_the_table_is_refused():
     with pytest.raises(ValueError, match="'offpolicy_huge' is not a row of the table"):
         check_claims("opal", opal_table.CHAIN, [ClaimRow("x", "y", ("offpolicy_huge", "align"), "recovery", "beats",
                                                          margin="opal.kl_guided_vs_every_n")])
     with pytest.raises(ValueError, match="names a margin of report.margins"):
         check_claims("opal", opal_table.CHAIN, [ClaimRow("x", "y", ("onpolicy", "align"), "recovery", "beats")])
+    with pytest.raises(ValueError, match="'lia_mtr_huge' is not a row of the table"):
+        check_claims("lia_mtr", lia_table.BRIDGES, [ClaimRow("x", "y", ("lia_mtr",), "niah_accuracy", "every",
+                                                             preconditions=(Learned("lia_mtr_huge", "", ""),))])
+    with pytest.raises(ValueError, match="over names one part or one per arm"):
+        check_claims("lia_mtr", lia_table.BRIDGES, [ClaimRow("x", "y", ("lia_mtr", "mha"), "niah_accuracy", "within",
+                                                             threshold=1.0, over=("a", "b", "c"))])
 
 
-@pytest.mark.parametrize("paper", ["opal", "hedgemamba"])
+@pytest.mark.parametrize("paper", ["opal", "hedgemamba", "lia_mtr"])
 def test_every_row_names_a_margin_and_thresholds_of_the_report_config(paper):
     from importlib import import_module
 
@@ -49,5 +106,5 @@ def test_every_row_names_a_margin_and_thresholds_of_the_report_config(paper):
 
     for row in import_module(f"relin.config.{paper}").CLAIMS:
         assert not row.margin or row.margin in MARGINS, row
-        assert all(p.needed in PreconditionsConfig.__dataclass_fields__ for p in row.preconditions
-                   if isinstance(p, Reached)), row
+        assert all(not isinstance(p.needed, str) or p.needed in PreconditionsConfig.__dataclass_fields__
+                   for p in row.preconditions if isinstance(p, Reached)), row

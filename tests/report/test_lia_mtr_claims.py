@@ -4,9 +4,10 @@ Theorem 2 on the NIAH states, Lemma 2 under each reading and the mixer's unused 
 import numpy as np
 import pytest
 
-from relin.eval.mme import MMEAnswer
+from relin.eval.mme import ScoredAnswer
 from relin.report import lia_mtr as lm
 from relin.report import verdicts as vd
+from relin.report.lia_scores import exponent
 
 CATS = lm.CATEGORIES
 
@@ -15,7 +16,7 @@ def settings() -> lm.LiaSettings:
     return lm.LiaSettings(mastery=0.8, resamples=200)
 
 
-def answers(accuracy: dict[str, float], images: int = 20, seed: int = 0) -> dict[str, list[MMEAnswer]]:
+def answers(accuracy: dict[str, float], images: int = 20, seed: int = 0) -> dict[str, list[ScoredAnswer]]:
     """Per category ``images`` pairs (yes, no) of which a share ``accuracy`` is answered right (both questions)."""
     rng = np.random.default_rng(seed)
     out = {}
@@ -25,7 +26,7 @@ def answers(accuracy: dict[str, float], images: int = 20, seed: int = 0) -> dict
         for i in range(images):
             for gt in ("yes", "no"):
                 pred = gt if right[i] else ("no" if gt == "yes" else "yes")
-                rows.append(MMEAnswer(f"{task}_{i}", "q", gt, pred))
+                rows.append(ScoredAnswer(f"{task}_{i}", pred, bool(right[i])))
         out[task] = rows
     return out
 
@@ -44,6 +45,13 @@ def probe(accuracy: dict[str, float]) -> dict:
                       for t, a in accuracy.items()}}
 
 
+def judged(mme_scores: lm.MMEScores | None = None, patch_probe: dict | None = None, **data) -> list[vd.Claim]:
+    """LIA-MTR's claim rows judged on these stage outputs (the others empty)."""
+    inputs = {"niah_metrics": {}, "niah_items": {}, "memory": [], "memory_metrics": {}, "patch_probe": patch_probe,
+              **data}
+    return lm.claims(inputs, mme_scores, settings())
+
+
 def by_claim(claims, text: str) -> vd.Claim:
     (claim,) = [c for c in claims if text in c.claim]
     return claim
@@ -52,7 +60,7 @@ def by_claim(claims, text: str) -> vd.Claim:
 def test_a_category_one_patch_decides_makes_its_claims_not_testable_naming_it():
     scores = mme({"lia_mtr": {"existence": 0.9, "scene": 0.9}, "lia_mtr_head_matrix": {"existence": 0.9},
                   "mlp2x_gelu": {}})
-    claims = lm.mme_claims(scores, settings(), probe({**{c: 0.5 for c in CATS}, "scene": 0.8}))
+    claims = judged(scores, probe({**{c: 0.5 for c in CATS}, "scene": 0.8}))
     assert {c.claim for c in claims} >= {f"After phase 1 LIA-MTR beats the MLP on existence ({r})"
                                          for r in lm.READINGS.values()}, "every claim for both readings"
     scene = by_claim(claims, "on scene (diagonal")
@@ -68,7 +76,7 @@ def test_a_caption_reference_below_90_percent_makes_the_category_untestable():
     scores.cells[(lm.TEXT, "text")] = lm.MMEScores({lm.TEXT: {"text": answers({**{c: 1.0 for c in CATS},
                                                                                 "existence": 0.85})}},
                                                    200).cells[(lm.TEXT, "text")]
-    claim = by_claim(lm.mme_claims(scores, settings(), probe({c: 0.5 for c in CATS})), "on existence (diagonal")
+    claim = by_claim(judged(scores, probe({c: 0.5 for c in CATS})), "on existence (diagonal")
     assert claim.verdict.outcome == vd.NOT_TESTABLE and "captions" in claim.verdict.reason
 
 
@@ -107,7 +115,7 @@ def test_the_depth_profile_claims_read_early_against_late_needles():
     data = niah({"mha": {0.0: 1.0, 0.5: 1.0, 1.0: 1.0}, "linear_attn": linear, "linear_attn-s1": linear,
                  "linear_attn-s2": linear, "lia_mtr": {0.0: 0.6, 0.5: 0.6, 1.0: 0.62},
                  "lia_mtr_head_matrix": {0.0: 0.1, 0.5: 0.4, 1.0: 0.95}})
-    claims = lm.niah_claims(data, settings())
+    claims = judged(**data)
     assert by_claim(claims, "ungated linear attention loses the early").verdict.outcome == vd.REPRODUCED
     flat = by_claim(claims, "keeps the early needles as well as the late ones (diagonal")
     assert flat.verdict.outcome not in (vd.CONTRADICTED, vd.NOT_TESTABLE), flat.verdict
@@ -120,11 +128,11 @@ def test_a_probe_that_did_not_learn_at_its_trained_lengths_leaves_the_niah_claim
     data = niah({"mha": {0.0: 1.0, 1.0: 1.0}, "lia_mtr": {0.0: 0.2, 1.0: 0.3}})
     for row in data["niah_items"]["lia_mtr"]:
         row["correct"] = int(row["correct"] and row["length"] > 64)     # wrong at every trained length
-    claim = by_claim(lm.niah_claims(data, settings()), "retrieves at every depth and length (≥ 0.9; diagonal")
+    claim = by_claim(judged(**data), "retrieves at every depth and length (≥ 0.9; diagonal")
     assert claim.verdict.outcome == vd.NOT_TESTABLE and "lia_mtr learned the task at its trained lengths" in \
         claim.verdict.reason
     learned = niah({"mha": {0.0: 1.0, 1.0: 1.0}, "lia_mtr": {0.0: 0.2, 1.0: 0.3}})
-    claim = by_claim(lm.niah_claims(learned, settings()), "retrieves at every depth and length (≥ 0.9; diagonal")
+    claim = by_claim(judged(**learned), "retrieves at every depth and length (≥ 0.9; diagonal")
     assert claim.verdict.outcome == vd.CONTRADICTED
 
 
@@ -137,7 +145,7 @@ def test_theorem_2_is_a_check_of_the_bound_at_every_length():
                              "lia_mtr_no_gate": {"state": state((0.2, 1.5, 1.2), (1.0, 2.0, 2.0))},
                              "linear_attn": {"state": {str(n): {"kind": "K x V", "norm": n / 10}
                                                       for n in (256, 2048)}}}}
-    claims = {c.claim: c for c in lm.state_claims(data)}
+    claims = {c.claim: c for c in judged(**data) if c.claim.startswith("Theorem 2")}
     assert claims["Theorem 2: the state stays bounded as N grows (lia_mtr)"].verdict.outcome == vd.REPRODUCED
     assert claims["Theorem 2: the state stays bounded as N grows (lia_mtr_no_gate)"].verdict.outcome == vd.CONTRADICTED
     assert all(c.kind == "check" for c in claims.values()) and len(claims) == 2
@@ -146,7 +154,11 @@ def test_theorem_2_is_a_check_of_the_bound_at_every_length():
     assert growth["linear_attn"] == pytest.approx(1.0) and growth["lia_mtr"] == pytest.approx(0.0)
     short = {"niah_metrics": {"lia_mtr": {"state": {"64": {"kind": "x", "norm": 1.0, "bound_ratio": 0.5},
                                                     "128": {"kind": "x", "norm": 1.0, "bound_ratio": 0.5}}}}}
-    assert lm.state_claims(short)[0].verdict.outcome == vd.NOT_TESTABLE
+    assert judged(**short)[0].verdict.outcome == vd.NOT_TESTABLE
+
+
+def lemma2_claims(memory_metrics: dict) -> list[vd.Claim]:
+    return [c for c in judged(memory_metrics=memory_metrics) if c.claim.startswith("Lemma 2")]
 
 
 def _lemma2(growth: dict[str, float], error: float = 2e-7) -> dict:
@@ -159,14 +171,14 @@ def test_lemma_2_is_one_rule_for_both_readings_against_the_baselines_linear_atte
     equals it for any weights. The rule reproduces the lemma where the growth agrees, and reads nothing from a
     bridge that does not compute its own equations."""
     measured = {"linear_attention": 0.0, "diagonal": 1.0, "head_matrix": 1.0}
-    claims = lm.lemma2_claims(_lemma2(measured))
+    claims = lemma2_claims(_lemma2(measured))
     assert [c.verdict.outcome for c in claims] == [vd.CONTRADICTED, vd.CONTRADICTED]
     assert all("t^1.00" in c.ours and "t^0.00" in c.ours for c in claims)
     assert "equals the un-normalised form exactly" in by_claim(claims, "head_matrix").ours
     assert "8 of the un-normalised form's 64" in by_claim(claims, "diagonal").ours
-    agree = lm.lemma2_claims(_lemma2({"linear_attention": 1.0, "diagonal": 1.0, "head_matrix": 1.0}))
+    agree = lemma2_claims(_lemma2({"linear_attention": 1.0, "diagonal": 1.0, "head_matrix": 1.0}))
     assert [c.verdict.outcome for c in agree] == [vd.REPRODUCED, vd.REPRODUCED]
-    broken = by_claim(lm.lemma2_claims(_lemma2(measured, error=0.3)), "head_matrix")
+    broken = by_claim(lemma2_claims(_lemma2(measured, error=0.3)), "head_matrix")
     assert broken.verdict.outcome == vd.NOT_TESTABLE and "computes eqs. 3-5" in broken.verdict.reason
 
 
@@ -230,7 +242,7 @@ def test_memory_exponents_are_fitted_from_1024_tokens_on_the_allocators_count():
     """The paper's claims: LIA-MTR linear, eager MHA quadratic; SDPA, which forms no N x N matrix, beside them as a
     claim of no seed paper. A process's resident pages are no exact count: then nothing is judged."""
     rows = _memory_rows()
-    claims = lm.memory_claims(rows, settings())
+    claims = judged(memory=rows)
     linear = by_claim(claims, "LIA-MTR's forward memory grows linearly in N (diagonal")
     assert linear.kind == "claim" and linear.verdict.outcome == vd.REPRODUCED and "(1024 ≤ N ≤ 16384)" in linear.ours
     assert abs(float(linear.ours.split("N^")[1].split()[0]) - 1.0) < 0.05
@@ -238,8 +250,8 @@ def test_memory_exponents_are_fitted_from_1024_tokens_on_the_allocators_count():
     assert sdpa.kind == "beyond" and sdpa.verdict.outcome == vd.REPRODUCED
     naive = by_claim(claims, "quadratically")
     assert naive.kind == "claim" and naive.verdict.outcome == vd.REPRODUCED and "(1024 ≤ N ≤ 4096)" in naive.ours
-    assert lm.exponent([r for r in rows if r["bridge"] == "lia_mtr"][:4], 100) is None     # 1024 and 2048 only
-    pages = by_claim(lm.memory_claims(_memory_rows("rss"), settings()), "quadratically")
+    assert exponent([r for r in rows if r["bridge"] == "lia_mtr"][:4], 100) is None     # 1024 and 2048 only
+    pages = by_claim(judged(memory=_memory_rows("rss")), "quadratically")
     assert pages.verdict.outcome == vd.NOT_TESTABLE and "counted by the allocator: rss" in pages.verdict.reason
 
 
@@ -249,16 +261,19 @@ def test_the_section_renders_from_stage_files(tmp_path):
     import csv
     import json
 
-    from relin.eval.mme import write_results_file
+    from relin.eval.mme import ITEM_COLUMNS, MMEAnswer, scored_items
+    from relin.io import atomic_write_csv
 
     def mme_entry(name, phases, accuracy):
+        """As lia-mtr-eval-mme writes them: the scores and each question as scored."""
         root = tmp_path / "mme" / name
-        for phase in phases:
-            for task, rows in answers(accuracy, seed=hash(name) % 100).items():
-                (root / "answers" / phase).mkdir(parents=True, exist_ok=True)
-                write_results_file(root / "answers" / phase / f"{task}.txt", rows)
+        root.mkdir(parents=True)
+        items = [row for phase in phases for row in scored_items(phase, {
+            task: [MMEAnswer(a.image, "q", gt, a.answer) for a, gt in zip(rows, ("yes", "no") * len(rows))]
+            for task, rows in answers(accuracy, seed=hash(name) % 100).items()})]
+        atomic_write_csv(root / "items.csv", items, ITEM_COLUMNS)
         (root / "metrics.json").write_text(json.dumps({p: {"perception": 300.0} for p in phases}))
-        return {"name": name, "metrics": str(root / "metrics.json"), "answers": str(root / "answers")}
+        return {"name": name, "metrics": str(root / "metrics.json"), "items": str(root / "items.csv")}
 
     mme_files = [mme_entry(f"{b}{r}", lm.PHASES, {"count": 0.7}) for b in ("lia_mtr", "mlp2x_gelu")
                  for r in ("", "-s1", "-s2")]
@@ -307,7 +322,7 @@ def test_the_section_renders_from_stage_files(tmp_path):
 def test_a_config_without_table_1_bridges_keeps_their_claims_as_not_testable():
     """``lia_mtr.bridges: []`` runs no Table I chain: its eight claims, the gate and the two mixer readings stay in
     the tally, each not testable for want of a trained bridge; with the chain run they are judged on its scores."""
-    unread = [*lm.mme_claims(None, settings()), *lm.probe_claims(None, None, settings())]
+    unread = [*judged(), *lm.probe_claims(None, None, settings())]
     assert len(unread) == 4 * len(lm.READINGS) + 1 + len(lm.READINGS)
     assert all(c.verdict.outcome == vd.NOT_TESTABLE and "Table I's bridges trained" in c.verdict.reason
                for c in unread)

@@ -61,7 +61,7 @@ def test_paper_config_runs_every_stage_from_a_local_pythia_offline(checkpoint, t
     assert _stage("teacher-lm", config, "--arch", "gpt_neox", "--data", toy_dataset, "--out", teacher,
                   "--history", tmp_path / "h.csv", "--metrics", tmp_path / "m.json",
                   "--checkpoints", tmp_path / "ckpt" / "t") == 0
-    assert _stage("hedgehog-match", HEDGEMAMBA, "--teacher", teacher, "--data", toy_dataset,
+    assert _stage("hedgemamba-hedgehog-match", HEDGEMAMBA, "--teacher", teacher, "--data", toy_dataset,
                   *_outputs(tmp_path, "hedgehog")) == 0
     source, hedgehog = load_pretrained(str(teacher)), load_pretrained(str(tmp_path / "hedgehog"))
     assert hedgehog.config.mixer_types == ["hedgehog"] * 2 and hedgehog.config.rotary_pct == 0.25
@@ -113,7 +113,7 @@ def test_a_qwen3_teacher_is_one_line(toy_dataset, tmp_path, capsys):
                                             num_key_value_heads=2, head_dim=16, intermediate_size=64), word_tokenizer())
     qwen.save_pretrained(tmp_path / "qwen", safe_serialization=True)
     word_tokenizer().save_pretrained(tmp_path / "qwen")
-    assert _stage("hedgehog-match", HEDGEMAMBA, "--teacher", tmp_path / "qwen", "--data", toy_dataset,
+    assert _stage("hedgemamba-hedgehog-match", HEDGEMAMBA, "--teacher", tmp_path / "qwen", "--data", toy_dataset,
                   *_outputs(tmp_path, "hedgehog")) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(errors) == 1 and "HedgeMamba converts gpt_neox" in errors[0]

@@ -147,7 +147,7 @@ def test_a_model_saved_without_its_tokenizer_is_refused_in_one_line(toy_dataset,
 
 
 def _export(model_dir, out):
-    return main(["export", "--config", "{}", "--model", str(model_dir), "--out", str(out / "model"),
+    return main(["opal-export", "--config", "{}", "--model", str(model_dir), "--out", str(out / "model"),
                  "--record", str(out / "export.json")])
 
 

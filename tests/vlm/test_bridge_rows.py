@@ -64,7 +64,7 @@ def test_a_bridge_row_is_named_built_run_and_reported(tmp_path):
 
     dry = snakemake(repo, "-n", "--forceall", "-p", **env).stdout
     commands = [line.split("relin ", 1)[1] for line in dry.splitlines()
-                if "relin bridge-niah " in line and f"--bridge {NAME} " in line]
+                if "relin lia-mtr-bridge-niah " in line and f"--bridge {NAME} " in line]
     assert len(commands) == 1, f"expected one bridge_niah job of {NAME}, found {len(commands)}"
     command = "relin " + commands[0]
     assert f"--out results/lia_mtr/niah/{NAME}/model" in command

@@ -80,9 +80,9 @@ def test_chat_lm_on_a_checkpoint_keeps_its_template_and_adds_the_image_token(hub
     original = load_tokenizer("Qwen/Qwen2.5-3B-Instruct")
     data = tmp_path / "vision"
     vision = {"lia_mtr.data": {"train_images": 4, "mme_images_per_category": 1}}
-    assert main(["synth-vision", "--config", json.dumps(vision), "--out", str(data)]) == 0
+    assert main(["lia-mtr-synth-vision", "--config", json.dumps(vision), "--out", str(data)]) == 0
     out = tmp_path / "llm"
-    assert main(["chat-lm", "--config", json.dumps({"lia_mtr.llm": {"pretrained": "Qwen/Qwen2.5-3B-Instruct"}}),
+    assert main(["lia-mtr-chat-lm", "--config", json.dumps({"lia_mtr.llm": {"pretrained": "Qwen/Qwen2.5-3B-Instruct"}}),
                  "--data", str(data), "--out", str(out), "--history", str(tmp_path / "h.csv"),
                  "--metrics", str(tmp_path / "m.json"), "--checkpoints", str(tmp_path / "ckpt-runs")]) == 0
     saved, llm = load_tokenizer(out), load_pretrained(str(out))

@@ -110,3 +110,38 @@ def test_every_training_scene_carries_a_true_and_a_false_question_of_each_catego
         assert true["color"].split()[4] == end_colour(scene, end) and scene.layout in true["scene"].split()
         false = {q["task"]: q["question"] for q in qa if q["answer"] == "no"}
         assert scene.layout not in false["scene"].split() and end_colour(scene, end) not in false["color"].split()
+
+
+def test_each_answer_is_written_as_scored_and_the_report_reads_those_scores(tmp_path):
+    """lia-mtr-eval-mme's items.csv holds each question as the official tool scored it (the parsed answer, right or
+    wrong); the report's accuracy and acc+ read from it equal the official scores of the answers files."""
+    from relin.eval.mme import ITEM_COLUMNS, read_items_file
+    from relin.eval.mme_answers import write_and_score
+    from relin.io import atomic_write_csv
+    from relin.report.lia_scores import MMEScores
+
+    questions = [{"task": task, "image": f"{task}{i}", "question": "q", "answer": gt}
+                 for task in ("existence", "count") for i in range(3) for gt in ("yes", "no")]
+    preds = ["Yes", "no", "yes, it is", "unclear", "no", "no", "yes", "No", "no", "yes", "YES", "yes"]
+    metrics, items = write_and_score(tmp_path / "instruct", questions, preds)
+    assert [(r["answer"], r["correct"]) for r in items[:4]] == [("yes", 1), ("no", 1), ("yes", 1), ("other", 0)]
+    atomic_write_csv(tmp_path / "items.csv", items, ITEM_COLUMNS)
+    scored = read_items_file(tmp_path / "items.csv")
+    assert list(scored) == ["instruct"] and [a.correct for a in scored["instruct"]["count"]] == [True, True, False,
+                                                                                                 False, True, False]
+    report = MMEScores({"lia_mtr": scored}, resamples=50)
+    official = score_results_dir(tmp_path / "instruct")["subtasks"]
+    for task in ("existence", "count"):
+        assert report.accuracy("lia_mtr", "instruct", task).value == pytest.approx(official[task]["acc"])
+    assert metrics["accuracy"] == pytest.approx(100 * report.accuracy("lia_mtr", "instruct").value, abs=0.01)
+    assert report.acc_plus("lia_mtr", "instruct").value == pytest.approx(
+        (official["existence"]["acc_plus"] + official["count"]["acc_plus"]) / 2)
+    assert report.yes_share("lia_mtr", "instruct") == pytest.approx(metrics["yes_share"] / 100)
+
+
+def test_an_items_file_without_its_columns_is_refused_naming_them(tmp_path):
+    from relin.eval.mme import read_items_file
+
+    (tmp_path / "items.csv").write_text("phase,task,image\ninstruct,count,a\n")
+    with pytest.raises(InputError, match="items.csv: no column 'answer'"):
+        read_items_file(tmp_path / "items.csv")

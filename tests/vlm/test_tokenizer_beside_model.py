@@ -1,4 +1,4 @@
-"""The chat tokenizer saved in a model directory (beside a qwen2 config.json, as chat-lm and the bridge
+"""The chat tokenizer saved in a model directory (beside a qwen2 config.json, as lia-mtr-chat-lm and the bridge
 stages write it) loads back as the same word tokenizer, so the bridge stages encode real words."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``relin vlm-photos``: the real photos of installed packages described by a VLM after each phase. A tiny DINOv2
-tower (with its image processor) and two tiny VLMs stand in for the overlay's; the stage must find the photos through
-the packages' RECORDs, prepare each with the tower's processor, and write each phase's own answers, with the
+"""``relin lia-mtr-vlm-photos``: the real photos of installed packages described by a VLM after each phase. A tiny
+DINOv2 tower (with its image processor) and two tiny VLMs stand in for the overlay's; the stage must find the photos
+through the packages' RECORDs, prepare each with the tower's processor, and write each phase's own answers, with the
 packages it left out named."""
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_each_phase_describes_every_installed_photo(tmp_path, monkeypatch, capsy
     (tmp_path / "features" / "features.json").write_text(json.dumps({"select_layer": -2}))
     save_vlm(tmp_path / "align", tokenizer, seed=1)
     save_vlm(tmp_path / "instruct", tokenizer, seed=2)
-    code = main(["vlm-photos", "--config", json.dumps({"eval": {"batch_size": 4}}), "--tower",
+    code = main(["lia-mtr-vlm-photos", "--config", json.dumps({"eval": {"batch_size": 4}}), "--tower",
                  str(tmp_path / "tower"), "--features", str(tmp_path / "features"), "--model",
                  f"align={tmp_path / 'align'}", f"instruct={tmp_path / 'instruct'}", "--out", str(tmp_path / "out")])
     assert code == 0, capsys.readouterr().err
@@ -94,7 +94,7 @@ def test_no_processor_is_one_line(tmp_path, monkeypatch, capsys):
     Dinov2Model(Dinov2Config(hidden_size=WIDTH, num_hidden_layers=1, num_attention_heads=2, patch_size=14,
                              image_size=SIDE)).save_pretrained(tmp_path / "tower")
     capsys.readouterr()  # the save's progress bars, not the stage's
-    code = main(["vlm-photos", "--config", json.dumps({"eval": {"batch_size": 4}}), "--tower",
+    code = main(["lia-mtr-vlm-photos", "--config", json.dumps({"eval": {"batch_size": 4}}), "--tower",
                  str(tmp_path / "tower"), "--features", str(tmp_path), "--model", f"align={tmp_path}",
                  "--out", str(tmp_path / "out")])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]

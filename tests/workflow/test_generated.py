@@ -203,7 +203,7 @@ def test_every_declared_model_is_a_dag_target_and_a_report_input():
             assert {f"results/eval/{paper}-{name}/metrics.json", f"results/eval/{paper}-{name}/items.csv"} <= report
     for bridge in load_params(ROOT / "params.yaml").lia_mtr.bridges:
         assert f"results/lia_mtr/instruct/{bridge}/model" in built, bridge
-        assert f"results/lia_mtr/mme/{bridge}/answers" in report, bridge
+        assert f"results/lia_mtr/mme/{bridge}/items.csv" in report, bridge
 
 
 def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
@@ -237,7 +237,7 @@ def test_seeds_replicate_the_student_stages_with_their_seed(tmp_path):
     assert "results/opal/gdn/model" in set(map(str, by_name["opal_align-align-s3"].input))
     assert {"teacher_lm-qwen3", "opal_convert-gdn"} <= set(by_name) and "teacher_lm-qwen3-s3" not in by_name
     listed = {str(p) for paper in ("opal", "lia_mtr") for p in by_name[f"report_manifest-{paper}"].input}
-    assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/answers"} <= listed
+    assert {"results/eval/opal-onpolicy-s3/items.csv", "results/lia_mtr/mme/mlp2x_gelu-s3/items.csv"} <= listed
 
 
 def test_every_param_a_rule_passes_is_in_params_yaml():

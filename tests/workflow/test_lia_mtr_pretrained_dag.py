@@ -28,8 +28,8 @@ def test_the_pretrained_overlays_lia_mtr_dag_builds(tmp_path):
             commands.setdefault(job["command"][0], []).append(job["command"])
 
     assert sorted(_option(words, "--name") for words in commands["pretrained-checkpoint"]) == ["dinov2_s", "smollm2"]
-    (llm,) = commands["chat-lm"]
-    (tower,) = commands["vision-tower"]
+    (llm,) = commands["lia-mtr-chat-lm"]
+    (tower,) = commands["lia-mtr-vision-tower"]
     assert _option(llm, "--checkpoint") == "results/pretrained/smollm2/model"
     assert _option(tower, "--checkpoint") == "results/pretrained/dinov2_s/model"
     inputs = {job["rule"]: job["inputs"] for job in jobs if job["rule"] in ("chat_lm", "vision_tower")}
@@ -39,17 +39,18 @@ def test_the_pretrained_overlays_lia_mtr_dag_builds(tmp_path):
     overlay = yaml.safe_load((repo / "workflow/configs/pretrained.yaml").read_text())["lia_mtr"]
     params = yaml.safe_load((repo / "params.yaml").read_text())
     seeds = params["seeds"]
-    runs = sorted((_option(words, "--bridge"), _option(words, "--out")) for words in commands["bridge-align"])
+    runs = sorted((_option(words, "--bridge"), _option(words, "--out")) for words in commands["lia-mtr-bridge-align"])
     expected = sorted((bridge, f"results/lia_mtr/align/{bridge}{'' if seed == seeds[0] else f'-s{seed}'}/model")
                       for bridge in overlay["bridges"] for seed in seeds)
     assert runs == expected, "every Table I bridge with every seed"
-    assert len(commands["bridge-instruct"]) == len(commands["eval-mme"]) == len(expected)
-    (reference,) = commands["mme-text"]
+    assert len(commands["lia-mtr-bridge-instruct"]) == len(commands["lia-mtr-eval-mme"]) == len(expected)
+    (reference,) = commands["lia-mtr-mme-text"]
     assert _option(reference, "--llm") == "results/lia_mtr/llm/model", "the caption reference is the frozen LLM's"
-    for words in (*commands["chat-lm"], *commands["vision-tower"], *commands["bridge-align"][:1]):
+    for words in (*commands["lia-mtr-chat-lm"], *commands["lia-mtr-vision-tower"],
+                  *commands["lia-mtr-bridge-align"][:1]):
         args = stage_parser(words[0]).parse_args(words[1:])
         assert sorted(json.loads(args.config)) == sorted(load_stage(words[0]).config_sections(args)), words[0]
-    (photos,) = commands["vlm-photos"]
+    (photos,) = commands["lia-mtr-vlm-photos"]
     assert _option(photos, "--tower") == "results/lia_mtr/tower/model"
     assert photos[photos.index("--model") + 1:photos.index("--model") + 3] == [
         "align=results/lia_mtr/align/lia_mtr/model", "instruct=results/lia_mtr/instruct/lia_mtr/model"]

@@ -83,4 +83,4 @@ def test_the_pretrained_overlay_builds_its_dag(tmp_path):
     (teacher,) = [words for words in commands if words[0] == "teacher-lm"]
     assert _option(teacher, "--checkpoint") == "results/pretrained/smollm2/model"
     stages = {words[0] for words in commands}
-    assert {"opal-convert", "opal-align", "hedgehog-match", "hedgemamba-init"} <= stages, sorted(stages)
+    assert {"opal-convert", "opal-align", "hedgemamba-hedgehog-match", "hedgemamba-init"} <= stages, sorted(stages)

@@ -25,7 +25,7 @@ rule hedgehog_match:
         mem_mb=4000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} hedgehog-match --config {params.cfg:q} --teacher {input.start} {params.options}"
+        "{params.launch} hedgemamba-hedgehog-match --config {params.cfg:q} --teacher {input.start} {params.options}"
         " --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/hedgemamba/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 

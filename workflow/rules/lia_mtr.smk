@@ -28,7 +28,7 @@ if config["lia_mtr"]["source"] == "synthetic":
             mem_mb=2000,
             gpu=0,
         shell:
-            "relin synth-vision --config {params.cfg:q} --out {output} > {log} 2>&1"
+            "relin lia-mtr-synth-vision --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 else:
 
@@ -54,7 +54,7 @@ else:
             mem_mb=16000,
             gpu=0,
         shell:
-            "relin llava-data --config {params.cfg:q} --out {output} > {log} 2>&1"
+            "relin lia-mtr-llava-data --config {params.cfg:q} --out {output} > {log} 2>&1"
 
 
 rule vision_tower:
@@ -82,7 +82,7 @@ rule vision_tower:
         mem_mb=3000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} vision-tower --config {params.cfg:q} --data {input.data}{params.checkpoint} --out {output.model}"
+        "{params.launch} lia-mtr-vision-tower --config {params.cfg:q} --data {input.data}{params.checkpoint} --out {output.model}"
         " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/tower > {log} 2>&1"
 
 
@@ -107,7 +107,7 @@ rule clip_features:
         mem_mb=3000,
         gpu=1,
     shell:
-        "relin clip-features --config {params.cfg:q} --tower {input.tower} --data {input.data} --out {output}"
+        "relin lia-mtr-clip-features --config {params.cfg:q} --tower {input.tower} --data {input.data} --out {output}"
         " > {log} 2>&1"
 
 
@@ -138,7 +138,7 @@ rule chat_lm:
         mem_mb=3000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} chat-lm --config {params.cfg:q} --data {input.data}{params.checkpoint} --out {output.model}"
+        "{params.launch} lia-mtr-chat-lm --config {params.cfg:q} --data {input.data}{params.checkpoint} --out {output.model}"
         " --history {output.history} --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/llm > {log} 2>&1"
 
 
@@ -170,7 +170,7 @@ rule bridge_align:
         mem_mb=3000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} bridge-align --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
+        "{params.launch} lia-mtr-bridge-align --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
         " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/align/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 
@@ -203,7 +203,7 @@ rule bridge_instruct:
         mem_mb=3000,
         gpu=GPUS_PER_JOB,
     shell:
-        "{params.launch} bridge-instruct --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
+        "{params.launch} lia-mtr-bridge-instruct --config {params.cfg:q} --bridge {wildcards.bridge} --start {input.start}"
         " --features {input.features} --data {input.data} --out {output.model} --history {output.history}"
         " --metrics {output.metrics} --checkpoints checkpoints/lia_mtr/instruct/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
 
@@ -216,9 +216,10 @@ rule eval_mme:
         features="results/lia_mtr/features",
         data="results/lia_mtr/data",
     output:
-        answers=directory("results/lia_mtr/mme/{bridge}{rep}/answers"),
-        metrics="results/lia_mtr/mme/{bridge}{rep}/metrics.json",
-        figure="results/lia_mtr/mme/{bridge}{rep}/mme.png",
+        answers=directory(names.mme_file("{bridge}{rep}", "answers")),
+        metrics=names.mme_file("{bridge}{rep}", "metrics"),
+        scored=names.mme_file("{bridge}{rep}", "items"),
+        figure=names.mme_file("{bridge}{rep}", "figure"),
     params:
         cfg=sections("eval"),
     log:
@@ -236,9 +237,9 @@ rule eval_mme:
         mem_mb=3000,
         gpu=1,
     shell:
-        "relin eval-mme --config {params.cfg:q} --bridge {wildcards.bridge} --model align={input.align}"
+        "relin lia-mtr-eval-mme --config {params.cfg:q} --bridge {wildcards.bridge} --model align={input.align}"
         " instruct={input.instruct} --features {input.features} --data {input.data} --out {output.answers}"
-        " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
+        " --metrics {output.metrics} --items {output.scored} --figure {output.figure} > {log} 2>&1"
 
 
 rule mme_text:
@@ -247,8 +248,9 @@ rule mme_text:
         llm="results/lia_mtr/llm/model",
         data="results/lia_mtr/data",
     output:
-        answers=directory("results/lia_mtr/mme/text_reference/answers"),
-        metrics="results/lia_mtr/mme/text_reference/metrics.json",
+        answers=directory(names.mme_file("text_reference", "answers")),
+        metrics=names.mme_file("text_reference", "metrics"),
+        scored=names.mme_file("text_reference", "items"),
     params:
         cfg=sections("eval"),
     log:
@@ -262,8 +264,8 @@ rule mme_text:
         mem_mb=3000,
         gpu=1,
     shell:
-        "relin mme-text --config {params.cfg:q} --llm {input.llm} --data {input.data} --out {output.answers}"
-        " --metrics {output.metrics} > {log} 2>&1"
+        "relin lia-mtr-mme-text --config {params.cfg:q} --llm {input.llm} --data {input.data} --out {output.answers}"
+        " --metrics {output.metrics} --items {output.scored} > {log} 2>&1"
 
 
 rule mme_probe:
@@ -286,7 +288,7 @@ rule mme_probe:
         mem_mb=3000,
         gpu=0,
     shell:
-        "relin mme-probe --config {params.cfg:q} --features {input.features} --data {input.data}"
+        "relin lia-mtr-mme-probe --config {params.cfg:q} --features {input.features} --data {input.data}"
         " --metrics {output.metrics} > {log} 2>&1"
 
 
@@ -313,7 +315,7 @@ rule vlm_photos:
         mem_mb=3000,
         gpu=1,
     shell:
-        "relin vlm-photos --config {params.cfg:q} --tower {input.tower} --features {input.features}"
+        "relin lia-mtr-vlm-photos --config {params.cfg:q} --tower {input.tower} --features {input.features}"
         " --model align={input.align} instruct={input.instruct} --out {output} > {log} 2>&1"
 
 
@@ -343,7 +345,7 @@ rule bridge_niah:
         mem_mb=3000,
         gpu=1,
     shell:
-        "relin bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
+        "relin lia-mtr-bridge-niah --config {params.cfg:q} --bridge {wildcards.bridge} --table {output.table}"
         " --items {output.item_scores} --scores {output.metrics} --figure {output.figure} --out {output.model}"
         " --history {output.history} --metrics {output.train_metrics}"
         " --checkpoints checkpoints/lia_mtr/niah/{wildcards.bridge}{wildcards.rep} > {log} 2>&1"
@@ -368,7 +370,7 @@ rule bridge_memory:
         mem_mb=4000,
         gpu=1,
     shell:
-        "relin bridge-memory --config {params.cfg:q} --table {output.table} --metrics {output.metrics}"
+        "relin lia-mtr-bridge-memory --config {params.cfg:q} --table {output.table} --metrics {output.metrics}"
         " --figure {output.figure} > {log} 2>&1"
 
 
@@ -397,7 +399,7 @@ rule bridge_probe:
         mem_mb=2000,
         gpu=0,
     shell:
-        "relin bridge-probe --config {params.cfg:q} --model "
+        "relin lia-mtr-bridge-probe --config {params.cfg:q} --model "
         + " ".join(f"{b}=results/lia_mtr/instruct/{b}/model" for b in MTR_PROBED) + " --features {input.features}"
         " --metrics {output.metrics} --figure {output.figure} > {log} 2>&1"
 

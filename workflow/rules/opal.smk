@@ -149,7 +149,7 @@ rule opal_export:
         mem_mb=3000,
         gpu=0,
     shell:
-        "relin export --config {params.cfg:q} --model {input.model} --out {output.model} --record {output.record}"
+        "relin opal-export --config {params.cfg:q} --model {input.model} --out {output.model} --record {output.record}"
         " > {log} 2>&1"
 
 
@@ -174,7 +174,7 @@ rule hybrid_speed:
         mem_mb=4000,
         gpu=1,
     shell:
-        "relin hybrid-speed --config {params.cfg:q} --teacher {input.teacher} --hybrid {input.hybrid}"
+        "relin opal-hybrid-speed --config {params.cfg:q} --teacher {input.teacher} --hybrid {input.hybrid}"
         " --out {output.json} --table {output.table} > {log} 2>&1"
 
 
@@ -200,7 +200,7 @@ rule opal_lm_eval:
         mem_mb=8000,
         gpu=1,
     shell:
-        "relin lm-eval --config {params.cfg:q} --model {input.model} --name {wildcards.name} --out {output}"
+        "relin opal-lm-eval --config {params.cfg:q} --model {input.model} --name {wildcards.name} --out {output}"
         " > {log} 2>&1"
 
 

@@ -6,36 +6,47 @@ what the rows name but cannot compute from the scores alone (``facts``: a rollou
 keeps, a figure quoted from the seed). Adding a claim, or a precondition to a claim, is one row.
 
 Texts are ``str.format`` templates: ``claim`` and ``source`` may name ``threshold`` and the section's facts;
-``ours`` also names ``a`` and ``b`` (each arm's metric with its interval), ``difference`` (``a - b``) and ``used``
-(the families the metric was taken over). A row whose arms are not all scored, or whose texts or preconditions name
-a fact the section did not supply, is not shown.
+``ours`` and ``contradicted`` also name ``a`` and ``b`` (each arm's metric with its interval), ``difference``
+(favoured minus other), ``used`` (the families the metric was taken over), the facts the first arm's metric reports
+(e.g. the largest N of a memory fit) and, for ``every``, ``worst`` (the lowest part's metric), ``worst_part`` (its
+name), ``reached`` (the parts whose interval clears the threshold) and ``parts`` (how many). A row whose arms are not
+all scored, or whose texts or preconditions name a fact neither the section nor the metric supplied, is not shown.
 """
 from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from typing import Literal, Sequence, Union
-
-from .chain import Chain
+from typing import Any, Literal, Mapping, Sequence, Union
 
 Kind = Literal["claim", "check", "beyond"]
-# at_least / at_most: the first arm's metric against ``threshold``; beats: the first arm's minus the second's against
-# the claim's margin (paired items, seeds paired by index).
-Test = Literal["at_least", "at_most", "beats"]
+# at_least / at_most: the first arm's metric against ``threshold``; beats: the favoured arm's minus the other's against
+# the claim's margin (paired items, seeds paired by index); within: that difference inside ± the margin (or
+# ± ``threshold`` where the row names no margin); every: each part of the arm's metric (a NIAH cell) at least
+# ``threshold``.
+Test = Literal["at_least", "at_most", "beats", "within", "every"]
 # recovery: a ratio of averages over the families the teacher masters, in %; perplexity_share: teacher / student
-# perplexity on the same passages, in %.
-Metric = Literal["recovery", "perplexity_share"]
-ARMS = {"at_least": 1, "at_most": 1, "beats": 2}
+# perplexity on the same passages, in %. LIA-MTR's (relin.report.lia_scores): niah_accuracy (a bridge's NIAH accuracy
+# over the cells ``over`` names: all, trained, earliest, latest past training; per cell for ``every``), mme_accuracy
+# (MME-style accuracy over ``over`` = "<phase>/<category>" or "<phase>"), memory_exponent (the slope of log peak
+# memory on log N, ``over`` = the MHA implementation or "-"), state_bound (Theorem 2's largest ratio to the bound),
+# constant_input_growth (Lemma 2: the output's growth exponent on a constant input).
+Metric = Literal["recovery", "perplexity_share", "niah_accuracy", "mme_accuracy", "memory_exponent", "state_bound",
+                 "constant_input_growth"]
+ARMS = {"at_least": 1, "at_most": 1, "beats": 2, "within": 2, "every": 1}
 
 
 @dataclass(frozen=True)
 class Competent:
-    """The teacher scores at least the mastery (or ``threshold``, if higher) on each family the claim reads:
-    :func:`relin.report.preconditions.competent`. ``over``: the families the metric kept (``used``; all of
-    ``families`` when it kept none), or every family of ``families`` that has items (``all``)."""
+    """The teacher (or the chain row ``reference``, called ``label``) scores at least the mastery (or ``threshold``,
+    if higher) on each family the claim reads: :func:`relin.report.preconditions.competent`. ``over``: the families
+    the metric kept (``used``; all of ``families`` when it kept none), or every family of ``families`` that has items
+    (``all``). A reference's scores are its metric's (LIA-MTR: the caption reference per MME category, MHA's worst NIAH
+    cell); not required when the first arm was not scored."""
 
     threshold: float = 0.0
     over: Literal["used", "all"] = "used"
+    reference: str = ""
+    label: str = "the teacher"
 
 
 @dataclass(frozen=True)
@@ -60,13 +71,55 @@ class Headroom:
 
 @dataclass(frozen=True)
 class Reached:
-    """The run reached the claim's regime: the fact ``value`` is at least ``report.preconditions.<needed>``
-    (:func:`relin.report.preconditions.reached`)."""
+    """The run reached the claim's regime: the fact ``value`` is at least ``report.preconditions.<needed>`` (a name)
+    or ``needed`` (a number) (:func:`relin.report.preconditions.reached`)."""
 
     what: str
     value: str
-    needed: str
+    needed: str | float
     unit: str = ""
+
+
+@dataclass(frozen=True)
+class Learned:
+    """The chain row ``arm`` learned its task: its metric over ``over`` at least the mastery, ``what`` a template over
+    the facts (:func:`relin.report.preconditions.learned`)."""
+
+    arm: str
+    what: str
+    over: str
+
+
+@dataclass(frozen=True)
+class AboveChance:
+    """The arm at index ``arm`` lies above the metric's chance by the margin (``who`` a template over the facts):
+    :func:`relin.report.preconditions.above_chance`."""
+
+    arm: int
+    who: str
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """Each value of the quantity ``quantity`` that the first arm's metric reports over what it used (LIA-MTR: the
+    per-patch probe per category, Lemma 2's reduction error) lies in [``low``, ``high``]
+    (:func:`relin.report.preconditions.within`); not required when the run measured none."""
+
+    what: str
+    quantity: str
+    high: float
+    low: float = float("-inf")
+    fmt: str = ".2f"
+
+
+@dataclass(frozen=True)
+class Exact:
+    """The measurement is exact: the fact ``value`` (the methods used) is one method, of ``allowed``
+    (:func:`relin.report.preconditions.exact`)."""
+
+    what: str
+    value: str
+    allowed: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -80,7 +133,7 @@ class Different:
     shown: str
 
 
-Precondition = Union[Competent, Moved, EnoughSeeds, Headroom, Reached, Different]
+Precondition = Union[Competent, Moved, EnoughSeeds, Headroom, Reached, Different, Learned, AboveChance, Bounded, Exact]
 
 
 @dataclass(frozen=True)
@@ -92,52 +145,78 @@ class ClaimRow:
     source: str
     """The seed's figure it quotes and where (a template over the facts)."""
     arms: tuple[str, ...]
-    """The chain rows it reads: one for ``at_least``/``at_most``, the favoured then the other for ``beats``."""
+    """The chain rows it reads: one for ``at_least``/``at_most``/``every``, two for ``beats``/``within`` (the favoured
+    first unless ``favoured`` says otherwise; a row may appear twice, over two parts)."""
     metric: Metric
     test: Test
     kind: Kind = "claim"
     margin: str = ""
-    """``beats``: the key of ``report.margins`` (fixed before the run, with its reason)."""
+    """``beats``/``within``: the key of ``report.margins`` (fixed before the run, with its reason)."""
     threshold: float = 0.0
-    """``at_least``/``at_most``: the bound, in the metric's unit."""
+    """``at_least``/``at_most``/``every``: the bound, in the metric's unit; ``within`` without a margin: the
+    tolerance."""
     families: str = "all"
     """The task families the metric reads, by a name the paper's section resolves (``all``: every scored one)."""
     preconditions: tuple[Precondition, ...] = ()
     ours: str = "{a} vs {b}; difference {difference} points"
     names: tuple[str, str] = ("A", "B")
-    """How a ``beats`` verdict names the two sides (templates over the facts)."""
+    """How a ``beats`` verdict names the two sides, favoured first (templates over the facts)."""
+    over: tuple[str, ...] = ()
+    """The part of the metric each arm reads, in the metric's vocabulary (one for every arm, or one per arm); empty:
+    its whole (``families``)."""
+    favoured: int = 0
+    """The index of the arm a ``beats`` or ``within`` claim favours: the difference is it minus the other."""
+    labels: tuple[str, ...] = ()
+    """The arms' names in the preconditions that list them (headroom); empty: their evaluations' names."""
+    contradicted: str = ""
+    """The reason of a contradiction in the claim's words (a template), in place of the test's own."""
+    part: str = "part"
+    """What an ``every`` test's parts are called in its verdict (a cell)."""
 
     def templates(self) -> list[str]:
-        texts = [self.claim, self.source, self.ours, *self.names]
+        texts = [self.claim, self.source, self.ours, self.contradicted, *self.names]
         texts += [p.shown for p in self.preconditions if isinstance(p, Different)]
+        texts += [p.what for p in self.preconditions if isinstance(p, Learned)]
         return texts
 
     def facts(self) -> set[str]:
         """The facts the row names: in its texts, and as the values its preconditions compare."""
-        own = {"a", "b", "difference", "used", "threshold"}
+        own = {"a", "b", "difference", "used", "threshold", "worst", "worst_part", "reached", "parts"}
         named = {field.split(".")[0].split("[")[0] for text in self.templates()
                  for _, field, _, _ in string.Formatter().parse(text) if field}
         for p in self.preconditions:
-            named |= {p.value} if isinstance(p, Reached) else {p.a, p.b} if isinstance(p, Different) else set()
+            named |= ({p.value} if isinstance(p, (Reached, Exact)) else {p.a, p.b} if isinstance(p, Different)
+                      else set())
         return named - own
+
+    def part_of(self, index: int) -> str:
+        """The part of the metric the arm at ``index`` reads (empty: its whole)."""
+        return self.over[index if len(self.over) > 1 else 0] if self.over else ""
 
 
 Claims = Sequence[ClaimRow]
 
 
-def check_claims(paper: str, chain: Chain, claims: Claims) -> None:
-    """Every row compares rows of the paper's table, as many as its test reads, a comparison names a margin and only
-    a comparison does, and a parent is a row. (The names of margins and thresholds are the report config's: a test
-    checks them, so that a training stage, which imports this table, does not depend on the report's config.)"""
+def check_claims(paper: str, chain: Mapping[str, Any], claims: Claims) -> None:
+    """Every row compares rows of the paper's table, as many as its test reads, a beats claim names a margin and only
+    a comparison does, ``over`` names one part or one per arm, and a parent is a row. (The names of margins and
+    thresholds are the report config's: a test checks them, so that a training stage, which imports this table, does
+    not depend on the report's config.)"""
     for row in claims:
         where = f"{paper} claim {row.claim!r}"
         if unknown := [arm for arm in row.arms if arm not in chain]:
             raise ValueError(f"{where}: arm {unknown[0]!r} is not a row of the table ({', '.join(chain)})")
         if len(row.arms) != ARMS[row.test]:
             raise ValueError(f"{where}: test {row.test} compares {ARMS[row.test]} arm(s), got {len(row.arms)}")
-        if (row.test == "beats") != bool(row.margin):
-            raise ValueError(f"{where}: a beats claim names a margin of report.margins, and only it; got "
-                             f"{row.margin!r}")
+        if (row.test == "beats" and not row.margin) or (row.margin and row.test not in ("beats", "within")):
+            raise ValueError(f"{where}: a beats claim names a margin of report.margins, and only a comparison "
+                             f"(beats, within) does; got {row.margin!r}")
+        if len(row.over) not in (0, 1, len(row.arms)) or not 0 <= row.favoured < len(row.arms):
+            raise ValueError(f"{where}: over names one part or one per arm ({len(row.arms)}), and favoured an arm; "
+                             f"got over {row.over!r}, favoured {row.favoured}")
         for p in row.preconditions:
-            if isinstance(p, Moved) and p.parent not in chain:
-                raise ValueError(f"{where}: parent {p.parent!r} is not a row of the table")
+            parent = p.parent if isinstance(p, Moved) else p.arm if isinstance(p, Learned) else None
+            if parent is not None and parent not in chain:
+                raise ValueError(f"{where}: {parent!r} is not a row of the table")
+            if isinstance(p, AboveChance) and not 0 <= p.arm < len(row.arms):
+                raise ValueError(f"{where}: above-chance arm {p.arm} is not an index of its arms")

@@ -39,7 +39,7 @@ class GDNConfig:
     conv_size: int = option(4, "short-convolution taps over q, k and v", minimum=1)
     conv_activation: Literal["silu", "none"] = option("silu", "activation after the short convolution (fla: silu)")
     qk_norm: bool = option(False, "keep the teacher's per-head q/k RMSNorm before the kernel's L2 norm (RADLADS' "
-                                    "use_qk_rmsnorm; Qwen3.5's GDN has none, so `relin export` refuses it)")
+                                    "use_qk_rmsnorm; Qwen3.5's GDN has none, so `relin opal-export` refuses it)")
     allow_neg_eigval: bool = option(False, "beta in (0, 2) instead of (0, 1)")
 
 

@@ -68,6 +68,42 @@ def score_subtask(answers: list[MMEAnswer], task: str = "") -> dict[str, float]:
             "images": len(answers) // 2, "other": other}
 
 
+# One question as the official tool scores it (``items.csv``): the parsed answer (yes, no, other) and whether it is
+# the ground truth; an image's two questions on consecutive rows.
+ITEM_COLUMNS = ["phase", "task", "image", "question", "gt", "answer", "correct"]
+
+
+@dataclass(frozen=True)
+class ScoredAnswer:
+    image: str
+    answer: str
+    correct: bool
+
+
+def scored_items(phase: str, by_task: dict[str, list[MMEAnswer]]) -> list[dict]:
+    """Each answer of one phase as the official tool scores it, rows of :data:`ITEM_COLUMNS`."""
+    return [{"phase": phase, "task": task, "image": a.image, "question": a.question, "gt": a.gt.lower(),
+             "answer": parse_answer(a.pred), "correct": int(parse_answer(a.pred) == a.gt.lower())}
+            for task, answers in by_task.items() for a in answers]
+
+
+def read_items_file(path: str | Path) -> dict[str, dict[str, list[ScoredAnswer]]]:
+    """``items.csv`` as ``{phase: {task: [ScoredAnswer]}}``, in file order."""
+    import csv
+
+    path = Path(path)
+    out: dict[str, dict[str, list[ScoredAnswer]]] = {}
+    with open(path, newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        read = ("phase", "task", "image", "answer", "correct")
+        if missing := [c for c in read if c not in (reader.fieldnames or [])]:
+            raise InputError(f"{path}: no column {missing[0]!r} (expected the columns {', '.join(ITEM_COLUMNS)})")
+        for row in reader:
+            out.setdefault(row["phase"], {}).setdefault(row["task"], []).append(
+                ScoredAnswer(row["image"], row["answer"], row["correct"] == "1"))
+    return out
+
+
 def read_results_file(path: str | Path) -> list[MMEAnswer]:
     """One subtask's ``img\\tquestion\\tgt\\tpred`` lines."""
     path = Path(path)

@@ -62,10 +62,11 @@ def answer_from_captions(llm, tokenizer, questions: list[dict], captions: list[s
     return preds
 
 
-def write_and_score(directory: Path, questions: list[dict], preds: list[str]) -> dict:
-    """Write one phase's answers in the official layout under ``directory`` and return its metrics: the
-    perception total and, per subtask and overall, accuracy and acc+ in percent, and the share of "yes"."""
-    from .mme import parse_answer
+def write_and_score(directory: Path, questions: list[dict], preds: list[str]) -> tuple[dict, list[dict]]:
+    """Write one phase's answers in the official layout under ``directory`` (named after the phase) and return its
+    metrics (the perception total and, per subtask and overall, accuracy and acc+ in percent, and the share of "yes")
+    and each answer as scored (:func:`relin.eval.mme.scored_items`, what the report reads)."""
+    from .mme import parse_answer, scored_items
 
     directory.mkdir(parents=True, exist_ok=True)
     by_task: dict[str, list[MMEAnswer]] = {}
@@ -79,5 +80,6 @@ def write_and_score(directory: Path, questions: list[dict], preds: list[str]) ->
     questions_n = sum(s["questions"] for s in scores["subtasks"].values())
     correct = sum(s["acc"] * s["questions"] for s in scores["subtasks"].values())
     yes = sum(parse_answer(p) == "yes" for p in preds)
-    return {"perception": round(scores["perception"], 2), "accuracy": round(100 * correct / questions_n, 2),
-            "yes_share": round(100 * yes / len(preds), 2), "tasks": tasks}
+    metrics = {"perception": round(scores["perception"], 2), "accuracy": round(100 * correct / questions_n, 2),
+               "yes_share": round(100 * yes / len(preds), 2), "tasks": tasks}
+    return metrics, scored_items(directory.name, by_task)

@@ -161,7 +161,7 @@ def report_sections(inputs: ReportInputs, settings: ReportSettings, figure_dir: 
                              FIGURES, layers)) is not None:
         papers.append(opal[0])
         claims += opal[1]
-    if (harness := lm_eval_section([read_json(p, "a results JSON of relin lm-eval") for p in inputs.lm_eval])):
+    if (harness := lm_eval_section([read_json(p, "a results JSON of relin opal-lm-eval") for p in inputs.lm_eval])):
         papers.append(harness)
     lia = lia_mtr_section(inputs.lia_mtr, settings.lia_mtr, figure_dir, FIGURES)
     if lia is not None:

@@ -117,7 +117,7 @@ def read_by_length(spec: str) -> NamedRows:
 def read_speed(spec: str) -> NamedRows:
     name, path = split_name(spec)
     rows = read_csv_rows(path, SPEED_COLUMNS,
-                         "a speed.csv of relin hybrid-speed with columns " + ",".join(SPEED_COLUMNS))
+                         "a speed.csv of relin opal-hybrid-speed with columns " + ",".join(SPEED_COLUMNS))
     return NamedRows(name=name or path.parent.name, rows=rows, path=path)
 
 

@@ -4,6 +4,7 @@ the row's preconditions with :mod:`.preconditions`' constructors, and draws the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 from ..config import claims as rows
@@ -15,11 +16,13 @@ from .lm_scores import ItemScores
 
 @dataclass(frozen=True)
 class Context:
-    """What a paper's section gives the judge: the scores, the teacher's eval name, how a chain row is named among
-    the evaluations, the families each row's ``families`` names, and the facts its texts and preconditions name."""
+    """What a paper's section gives the judge: the scores (an :class:`ItemScores` of language models, or a paper's own
+    that measure its metrics: :class:`relin.report.lia_scores.LiaScores`), the teacher's eval name, how a chain row is
+    named among the evaluations, the families each row's ``families`` names, and the facts its texts and
+    preconditions name."""
 
     paper: str
-    scores: ItemScores
+    scores: ItemScores | Any
     teacher: str
     mastery: float
     name: Callable[[str], str]
@@ -31,101 +34,217 @@ class Context:
 
 @dataclass(frozen=True)
 class Measured:
-    """One arm's metric: its estimate (``None`` when nothing it reads was scored), its text, and the families it
-    was taken over (every family for a metric that reads none)."""
+    """One arm's metric: its estimate (``None`` when nothing it reads was scored), its text, the families it was taken
+    over (every family for a metric that reads none), its parts (an ``every`` test's, by name; the estimate is then
+    the lowest) and the facts it reports for the row's texts and preconditions."""
 
     estimate: vd.Estimate | None
     text: str
     used: tuple[str, ...] = ()
+    parts: Mapping[str, vd.Estimate] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _recovery(ctx: Context, model: str, families: Sequence[str]) -> Measured:
+def _recovery(ctx: Context, model: str, families: Sequence[str], part: str) -> Measured:
     rec = ctx.scores.recovery(model, ctx.teacher, families, ctx.mastery)
     return Measured(rec.estimate, rec.text(), rec.families)
 
 
-def _perplexity_share(ctx: Context, model: str, families: Sequence[str]) -> Measured:
+def _perplexity_share(ctx: Context, model: str, families: Sequence[str], part: str) -> Measured:
     share = ctx.scores.perplexity_share(model, ctx.teacher)
     return Measured(share, share.text(".1f", unit="%"))
 
 
-# Per metric: how an arm is measured, and how a difference of two arms is written.
-METRICS = {"recovery": (_recovery, "+.1f"), "perplexity_share": (_perplexity_share, "+.2f")}
+def _paper_measure(metric: str) -> Callable[[Context, str, Sequence[str], str], Measured]:
+    """A metric the paper's scores measure themselves (``scores.measure(metric, arm, part)``)."""
+    return lambda ctx, model, families, part: ctx.scores.measure(metric, model, part)
 
 
-def _headroom(ctx: Context, row: rows.ClaimRow, arms: Mapping[str, Measured], used: Sequence[str],
-              margin: vd.Margin) -> vd.Precondition:
+def _in_scores(ctx: Context, metric: str, model: str, part: str) -> bool:
+    return model in ctx.scores
+
+
+def _paper_scored(ctx: Context, metric: str, model: str, part: str) -> bool:
+    return ctx.scores.scored(metric, model, part)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How the judge reads a metric: ``measure`` one arm, whether an arm is ``scored``, how a difference is written
+    (``difference``, in points after ``scale``: 100 for a fraction), whether it rests on training seeds (``seeded``),
+    for a fraction its ceiling 1 and the scores' chance (``fraction``), and whether its margin is in questions, which
+    the scores turn into points of the part compared (``per_question``)."""
+
+    measure: Callable[[Context, str, Sequence[str], str], Measured]
+    scored: Callable[[Context, str, str, str], bool] = _paper_scored
+    difference: str = "+.1f"
+    scale: float = 1.0
+    seeded: bool = True
+    fraction: bool = False
+    per_question: bool = False
+
+
+METRICS = {"recovery": MetricSpec(_recovery, _in_scores), "perplexity_share": MetricSpec(_perplexity_share, _in_scores,
+                                                                                          "+.2f"),
+           "niah_accuracy": MetricSpec(_paper_measure("niah_accuracy"), scale=100.0, fraction=True),
+           "mme_accuracy": MetricSpec(_paper_measure("mme_accuracy"), scale=100.0, fraction=True, per_question=True),
+           "memory_exponent": MetricSpec(_paper_measure("memory_exponent"), seeded=False),
+           "state_bound": MetricSpec(_paper_measure("state_bound"), seeded=False),
+           "constant_input_growth": MetricSpec(_paper_measure("constant_input_growth"), seeded=False)}
+
+
+@dataclass(frozen=True)
+class Arms:
+    """The arms of one row as measured: per arm its evaluation's name, its label in the preconditions and its
+    metric; the favoured one's index."""
+
+    models: list[str]
+    labels: list[str]
+    measured: list[Measured]
+    favoured: int
+
+    @property
+    def first(self) -> Measured:
+        return self.measured[0]
+
+    def by_model(self) -> dict[str, vd.Estimate]:
+        return {m: a.estimate for m, a in zip(self.models, self.measured)}
+
+    def by_label(self) -> dict[str, vd.Estimate]:
+        return {n: a.estimate for n, a in zip(self.labels, self.measured)}
+
+
+def _headroom(ctx: Context, row: rows.ClaimRow, arms: Arms, margin: vd.Margin) -> vd.Precondition:
     """Headroom on what the metric is made of: the arms' mean accuracy over the families used (ceiling 1, chance the
-    families' highest), or the perplexity share itself (ceiling 100, chance 0)."""
-    favoured = ctx.name(row.arms[0])
+    families' highest), a fraction itself (ceiling 1, the scores' chance), or the perplexity share itself (ceiling
+    100, chance 0)."""
+    favoured = arms.labels[arms.favoured]
+    spec = METRICS[row.metric]
     if row.metric == "recovery":
-        accuracy = {m: vd.mean_of([ctx.scores.accuracy(m, f) for f in used]) for m in arms}
+        used = arms.first.used
+        accuracy = {m: vd.mean_of([ctx.scores.accuracy(m, f) for f in used]) for m in arms.models}
         return pc.headroom(accuracy, 1.0, max(ctx.scores.chance(f) for f in used), margin.value / 100, favoured)
-    return pc.headroom({m: a.estimate for m, a in arms.items()}, 100.0, 0.0, margin.value, favoured)
+    if spec.fraction:
+        return pc.headroom(arms.by_label(), 1.0, ctx.scores.chance(row.metric), margin.value / spec.scale, favoured)
+    return pc.headroom(arms.by_model(), 100.0, 0.0, margin.value, favoured)
 
 
-def _precondition(ctx: Context, row: rows.ClaimRow, p: rows.Precondition, arms: dict[str, Measured],
-                  families: Sequence[str], margin: vd.Margin | None, facts: Mapping[str, Any]
-                  ) -> vd.Precondition | None:
+def _precondition(ctx: Context, row: rows.ClaimRow, p: rows.Precondition, arms: Arms, families: Sequence[str],
+                  margin: vd.Margin | None, facts: Mapping[str, Any]) -> vd.Precondition | None:
     """The precondition ``p`` as measured, or ``None`` where it does not apply: a precondition on the arms'
-    estimates when the first arm has none, a parent that was not scored."""
-    first = arms[ctx.name(row.arms[0])]
-    if isinstance(p, rows.Competent):
+    measurements when the first arm has none, a parent that was not scored, a quantity the run did not measure."""
+    first, spec = arms.first, METRICS[row.metric]
+    if isinstance(p, rows.Competent) and not p.reference:
         over = (first.used or families) if p.over == "used" else families
         return pc.competent("the teacher", {f: ctx.scores.accuracy(ctx.teacher, f).value for f in over
                                             if ctx.scores.count(f)}, max(ctx.mastery, p.threshold))
     if isinstance(p, rows.Reached):
-        return pc.reached(p.what, facts[p.value], getattr(ctx.pre, p.needed), p.unit)
+        needed = getattr(ctx.pre, p.needed) if isinstance(p.needed, str) else p.needed
+        return pc.reached(p.what, facts[p.value], needed, p.unit)
     if isinstance(p, rows.Different):
         return pc.different(p.what, facts[p.a], facts[p.b], p.shown.format(**facts))
+    if isinstance(p, rows.Exact):
+        methods = facts[p.value]
+        return pc.exact(p.what, ", ".join(methods) or "none", p.allowed if len(methods) == 1 else ())
+    if isinstance(p, rows.Learned):
+        model = ctx.name(p.arm)
+        found = (spec.measure(ctx, model, families, p.over) if spec.scored(ctx, row.metric, model, p.over)
+                 else Measured(None, ""))
+        return pc.learned(model, p.what.format(**facts), found.estimate, ctx.mastery, found.text)
     if first.estimate is None:
         return None
+    if isinstance(p, rows.Competent):
+        return pc.competent(p.label, ctx.scores.competence(ctx.name(p.reference), row.metric, first.used),
+                            p.threshold or ctx.mastery)
+    if isinstance(p, rows.Bounded):
+        values = ctx.scores.quantity(p.quantity, arms.models[0], first.used)
+        return None if values is None else pc.within(p.what, values, p.low, p.high, p.fmt)
+    if isinstance(p, rows.AboveChance):
+        return pc.above_chance(p.who.format(**facts), arms.measured[p.arm].estimate, ctx.scores.chance(row.metric),
+                               margin.value / spec.scale)
     if isinstance(p, rows.EnoughSeeds):
-        return pc.enough_seeds({m: a.estimate for m, a in arms.items()}, ctx.pre.min_seeds)
+        return pc.enough_seeds(arms.by_model(), ctx.pre.min_seeds)
     if isinstance(p, rows.Headroom):
-        return _headroom(ctx, row, arms, first.used, margin)
+        return _headroom(ctx, row, arms, margin)
     if isinstance(p, rows.Moved):
         parent = ctx.name(p.parent)
         if parent not in ctx.scores:
             return None
-        measure = METRICS[row.metric][0]
-        base = measure(ctx, parent, families).estimate
-        change = {m: a.estimate - base for m, a in arms.items()}
-        favoured = ctx.name(row.arms[0])
+        base = spec.measure(ctx, parent, families, "").estimate
+        change = {m: a - base for m, a in arms.by_model().items()}
+        favoured = arms.models[arms.favoured]
         return pc.moved({favoured: change[favoured]}, margin.value, who=p.who,
                         beside={m: c for m, c in change.items() if m != favoured})
     raise TypeError(f"claim {row.claim!r}: unknown precondition {p!r}")
 
 
+def _every(verdicts: Sequence[vd.Verdict], threshold: float, part: str) -> vd.Verdict:
+    """Each part at least ``threshold`` (``verdicts``: each part's :func:`~.verdicts.at_least`): contradicted when some
+    part's interval lies below it, reproduced when every part's lies above, else inconclusive."""
+    if any(v.outcome == vd.CONTRADICTED for v in verdicts):
+        return vd.Verdict(vd.CONTRADICTED, f"{sum(v.outcome == vd.CONTRADICTED for v in verdicts)} {part}s' intervals "
+                                           f"lie below {threshold:g}")
+    if all(v.outcome == vd.REPRODUCED for v in verdicts):
+        return vd.Verdict(vd.REPRODUCED)
+    return vd.inconclusive(f"some {part}s' intervals contain {threshold:g}")
+
+
+def _decide(row: rows.ClaimRow, arms: Arms, margin: vd.Margin | None, facts: Mapping[str, Any]
+            ) -> tuple[str, Callable[[], vd.Verdict]]:
+    """Our text and the row's test, on arms that were scored."""
+    spec, first = METRICS[row.metric], arms.first
+    texts = dict(facts, a=first.text, used=", ".join(first.used))
+    if row.test in ("beats", "within"):
+        favoured, other = arms.measured[arms.favoured].estimate, arms.measured[1 - arms.favoured].estimate
+        difference = favoured - other if spec.scale == 1.0 else (favoured - other) * spec.scale
+        texts.update(b=arms.measured[1].text, difference=difference.text(spec.difference))
+        if row.test == "beats":
+            test = partial(vd.beats, difference, margin, tuple(n.format(**facts) for n in row.names))
+        else:
+            test = partial(vd.within, difference, margin or vd.Margin(row.threshold, ""))
+    elif row.test == "every":
+        verdicts = [vd.at_least(e, row.threshold) for e in first.parts.values()]
+        texts.update(worst=first.text, worst_part=min(first.parts, key=lambda k: first.parts[k].value),
+                     reached=sum(v.outcome == vd.REPRODUCED for v in verdicts), parts=len(verdicts))
+        test = partial(_every, verdicts, row.threshold, row.part)
+    else:
+        test = partial(vd.at_least if row.test == "at_least" else vd.at_most, first.estimate, row.threshold)
+
+    def decide() -> vd.Verdict:
+        verdict = test()
+        if row.contradicted and verdict.outcome == vd.CONTRADICTED:
+            return vd.Verdict(vd.CONTRADICTED, row.contradicted.format(**texts))
+        return verdict
+
+    return row.ours.format(**texts), decide
+
+
 def judge(row: rows.ClaimRow, ctx: Context) -> vd.Claim | None:
     """The verdict of one row on this run; ``None`` when an arm was not scored or a fact it names is missing."""
+    spec = METRICS[row.metric]
     models = [ctx.name(arm) for arm in row.arms]
-    if any(m not in ctx.scores for m in models) or not row.facts() <= set(ctx.facts):
+    parts = [row.part_of(i) for i in range(len(models))]
+    if not all(spec.scored(ctx, row.metric, m, part) for m, part in zip(models, parts)):
         return None
-    facts = {**ctx.facts, "threshold": row.threshold}
     families = ctx.families[row.families]
-    measure, difference_spec = METRICS[row.metric]
-    arms = {m: measure(ctx, m, families) for m in models}
-    first = arms[models[0]]
+    measured = [spec.measure(ctx, m, families, part) for m, part in zip(models, parts)]
+    facts = {**ctx.facts, **measured[0].facts, "threshold": row.threshold}
+    if not row.facts() <= set(facts):
+        return None
+    arms = Arms(models, list(row.labels or models), measured, row.favoured)
     margin = ctx.margins[row.margin] if row.margin else None
+    if margin is not None and spec.per_question:
+        margin = ctx.scores.margin(row.metric, parts[0], margin)
     pre = tuple(built for p in row.preconditions
                 if (built := _precondition(ctx, row, p, arms, families, margin, facts)) is not None)
     claim, source = row.claim.format(**facts), row.source.format(**facts)
-    if first.estimate is None:
+    if arms.first.estimate is None:
         verdict = vd.judged(pre, lambda: vd.Verdict(vd.NOT_TESTABLE, f"{models[0]}: nothing scored"))
-        return vd.Claim(ctx.paper, claim, source, "–", verdict, pre, kind=row.kind, margin=margin)
-    if row.test == "beats":
-        difference = first.estimate - arms[models[1]].estimate
-        ours = row.ours.format(**facts, a=first.text, b=arms[models[1]].text, used=", ".join(first.used),
-                               difference=difference.text(difference_spec))
-        names = tuple(n.format(**facts) for n in row.names)
-        verdict = vd.judged(pre, lambda: vd.beats(difference, margin, names))
-    else:
-        ours = row.ours.format(**facts, a=first.text, used=", ".join(first.used))
-        test = vd.at_least if row.test == "at_least" else vd.at_most
-        verdict = vd.judged(pre, lambda: test(first.estimate, row.threshold))
-    seeds = min(a.estimate.seeds for a in arms.values())
-    return vd.Claim(ctx.paper, claim, source, ours, verdict, pre, kind=row.kind, seeds=seeds, margin=margin)
+        return vd.Claim(ctx.paper, claim, source, arms.first.text, verdict, pre, kind=row.kind, margin=margin)
+    ours, decide = _decide(row, arms, margin, facts)
+    seeds = min(a.estimate.seeds for a in measured) if spec.seeded else None
+    return vd.Claim(ctx.paper, claim, source, ours, vd.judged(pre, decide), pre, kind=row.kind, seeds=seeds,
+                    margin=margin)
 
 
 def judge_all(claims: rows.Claims, ctx: Context) -> list[vd.Claim]:

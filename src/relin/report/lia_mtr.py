@@ -5,19 +5,15 @@ text-only reference: the chat LLM answering from the caption), the bridge-isolat
 bridge's training loss and its accuracy by depth (Fig. 2), the state's norm against N (Theorem 2), Lemma 2 under
 each reading, memory against N, and the write-gate and mixer probe.
 
-Intervals: MME over images (stratified by subtask; a pair's two answers stay together, as acc+ needs), the
-bridge NIAH over test sequences (stratified by cell), the gate over evaluation images, the memory exponent
-from its least-squares fit (t distribution, n - 2 degrees of freedom).
-
 Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge its MME ``metrics.json`` and
-``answers/<phase>/<subtask>.txt`` (``text_reference`` is the LLM from captions), the per-patch probe, per NIAH
-bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and ``history.csv``, the memory
-table and metrics (with Lemma 2's checks) and the probe.
+``items.csv``, each question as ``lia-mtr-eval-mme`` scored it (``text_reference`` is the LLM from captions), the
+per-patch probe, per NIAH bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and
+``history.csv``, the memory table and metrics (with Lemma 2's checks) and the probe.
 
-The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`; the claims are built here, not declared
-as :mod:`relin.config.claims` rows, because what they read is not what :mod:`.judge` measures (a chain row's LM item
-scores against its teacher): NIAH cells and depths past the trained lengths, a fitted memory exponent, MME answers
-paired per image with per-category preconditions, and Lemma 2's and Theorem 2's checks.
+The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`, the claims rows of
+:data:`relin.config.lia_mtr.CLAIMS`, judged by :mod:`.judge` on what :class:`.lia_scores.LiaScores` measures; this
+section supplies the facts their texts quote. The gate and mixer claims, which read the probe's activations per image
+with compound tests, are built here (intervals over evaluation images).
 """
 from __future__ import annotations
 
@@ -30,46 +26,32 @@ from pathlib import Path
 import numpy as np
 from matplotlib.figure import Figure
 
-from ..config.lia_mtr import BRIDGES
+from ..config import lia_mtr as lia_table
+from ..config.lia_mtr import BRIDGES, PROBE_MAX, READINGS, REFERENCE_MIN, RETRIEVES, TABLE1_RUN
 from ..config.report import PreconditionsConfig
 from ..data.vision.synth import RULES
-from ..eval.mme import parse_answer, read_results_file
+from ..eval.mme import read_items_file
 from . import paper_figures as pf
 from . import preconditions as pc
 from . import verdicts as vd
 from .figures import DPI, colours, grid, legend_outside
+from .judge import Context, judge_all
+from .lia_scores import CATEGORIES, MME_CHANCE, TEXT, LiaScores, MMEScores, norm_growth, probe_accuracy
 from .lm_scores import first_replicas, replicas
 from .margins import default_margins
 from .page import FigureRef, Section
 from .table import Table
 
-CATEGORIES = ("existence", "count", "position", "color", "scene")
-# Per category: the text-only reference must decide it (the caption states what the question asks) and no single
-# patch may (the category needs the whole image); both are preconditions of every Table I verdict (issue 49).
-REFERENCE_MIN, PROBE_MAX = 0.9, 0.6
-# The readings of eq. 3's state (the rows of relin.config.lia_mtr.BRIDGES that name one): each LIA-MTR claim is
-# judged for each.
-READINGS = {name: row.reading for name, row in BRIDGES.items() if row.reading}
 PHASES = ("align", "instruct")
-TEXT = "text_reference"
-MME_CHANCE = 0.5
 # Paper, Table I (MME accuracy %, Qwen2.5-3B, CLIP-ViT-L/14): (phase, category or overall) -> (LIA-MTR, MLP).
 PAPER_TABLE1 = {("align", "accuracy"): pf.LIA_PHASE1_OVERALL, ("align", "existence"): pf.LIA_PHASE1_EXISTENCE,
                 ("instruct", "accuracy"): pf.LIA_PHASE2_OVERALL, ("instruct", "scene"): pf.LIA_PHASE2_SCENE}
 # What each Table I row is (its row's label).
 MME_ROLES = {name: row.label for name, row in BRIDGES.items()}
-# A bridge "retrieves" a needle cell at this accuracy; exponents for "linear" and "quadratic" growth.
-RETRIEVES, LINEAR, QUADRATIC = 0.9, 1.2, 1.6
-# Lemma 2: two growth exponents on a constant input count as the same within this.
-GROWTH_TOLERANCE = 0.05
 # A scale whose mean mixer weight is below this carries (almost) nothing (relin.stages.lia_mtr.bridge_probe).
 UNUSED_SCALE = 0.01
-# Below this many patches a fitted growth exponent says little about the asymptote.
-MEMORY_MIN_N = 1024
-# Theorem 2: the paper's slowest half-life (steps; a bridge's own when its NIAH metrics give it), the lengths (in such
-# half-lives) past which a bounded state has converged, and the relative error under which Lemma 2's reduction
-# counts as exact in fp32.
-SLOWEST_HALF_LIFE, BOUNDED_AFTER, LEMMA2_TOLERANCE = pf.LIA_HALF_LIVES.number(3), 4, 1e-4
+# The gate and mixer claims read bridges of Table I: not run there, they are not testable here.
+NOT_RUN = pc.reached(TABLE1_RUN.what, 0, TABLE1_RUN.needed)
 
 
 @dataclass(frozen=True)
@@ -82,15 +64,13 @@ class LiaSettings:
 
 def read_inputs(files: dict) -> dict:
     """The LIA-MTR stage outputs a report manifest lists (:func:`relin.manifest.lia_mtr_files`), read by
-    kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [MMEAnswer]}}}), ``niah_metrics``,
+    kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [ScoredAnswer]}}}), ``niah_metrics``,
     ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``memory_metrics``, ``probe``, ``patch_probe``."""
     out: dict = {"mme": {}, "answers": {}, "niah_metrics": {}, "niah_items": {}, "niah_history": {}, "memory": [],
                  "memory_metrics": {}, "probe": None, "patch_probe": None}
     for entry in files.get("mme", []):
         out["mme"][entry["name"]] = json.loads(Path(entry["metrics"]).read_text())
-        out["answers"][entry["name"]] = {
-            phase.name: {t.stem: read_results_file(t) for t in sorted(phase.glob("*.txt"))}
-            for phase in sorted(Path(entry["answers"]).iterdir()) if phase.is_dir()}
+        out["answers"][entry["name"]] = read_items_file(entry["items"])
     for entry in files.get("niah", []):
         name = entry["name"]
         out["niah_metrics"][name] = json.loads(Path(entry["metrics"]).read_text())
@@ -106,113 +86,6 @@ def read_inputs(files: dict) -> dict:
     for key in ("probe", "patch_probe", "memory_metrics"):
         if files.get(key):
             out[key] = json.loads(Path(files[key]).read_text())
-    return out
-
-
-class MMEScores:
-    """Every model's answers to the same MME-style images, resampled by image (stratified by subtask)."""
-
-    def __init__(self, answers: dict[str, dict[str, dict[str, list]]], resamples: int):
-        self.cells: dict[tuple[str, str], dict[str, np.ndarray]] = {}
-        images = None
-        for model, phases in answers.items():
-            for phase, tasks in phases.items():
-                key = [(task, a.image) for task in CATEGORIES for a in tasks.get(task, [])[::2]]
-                if images is None:
-                    images = key
-                if key != images:
-                    continue
-                right = np.array([[parse_answer(a.pred) == a.gt.lower() for a in tasks[t][i:i + 2]]
-                                  for t in CATEGORIES for i in range(0, len(tasks.get(t, [])), 2)], dtype=float)
-                yes = np.array([[parse_answer(a.pred) == "yes" for a in tasks[t][i:i + 2]]
-                                for t in CATEGORIES for i in range(0, len(tasks.get(t, [])), 2)], dtype=float)
-                self.cells[(model, phase)] = {"correct": right.sum(1), "both": right.prod(1), "yes": yes.sum(1)}
-        self.task = np.array([t for t, _ in images or []])
-        self.resampler = vd.Resampler(list(self.task), resamples=resamples)
-        self.replicas = replicas(list(answers))
-
-    def __contains__(self, key: tuple[str, str]) -> bool:
-        return key in self.cells
-
-    def _over_seeds(self, model: str, phase: str, estimate) -> vd.Estimate:
-        names = [n for n in self.replicas.get(model, [model]) if (n, phase) in self.cells]
-        return vd.over_seeds([estimate(self.cells[(n, phase)]) for n in names])
-
-    def questions(self, task: str | None = None) -> int:
-        """Questions of a category (two per image), or of the whole set."""
-        return 2 * int(len(self.task) if task is None else (self.task == task).sum())
-
-    def accuracy(self, model: str, phase: str, task: str | None = None) -> vd.Estimate:
-        where = None if task is None else self.task == task
-        pairs = np.full(len(self.task), 2.0)
-        return self._over_seeds(model, phase, lambda cells: self.resampler.ratio(cells["correct"], pairs, where))
-
-    def acc_plus(self, model: str, phase: str) -> vd.Estimate:
-        return self._over_seeds(model, phase, lambda cells: self.resampler.mean(cells["both"]))
-
-    def yes_share(self, model: str, phase: str) -> float:
-        return float(self.cells[(model, phase)]["yes"].sum() / (2 * len(self.task)))
-
-
-def probe_accuracy(patch_probe: dict | None, task: str) -> vd.Estimate | None:
-    """The per-patch probe's test accuracy on ``task`` with its Wilson interval (right/wrong test questions)."""
-    found = (patch_probe or {}).get("tasks", {}).get(task)
-    if not found:
-        return None
-    n, hits = found["test_questions"], found["correct"]
-    return vd.Estimate(hits / n, np.empty(0), bounds=vd.wilson(hits, n), support=(0.0, 1.0))
-
-
-def whole_image(patch_probe: dict | None, used) -> vd.Precondition | None:
-    """No single patch decides the categories used: the per-patch probe on pixels at most ``PROBE_MAX`` on each
-    (none without a probe: MME's own images have no drawn rule)."""
-    if not patch_probe:
-        return None
-    found = {c: probe_accuracy(patch_probe, c) for c in used}
-    return pc.within("the category needs the whole image (per-patch probe on pixels)",
-                     {c: e.value if e is not None else math.nan for c, e in found.items()}, -math.inf, PROBE_MAX)
-
-
-TABLE1_CLAIMS = (("align", "existence", "After phase 1 LIA-MTR beats the MLP on existence"),
-                 ("align", None, "After phase 1 the MLP beats LIA-MTR overall"),
-                 ("instruct", None, "After phase 2 LIA-MTR beats the MLP overall"),
-                 ("instruct", "scene", "After phase 2 LIA-MTR beats the MLP on scene"))
-# A config whose ``lia_mtr.bridges`` is empty trains no Table I bridge: its claims, and the gate and mixer read on
-# those bridges, stay in the tally as not testable here (workflow/configs/h200.yaml runs the chain).
-TABLE1_RUN = pc.reached("Table I's bridges trained in this config (lia_mtr.bridges)", 0, 1)
-
-
-def mme_claims(mme: MMEScores | None, s: LiaSettings, patch_probe: dict | None = None) -> list[vd.Claim]:
-    """Table I's four claims for each reading of the state, each judged when the text-only reference answers every
-    category it uses from the captions (≥ ``REFERENCE_MIN``), no single patch decides them (the per-patch probe
-    ≤ ``PROBE_MAX``), both bridges answer above chance by the margin and neither at the ceiling, and each bridge has
-    enough training seeds; the margin is one question (``lia_mtr.mme``) of the compared category."""
-    out = []
-    config = s.margins["lia_mtr.mme"]
-    for bridge, reading in READINGS.items():
-        for phase, key, claim in TABLE1_CLAIMS:
-            quoted = PAPER_TABLE1[(phase, key or "accuracy")]
-            where = f"{quoted.text(' vs ')} (LIA-MTR vs MLP, {quoted.where.split(',')[0]})"
-            if mme is None:
-                out.append(vd.Claim("LIA-MTR", f"{claim} ({reading})", where, "not run",
-                                    vd.judged((TABLE1_RUN,), lambda: vd.inconclusive("not run")), (TABLE1_RUN,)))
-                continue
-            if (bridge, phase) not in mme or ("mlp2x_gelu", phase) not in mme:
-                continue
-            ours = {b: mme.accuracy(b, phase, key) for b in (bridge, "mlp2x_gelu")}
-            first, second = ("mlp2x_gelu", bridge) if "MLP beats" in claim else (bridge, "mlp2x_gelu")
-            difference = (ours[first] - ours[second]) * 100
-            margin = vd.Margin(100 * config.value / max(mme.questions(key), 1), config.reason)
-            used = (key,) if key else CATEGORIES
-            reference = ({c: mme.accuracy(TEXT, "text", c).value for c in used} if (TEXT, "text") in mme else {})
-            pre = (pc.competent("the LLM answering from captions", reference, REFERENCE_MIN),
-                   *filter(None, [whole_image(patch_probe, used)]),
-                   pc.headroom(ours, 1.0, MME_CHANCE, margin.value / 100, first),
-                   pc.enough_seeds(ours, s.pre.min_seeds))
-            text = f"{ours[bridge].text('.1f', 100, '%')} vs {ours['mlp2x_gelu'].text('.1f', 100, '%')}"
-            out.append(vd.Claim("LIA-MTR", f"{claim} ({reading})", where, text,
-                                vd.judged(pre, lambda: vd.beats(difference, margin, (first, second))),
-                                pre, seeds=min(e.seeds for e in ours.values()), margin=margin))
     return out
 
 
@@ -259,282 +132,6 @@ def category_table(mme: MMEScores | None, patch_probe: dict | None) -> Table | N
                       f"reference are preconditions of every Table I verdict.")
 
 
-def niah_estimates(items: dict[str, list[dict]], resamples: int
-                   ) -> tuple[vd.Resampler, dict[str, np.ndarray]] | None:
-    bridges = list(items)
-    if not bridges:
-        return None
-    cells = [(r["length"], r["depth"]) for r in items[bridges[0]]]
-    same = {b: np.array([r["correct"] for r in rows], float) for b, rows in items.items()
-            if [(r["length"], r["depth"]) for r in rows] == cells}
-    return vd.Resampler(cells, resamples=resamples), same
-
-
-def niah_claims(data: dict, s: LiaSettings) -> list[vd.Claim]:
-    """Fig. 2's claims for each reading of the state: LIA-MTR retrieves everywhere, ungated linear attention loses
-    needles LIA-MTR keeps, and the shape of the depth profile (:func:`depth_claims`)."""
-    out = []
-    found = niah_estimates(data["niah_items"], s.resamples)
-    if found is None:
-        return out
-    resampler, correct = found
-    chance = next(iter(data["niah_metrics"].values()), {}).get("chance", 0.0)
-    cells = list(dict.fromkeys(resampler.strata))
-    groups = replicas(list(correct))
-
-    def mean(bridge, where=None):
-        """A bridge's accuracy on the items ``where`` keeps, the mean over its training replicas."""
-        names = groups.get(bridge, [bridge])
-        return vd.over_seeds([resampler.mean(correct[n], where) for n in names])
-
-    def cell(bridge, key):
-        return mean(bridge, resampler.mask(lambda c: c == key))
-
-    reference = {}
-    if "mha" in correct:
-        worst_mha = min(cells, key=lambda c: cell("mha", c).value)
-        reference = {f"worst cell (length {worst_mha[0]}, depth {worst_mha[1]:g})": cell("mha", worst_mha).value}
-    competent = pc.competent("MHA (the probe trains)", reference, s.mastery)
-    trained = beyond_training(data)
-    at_trained = resampler.mask(lambda c: c[0] <= trained)
-
-    def learned(bridge):
-        """The probe learned the task where it trained: its accuracy at the trained lengths ≥ the mastery."""
-        found = mean(bridge, at_trained) if at_trained.any() else None
-        return pc.learned(bridge, f"the task at its trained lengths (≤ {trained}; ≥ {s.mastery:g})", found, s.mastery,
-                          found.text(".2f") if found is not None else "")
-
-    for bridge, reading in READINGS.items():
-        if bridge not in correct:
-            continue
-        per_cell = {c: cell(bridge, c) for c in cells}
-        worst = min(cells, key=lambda c: per_cell[c].value)
-        cell_verdicts = [vd.at_least(e, RETRIEVES) for e in per_cell.values()]
-
-        def every_cell(cell_verdicts=cell_verdicts) -> vd.Verdict:
-            if any(v.outcome == vd.CONTRADICTED for v in cell_verdicts):
-                return vd.Verdict(vd.CONTRADICTED, f"{sum(v.outcome == vd.CONTRADICTED for v in cell_verdicts)} "
-                                                   f"cells' intervals lie below {RETRIEVES:g}")
-            if all(v.outcome == vd.REPRODUCED for v in cell_verdicts):
-                return vd.Verdict(vd.REPRODUCED)
-            return vd.inconclusive(f"some cells' intervals contain {RETRIEVES:g}")
-
-        pre = (competent, learned(bridge))
-        out.append(vd.Claim("LIA-MTR", f"Bridge NIAH: LIA-MTR retrieves at every depth and length (≥ {RETRIEVES:g}; "
-                                       f"{reading})", f"{pf.LIA_NIAH.text()} at every depth and length (Fig. 2)",
-                            f"worst cell {per_cell[worst].text('.2f')} (length {worst[0]}, depth {worst[1]:g}); "
-                            f"{sum(v.outcome == vd.REPRODUCED for v in cell_verdicts)} of {len(cells)} cells "
-                            f"≥ {RETRIEVES:g}", vd.judged(pre, every_cell), pre, seeds=per_cell[worst].seeds))
-        if "linear_attn" in correct:
-            margin = s.margins["lia_mtr.niah_gate"]
-            means = {b: mean(b) for b in (bridge, "linear_attn")}
-            difference = (means[bridge] - means["linear_attn"]) * 100
-            pre = (competent, learned(bridge), learned("linear_attn"),
-                   pc.headroom(means, 1.0, chance, margin.value / 100, bridge), pc.enough_seeds(means, s.pre.min_seeds))
-            out.append(vd.Claim("LIA-MTR", f"Bridge NIAH: ungated linear attention loses needles LIA-MTR keeps "
-                                           f"({reading})", "linear attention fails the early depths (Fig. 2)",
-                                f"mean {means[bridge].text('.2f')} vs {means['linear_attn'].text('.2f')}",
-                                vd.judged(pre, lambda difference=difference, margin=margin, bridge=bridge:
-                                          vd.beats(difference, margin, (bridge, "linear attention"))),
-                                pre, seeds=min(e.seeds for e in means.values()), margin=margin))
-    return out + depth_claims(data, s, resampler, mean, chance, set(correct), learned)
-
-
-def beyond_training(data: dict, bridge: str = "lia_mtr") -> int:
-    """The longest trained length of the NIAH bridges (depth profiles read the lengths past it)."""
-    metrics = data["niah_metrics"].get(bridge) or next(iter(data["niah_metrics"].values()), {})
-    return max(metrics.get("trained_lengths") or [0])
-
-
-def within(difference: vd.Estimate, margin: vd.Margin, unit: str = " points") -> vd.Verdict:
-    """Claim "no difference beyond the margin": reproduced when the interval lies inside ±m, contradicted when it
-    lies wholly outside, else inconclusive."""
-    m, low, high = margin.value, difference.low, difference.high
-    if -m <= low and high <= m:
-        return vd.Verdict(vd.REPRODUCED)
-    if low > m or high < -m:
-        return vd.Verdict(vd.CONTRADICTED, f"the difference lies in [{low:+.3g}, {high:+.3g}], beyond ±{m:g}{unit}")
-    return vd.inconclusive(f"the difference's interval [{low:+.3g}, {high:+.3g}] reaches past ±{m:g}{unit}")
-
-
-def depth_claims(data: dict, s: LiaSettings, resampler, mean, chance: float, names: set[str], learned
-                 ) -> list[vd.Claim]:
-    """The shape of Fig. 2's depth profiles, at the lengths past training: ungated linear attention loses the early
-    needles ("early key-value injections were systematically overwritten": the latest depth beats the earliest),
-    LIA-MTR keeps every depth alike (the earliest within the margin of the latest)."""
-    out = []
-    past = beyond_training(data)
-    depths = sorted({c[1] for c in resampler.strata})
-    if len(depths) < 2:
-        return out
-    margin = s.margins["lia_mtr.niah_gate"]
-
-    def at(bridge, depth):
-        return mean(bridge, resampler.mask(lambda c: c[1] == depth and c[0] > past))
-
-    if not resampler.mask(lambda c: c[0] > past).any():
-        return out
-    early, late = depths[0], depths[-1]
-    what = f"depth {early:g} vs {late:g}, lengths > {past}"
-    if "linear_attn" in names:
-        ends = {"earliest": at("linear_attn", early), "latest": at("linear_attn", late)}
-        difference = (ends["latest"] - ends["earliest"]) * 100
-        pre = (learned("linear_attn"), pc.headroom(ends, 1.0, chance, margin.value / 100, "latest"),
-               pc.enough_seeds({"linear_attn": ends["latest"]}, s.pre.min_seeds))
-        out.append(vd.Claim("LIA-MTR", "Bridge NIAH depth profile: ungated linear attention loses the early needles "
-                                       "(the latest depth beats the earliest)",
-                            "early injections overwritten ('lost in the middle', Fig. 2)",
-                            f"{ends['earliest'].text('.2f')} at the earliest vs {ends['latest'].text('.2f')} at the "
-                            f"latest ({what})", vd.judged(pre, lambda: vd.beats(difference, margin,
-                                                                                 ("the latest", "the earliest"))),
-                            pre, seeds=ends["latest"].seeds, margin=margin))
-    for bridge, reading in READINGS.items():
-        if bridge not in names:
-            continue
-        ends = {"earliest": at(bridge, early), "latest": at(bridge, late)}
-        difference = (ends["earliest"] - ends["latest"]) * 100
-        pre = (learned(bridge), pc.above_chance(f"{bridge} at the latest depth", ends["latest"], chance,
-                                                margin.value / 100))
-        out.append(vd.Claim("LIA-MTR", f"Bridge NIAH depth profile: LIA-MTR keeps the early needles as well as the "
-                                       f"late ones ({reading})", f"{pf.LIA_NIAH.text()} at every depth (Fig. 2)",
-                            f"{ends['earliest'].text('.2f')} vs {ends['latest'].text('.2f')} ({what})",
-                            vd.judged(pre, lambda difference=difference: within(difference, margin)), pre,
-                            seeds=ends["latest"].seeds, margin=margin))
-    return out
-
-
-def state_claims(data: dict) -> list[vd.Claim]:
-    """Theorem 2 for each LIA-MTR bridge of the NIAH: ||M_{N,s}|| ≤ max ||u|| / (1 - λ_s) at every length (a
-    by-construction check on the trained bridge), with the growth of the norm over the longest lengths."""
-    out = []
-    for bridge in first_replicas(list(data["niah_metrics"])):
-        state = data["niah_metrics"][bridge].get("state") or {}
-        if "bound_ratio" not in next(iter(state.values()), {}):
-            continue
-        lengths = sorted(int(n) for n in state)
-        ratio = max(state[str(n)]["bound_ratio"] for n in lengths)
-        growth = norm_growth(state)
-        slowest = data["niah_metrics"][bridge].get("retention", {}).get("slowest_decay")
-        life = math.log(0.5) / math.log(slowest) if slowest and slowest < 1 else SLOWEST_HALF_LIFE
-        pre = (pc.reached("the longest length, in half-lives of the slowest scale", round(lengths[-1] / life, 1),
-                          BOUNDED_AFTER),)
-        out.append(vd.Claim("LIA-MTR", f"Theorem 2: the state stays bounded as N grows ({bridge})",
-                            "||M_{t,s}|| ≤ U / (1 − λ_s), converging geometrically",
-                            f"largest ||M_N,s|| (1 − λ_s) / max ||u|| = {ratio:.3f} over N ≤ {lengths[-1]}; norm ∝ "
-                            f"N^{growth:.2f} over the two longest", vd.judged(pre, lambda ratio=ratio: (
-                                vd.Verdict(vd.REPRODUCED) if ratio <= 1 + 1e-6 else
-                                vd.Verdict(vd.CONTRADICTED, f"the bound is exceeded ({ratio:.3f} > 1)"))),
-                            pre, kind="check"))
-    return out
-
-
-def norm_growth(state: dict) -> float:
-    """The exponent p of the state's norm ∝ N^p between the two longest lengths (0: bounded, 1: linear)."""
-    lengths = sorted(int(n) for n in state)
-    if len(lengths) < 2:
-        return float("nan")
-    (a, b), (na, nb) = lengths[-2:], (state[str(n)]["norm"] for n in lengths[-2:])
-    return math.log(max(nb, 1e-30) / max(na, 1e-30)) / math.log(b / a)
-
-
-def lemma2_claims(memory_metrics: dict) -> list[vd.Claim]:
-    """Lemma 2 ("LIA-MTR mathematically generalizes standard first-order linear attention"), one rule for both readings
-    of the state (:mod:`relin.eval.lemma2`): with S = 1, λ = 1 and no gate, does LIA-MTR at equal width compute the
-    linear attention the project's baseline implements (Katharopoulos et al.'s, which the seed cites for its ELU + 1:
-    φ on queries and keys, normalised) for some weights? On a constant input that attention's output stays constant
-    whatever its weights, while eqs. 3-5 without a normaliser give t times a constant: no weights make them equal.
-    The lemma can only mean the un-normalised form with φ on the keys alone, which eqs. 3-5 are: the head_matrix state
-    equals it, the diagonal one only with d_k·d_v channels; both are shown beside the verdict."""
-    found = memory_metrics.get("lemma2")
-    if not found or "constant_input_growth" not in found:
-        return []
-    growth, dims = found["constant_input_growth"], found["map_dimensions"]
-    reference = growth["linear_attention"]
-    out = []
-    for bridge, reading in READINGS.items():
-        state = BRIDGES[bridge].variant.get("state", "diagonal")
-        error = found["head_matrix_error" if state == "head_matrix" else "expanded_diagonal_error"]
-        pre = (pc.within("the reduced bridge computes eqs. 3-5 (relative error against an fp64 loop of them)",
-                         {state: error}, -math.inf, LEMMA2_TOLERANCE, ".1e"),)
-        ours = growth[state]
-        unnormalised = (f"equals the un-normalised form exactly (relative error {error:.1e})" if state == "head_matrix"
-                        else f"at width {dims['width']} spans {dims['diagonal']} of the un-normalised form's "
-                             f"{dims['linear_attention']} dimensions of maps, equal only at {dims['keys_x_values']} "
-                             f"channels (relative error {error:.1e})")
-        text = (f"S = 1, λ = 1, no gate, constant input: output ∝ t^{ours:.2f} against the baseline's t^"
-                f"{reference:.2f}; {unnormalised}")
-
-        def decide(ours=ours) -> vd.Verdict:
-            if abs(ours - reference) <= GROWTH_TOLERANCE:
-                return vd.Verdict(vd.REPRODUCED)
-            return vd.Verdict(vd.CONTRADICTED, f"on a constant input its output grows as t^{ours:.2f}, normalised "
-                                               f"linear attention's as t^{reference:.2f}, for any weights")
-
-        out.append(vd.Claim("LIA-MTR", f"Lemma 2: LIA-MTR generalises first-order linear attention ({reading})",
-                            "Lemma 2 (no proof given)", text, vd.judged(pre, decide), pre))
-    return out
-
-
-def exponent(rows: list[dict], resamples: int, seed: int = 0) -> vd.Estimate | None:
-    """Least-squares slope of log peak on log N over the sizes from ``MEMORY_MIN_N`` (the asymptote: below it a fixed
-    workspace weighs in), with draws from its t distribution (n - 2 d.o.f.)."""
-    points = [(math.log(r["n"]), math.log(r["peak_bytes"])) for r in rows
-              if r["status"] == "ok" and r["peak_bytes"] and r["n"] >= MEMORY_MIN_N]
-    if len(points) < 3:
-        return None
-    x, y = np.array(points).T
-    slope, intercept = np.polyfit(x, y, 1)
-    residual = y - (slope * x + intercept)
-    se = math.sqrt((residual ** 2).sum() / (len(x) - 2) / ((x - x.mean()) ** 2).sum())
-    draws = slope + se * np.random.default_rng(seed).standard_t(len(x) - 2, resamples)
-    return vd.Estimate(float(slope), draws)
-
-
-# The memory claims: (bridge, MHA implementation, claim, test, threshold, kind). The paper's: LIA-MTR linear (both
-# readings of its state; eq. 3 as written is the claim), softmax MHA quadratic, as eager attention that forms the
-# N x N scores; beyond it, softmax attention through a fused kernel (SDPA), which forms no such matrix.
-MEMORY_CLAIMS = (
-    ("lia_mtr", "-", "LIA-MTR's forward memory grows linearly in N (diagonal state, eq. 3 as written)", "at_most",
-     LINEAR, "claim"),
-    ("lia_mtr_head_matrix", "-", "LIA-MTR's forward memory grows linearly in N (head_matrix state)", "at_most",
-     LINEAR, "check"),
-    ("mha", "naive", "Softmax MHA's forward memory grows quadratically in N (eager attention)", "at_least", QUADRATIC,
-     "claim"),
-    ("mha", "sdpa", "Softmax MHA through a fused kernel (SDPA) needs no quadratic memory", "at_most", LINEAR,
-     "beyond"),
-)
-# The memory accounting exact enough for a growth exponent: an allocator's count of the bytes the forward allocates
-# (torch's on the GPU; the profiler's record of every allocation on the CPU), not a process's resident pages.
-EXACT_MEMORY = ("allocator",)
-
-
-def memory_claims(rows: list[dict], s: LiaSettings) -> list[vd.Claim]:
-    """Memory against N: the paper's LIA-MTR linear and softmax MHA quadratic (eager), and SDPA beside them."""
-    out = []
-    largest = max((r["n"] for r in rows), default=0)
-    quoted = pf.LIA_MEMORY
-    paper = (f"{quoted.values[3]} GB at N = {quoted.values[2]}; MHA out of memory at N = {quoted.values[0]} on "
-             f"{quoted.values[1]} GB")
-    for bridge, impl, claim, test, threshold, kind in MEMORY_CLAIMS:
-        mine = [r for r in rows if r["bridge"] == bridge and r["impl"] == impl]
-        if not mine:
-            continue
-        estimate = exponent(mine, s.resamples)
-        reach = max((r["n"] for r in mine if r["status"] == "ok" and r["peak_bytes"]), default=0)
-        methods = sorted({r.get("method") or "rss" for r in mine if r["status"] == "ok"})
-        sizes = sum(1 for r in mine if r["status"] == "ok" and r["peak_bytes"] and r["n"] >= MEMORY_MIN_N)
-        pre = (pc.reached("the largest N measured", largest, MEMORY_MIN_N),
-               pc.reached(f"sizes from N = {MEMORY_MIN_N} with a measured peak", sizes, 3),
-               pc.exact("peak bytes counted by the allocator", ", ".join(methods) or "none",
-                        EXACT_MEMORY if len(methods) == 1 else ()))
-        text = f"peak ∝ N^{estimate.text('.2f')} ({MEMORY_MIN_N} ≤ N ≤ {reach})" if estimate else "–"
-        judge = vd.at_most if test == "at_most" else vd.at_least
-        out.append(vd.Claim("LIA-MTR", f"{claim} (exponent {'≤' if test == 'at_most' else '≥'} {threshold:g})",
-                            paper if kind != "beyond" else "not in seed 000 (its MHA runs out of memory)", text,
-                            vd.judged(pre, lambda: judge(estimate, threshold)), pre, kind=kind))
-    return out
-
-
 def bridge_learned(mme: MMEScores | None, s: LiaSettings, bridge: str) -> vd.Precondition:
     """The trained bridge the probe reads answers the MME-style set after phase 2 above chance by the margin (one
     question of the set): a gate or mixer of a bridge that learned nothing is its initialisation's."""
@@ -564,10 +161,10 @@ def probe_claims(probe: dict | None, mme: MMEScores | None = None, s: LiaSetting
         if mme is not None:
             return []
         unread = [vd.Claim("LIA-MTR", mixer_claim(reading), mixer_paper(), "not run",
-                           vd.judged((TABLE1_RUN,), lambda: vd.inconclusive("not run")), (TABLE1_RUN,))
+                           vd.judged((NOT_RUN,), lambda: vd.inconclusive("not run")), (NOT_RUN,))
                   for reading in READINGS.values()]
-        return [vd.Claim("LIA-MTR", claim, paper, "not run", vd.judged((TABLE1_RUN,), lambda: vd.inconclusive("")),
-                         (TABLE1_RUN,)), *unread]
+        return [vd.Claim("LIA-MTR", claim, paper, "not run", vd.judged((NOT_RUN,), lambda: vd.inconclusive("")),
+                         (NOT_RUN,)), *unread]
     s = s or LiaSettings(0.8, 2000)
     gates = np.array(probe["gate_per_image"])
     mean = vd.Resampler(["image"] * len(gates)).mean(gates)
@@ -872,6 +469,22 @@ def probe_table(probe: dict) -> Table:
                       "Paper: half-lives 1.94 to 138.28, gate 0.5053 ± 0.0444.")
 
 
+def context(scores: LiaScores, s: LiaSettings) -> Context:
+    """What LIA-MTR's claim rows read beyond the scores: the quoted figures, and the mastery a probe must reach."""
+    quoted = pf.LIA_MEMORY
+    facts = {**scores.facts(), "mastery": s.mastery, "niah_paper": pf.LIA_NIAH.text(),
+             "table1": {f"{phase}_{key}": f"{quote.text(' vs ')} (LIA-MTR vs MLP, {quote.where.split(',')[0]})"
+                        for (phase, key), quote in PAPER_TABLE1.items()},
+             "paper_memory": f"{quoted.values[3]} GB at N = {quoted.values[2]}; MHA out of memory at N = "
+                             f"{quoted.values[0]} on {quoted.values[1]} GB"}
+    return Context("LIA-MTR", scores, "", s.mastery, lambda row: row, s.margins, s.pre, {"all": ()}, facts)
+
+
+def claims(data: dict, mme: MMEScores | None, s: LiaSettings) -> list[vd.Claim]:
+    """LIA-MTR's claim rows (:data:`relin.config.lia_mtr.CLAIMS`), in table order, as judged on this run."""
+    return judge_all(lia_table.CLAIMS, context(LiaScores(data, mme, s.resamples), s))
+
+
 def lia_mtr_section(files: dict, s: LiaSettings, figure_dir: Path,
                     prefix: str) -> tuple[Section, list[vd.Claim]] | None:
     """``files``: LIA-MTR's entry of its report manifest (none: no section)."""
@@ -879,9 +492,7 @@ def lia_mtr_section(files: dict, s: LiaSettings, figure_dir: Path,
         return None
     data = read_inputs(files)
     mme = MMEScores(data["answers"], s.resamples) if data["answers"] else None
-    found = [*mme_claims(mme, s, data["patch_probe"]), *niah_claims(data, s), *state_claims(data),
-             *lemma2_claims(data["memory_metrics"]), *memory_claims(data["memory"], s),
-             *probe_claims(data["probe"], mme, s)]
+    found = [*claims(data, mme, s), *probe_claims(data["probe"], mme, s)]
     blocks: list = [*vd.verdict_tables(found, "LIA-MTR")]
     categories = category_table(mme, data["patch_probe"])
     if categories is not None:

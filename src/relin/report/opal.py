@@ -482,8 +482,8 @@ def speed_table(speed: NamedRows) -> Table:
     return Table(title="Decode memory, hybrid vs teacher (paper Fig. 4)",
                  columns=["context", "teacher MiB", "hybrid MiB", "memory ratio"], rows=rows,
                  note="Cache after the prefill (attention KV; GDN conv and recurrent states). Decode throughput "
-                      "measures the machine: this run's is in the hybrid-speed MLflow run; the H200's, against the "
-                      "teacher at its best and each model's bandwidth floor, in "
+                      "measures the machine: this run's is in the opal-hybrid-speed MLflow run; the H200's, against "
+                      "the teacher at its best and each model's bandwidth floor, in "
                       "benchmarks/results/hybrid_decode_graphed.json.")
 
 
@@ -523,7 +523,7 @@ def opal_section(scores: ItemScores | None, s: OpalSettings, histories: dict[str
 
 
 def lm_eval_section(results: list[dict]) -> Section | None:
-    """lm-evaluation-harness scores (``relin lm-eval`` JSONs) of the teacher and the OPAL models: one row per task
+    """lm-evaluation-harness scores (``relin opal-lm-eval`` JSONs) of the teacher and the OPAL models: one row per task
     and metric, a column per model and each student's score as % of the teacher's."""
     if not results:
         return None

@@ -359,6 +359,17 @@ def beats(difference: Estimate, margin: Margin, names: tuple[str, str] = ("A", "
                                  f"margin +{m:g}{unit}")
 
 
+def within(difference: Estimate, margin: Margin, unit: str = " points") -> Verdict:
+    """Claim "no difference beyond the margin": reproduced when the interval lies inside ±m, contradicted when it
+    lies wholly outside, else inconclusive."""
+    m, low, high = margin.value, difference.low, difference.high
+    if -m <= low and high <= m:
+        return Verdict(REPRODUCED)
+    if low > m or high < -m:
+        return Verdict(CONTRADICTED, f"the difference lies in [{low:+.3g}, {high:+.3g}], beyond ±{m:g}{unit}")
+    return inconclusive(f"the difference's interval [{low:+.3g}, {high:+.3g}] reaches past ±{m:g}{unit}")
+
+
 @dataclass(frozen=True)
 class Claim:
     """One row of a verdict table: the paper's claim, its number, ours, the verdict, and what it rested on.

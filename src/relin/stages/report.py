@@ -42,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 # (relin.config.claims; a paper's CLAIMS sit beside its CHAIN, so a model row's edit counts too: a warning too many
 # rather than a rule changed unseen).
 RULES = ("src/relin/report", "src/relin/config/report.py", "src/relin/config/claims.py", "src/relin/config/opal.py",
-         "src/relin/config/hedgemamba.py", "params.yaml")
+         "src/relin/config/hedgemamba.py", "src/relin/config/lia_mtr.py", "params.yaml")
 
 
 def _git(*argv: str) -> str:

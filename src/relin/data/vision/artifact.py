@@ -44,9 +44,9 @@ def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text())
     except FileNotFoundError:
-        raise InputError(f"{path}: not found (expected the output of relin synth-vision)") from None
+        raise InputError(f"{path}: not found (expected the output of relin lia-mtr-synth-vision)") from None
     except json.JSONDecodeError as err:
-        raise InputError(f"{path}: damaged JSON ({err.msg}); regenerate it with relin synth-vision") from None
+        raise InputError(f"{path}: damaged JSON ({err.msg}); regenerate it with relin lia-mtr-synth-vision") from None
 
 
 def load_tensors(path: Path, what: str) -> dict:
@@ -72,7 +72,7 @@ class VisionData:
         return cls(path, _read_json(path / "train.json"), _read_json(path / "mme.json"))
 
     def images(self) -> dict:
-        return load_tensors(self.path / "images.safetensors", "synth-vision images")
+        return load_tensors(self.path / "images.safetensors", "lia-mtr-synth-vision images")
 
     def tokenizer(self):
         from ..tokenizer import load_tokenizer
@@ -81,5 +81,5 @@ class VisionData:
 
 
 def load_features(path: str | Path) -> dict:
-    """``{"train": [N, P, d], "mme": [M, P, d]}`` fp32 features of relin clip-features."""
-    return load_tensors(Path(path) / "features.safetensors", "clip-features output")
+    """``{"train": [N, P, d], "mme": [M, P, d]}`` fp32 features of relin lia-mtr-clip-features."""
+    return load_tensors(Path(path) / "features.safetensors", "lia-mtr-clip-features output")

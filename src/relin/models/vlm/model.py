@@ -83,7 +83,7 @@ class BridgeVLM(nn.Module):
         directory = Path(directory)
         if not (directory / "bridge.json").is_file() or not (directory / "bridge.safetensors").is_file():
             raise InputError(f"VLM {directory}: missing bridge.json or bridge.safetensors (expected a directory "
-                             f"written by relin bridge-align or bridge-instruct)")
+                             f"written by relin lia-mtr-bridge-align or lia-mtr-bridge-instruct)")
         spec = json.loads((directory / "bridge.json").read_text())
         bridge = Bridge.from_spec(spec)
         bridge.load_state_dict(load_file(directory / "bridge.safetensors"))

@@ -13,7 +13,7 @@ switched on for stage 2 or not (:func:`unlock_conv_activation`):
 - ``mamba_in_llama``: Mamba-in-the-Llama's initialisation as its authors wrote it
   (:func:`relin.models.convert.mamba_in_llama.mamba_in_llama_from_teacher`: no φ, their Δ/A/D/conv init, Mamba-2's
   gated RMSNorm), the same budget;
-- ``hedgehog``: the stage-1 Hedgehog model without conversion (``--student``: relin hedgehog-match's output).
+- ``hedgehog``: the stage-1 Hedgehog model without conversion (``--student``: relin hedgemamba-hedgehog-match's output).
 
 ``decays.json``: per HedgeMamba layer and head, A_log, dt_bias and the half-life ln 2 / (exp(A_log) ·
 softplus(dt_bias)) in tokens (at the input-independent Δ), before and after training.
@@ -48,8 +48,9 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--variant", required=True, choices=VARIANTS)
-    parser.add_argument("--student", required=True, help="model to fine-tune (hedgemamba-init or hedgehog-match "
-                                                          "output), or for --variant random the teacher")
+    parser.add_argument("--student", required=True, help="model to fine-tune (hedgemamba-init or "
+                                                          "hedgemamba-hedgehog-match output), or for --variant random "
+                                                          "the teacher")
     parser.add_argument("--data", required=True, help="synth-text dataset directory")
     parser.add_argument("--decays", required=True, help="decays.json to write (Λ and Δ per layer and head)")
     add_output_arguments(parser)

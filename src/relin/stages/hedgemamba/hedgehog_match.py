@@ -1,4 +1,4 @@
-"""``relin hedgehog-match``: HedgeMamba stage 1 (seeds/001 §3.1). The GPT-NeoX (or Llama) teacher's attention
+"""``relin hedgemamba-hedgehog-match``: HedgeMamba stage 1 (seeds/001 §3.1). The GPT-NeoX (or Llama) teacher's attention
 layers become Hedgehog layers with its projections and identity feature maps; the teacher stays frozen and only the
 feature maps train, each layer on the teacher's input to it (``attention_match``, the loss a named option)."""
 from __future__ import annotations
@@ -41,5 +41,5 @@ def run(args: argparse.Namespace, sections) -> None:
         objective = AttentionMatch(FrozenTeacher(teacher), layers, cfg.loss, cfg.query_block)
         return Setup(student, data.tokenizer, objective, data.step_batches(cfg.train, env))
 
-    run_training("hedgehog-match", __name__, args, sections, cfg.train, setup, inputs=[args.teacher, args.data],
-                 tags={"relin.loss": cfg.loss})
+    run_training("hedgemamba-hedgehog-match", __name__, args, sections, cfg.train, setup,
+                 inputs=[args.teacher, args.data], tags={"relin.loss": cfg.loss})

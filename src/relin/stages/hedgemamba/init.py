@@ -19,7 +19,8 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--hedgehog", required=True, help="stage-1 Hedgehog model directory (relin hedgehog-match)")
+    parser.add_argument("--hedgehog", required=True,
+                        help="stage-1 Hedgehog model directory (relin hedgemamba-hedgehog-match)")
     parser.add_argument("--data", required=True, help="synth-text dataset directory (rows for the check)")
     parser.add_argument("--out", required=True, help="model directory to write")
     parser.add_argument("--check", required=True, help="JSON to write: the logit gap to the Hedgehog model")

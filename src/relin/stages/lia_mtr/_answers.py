@@ -1,6 +1,6 @@
-"""What the stages that question a trained VLM after each phase share (eval-mme, vlm-photos): the ``--model
-PHASE=DIR`` specs and one phase's greedy answers. Apart from :mod:`._vlm` so that the training stages do not depend
-on the generation code."""
+"""What the stages that question a trained VLM after each phase share (lia-mtr-eval-mme, lia-mtr-vlm-photos): the
+``--model PHASE=DIR`` specs and one phase's greedy answers. Apart from :mod:`._vlm` so that the training stages do not
+depend on the generation code."""
 from __future__ import annotations
 
 

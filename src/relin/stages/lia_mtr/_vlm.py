@@ -38,8 +38,8 @@ def add_bridge_arguments(parser: argparse.ArgumentParser, start: str) -> None:
 
     parser.add_argument("--bridge", required=True, choices=BRIDGE_NAMES, help="the bridge trained")
     parser.add_argument("--start", required=True, help=start)
-    parser.add_argument("--features", required=True, help="features directory (relin clip-features)")
-    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--features", required=True, help="features directory (relin lia-mtr-clip-features)")
+    parser.add_argument("--data", required=True, help="lia-mtr-synth-vision directory")
     add_output_arguments(parser)
 
 

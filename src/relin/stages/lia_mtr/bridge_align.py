@@ -1,4 +1,4 @@
-"""``relin bridge-align --bridge NAME``: LLaVA phase 1. A fresh bridge between the features and the frozen
+"""``relin lia-mtr-bridge-align --bridge NAME``: LLaVA phase 1. A fresh bridge between the features and the frozen
 chat LLM learns alone to make the LLM write each image's caption (only the bridge trains)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_bridge_arguments(parser, start="chat LLM directory (relin chat-lm)")
+    add_bridge_arguments(parser, start="chat LLM directory (relin lia-mtr-chat-lm)")
 
 
 def run(args: argparse.Namespace, sections) -> None:
@@ -43,5 +43,5 @@ def run(args: argparse.Namespace, sections) -> None:
         batches = feature_batches(ids, labels, images, features, tokenizer.pad_token_id, cfg.train, env)
         return Setup(model, tokenizer, build_objective("vlm_ce"), batches)
 
-    run_training("bridge-align", __name__, args, sections, cfg.train, setup,
+    run_training("lia-mtr-bridge-align", __name__, args, sections, cfg.train, setup,
                  inputs=[args.start, args.features, args.data], tags={"bridge": args.bridge})

@@ -1,4 +1,4 @@
-"""``relin bridge-instruct --bridge NAME``: LLaVA phase 2. The phase-1 bridge and the LLM train together on
+"""``relin lia-mtr-bridge-instruct --bridge NAME``: LLaVA phase 2. The phase-1 bridge and the LLM train together on
 the conversations; only the assistant tokens are supervised (through the chat template)."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_bridge_arguments(parser, start="phase-1 model directory (relin bridge-align)")
+    add_bridge_arguments(parser, start="phase-1 model directory (relin lia-mtr-bridge-align)")
 
 
 def run(args: argparse.Namespace, sections) -> None:
@@ -33,5 +33,5 @@ def run(args: argparse.Namespace, sections) -> None:
         batches = feature_batches(ids, labels, images, features, tokenizer.pad_token_id, cfg.train, env)
         return Setup(model, tokenizer, build_objective("vlm_ce"), batches)
 
-    run_training("bridge-instruct", __name__, args, sections, cfg.train, setup,
+    run_training("lia-mtr-bridge-instruct", __name__, args, sections, cfg.train, setup,
                  inputs=[args.start, args.features, args.data], tags={"bridge": args.bridge})

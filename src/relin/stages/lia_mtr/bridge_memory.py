@@ -1,4 +1,4 @@
-"""``relin bridge-memory``: each bridge's forward over N visual patches, N doubling: on the GPU when there
+"""``relin lia-mtr-bridge-memory``: each bridge's forward over N visual patches, N doubling: on the GPU when there
 is one (bf16, ``max_memory_allocated`` above the inputs, an out-of-memory recorded as ``oom``), else on the
 CPU (fp32, the allocator's peak during the forward from the profiler's record of every allocation); both count the
 allocator's bytes (:mod:`relin.eval.bridge_memory`). ``benchmarks/gpu/bridge_memory.py`` runs the paper's sizes alone.
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, sections) -> None:
     points = [(b, impl, n) for b, impl in variants(cfg.bridges, cfg.mha_impls) for n in cfg.lengths]
     rows = []
     device = compute_device()
-    with stage_run("bridge-memory", sections.raw, outputs=[args.table, args.metrics]) as tracker:
+    with stage_run("lia-mtr-bridge-memory", sections.raw, outputs=[args.table, args.metrics]) as tracker:
         for bridge, impl, n in progress(points, desc="memory"):
             if device.type == "cuda":
                 result = measure_cuda(bridge, impl, n, cfg.d_vision, cfg.d_llm, cfg.num_scales)
@@ -68,4 +68,4 @@ def run(args: argparse.Namespace, sections) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     save_figure(fig, args.figure)
-    print(f"bridge-memory: growth exponents {metrics}")
+    print(f"lia-mtr-bridge-memory: growth exponents {metrics}")

@@ -1,4 +1,4 @@
-"""``relin bridge-niah --bridge NAME``: the bridge-isolated NIAH of Fig. 2 for one bridge
+"""``relin lia-mtr-bridge-niah --bridge NAME``: the bridge-isolated NIAH of Fig. 2 for one bridge
 (:mod:`relin.eval.bridge_niah`): trained through the one training loop on ``train_lengths`` at random depths
 (the model, ``history.csv`` and ``train_metrics.json`` as every training stage writes them, resumable), then
 scored on the ``lengths`` x ``depths`` grid: ``niah.csv`` (length, depth, accuracy, n), ``items.csv`` (every
@@ -115,6 +115,6 @@ def run(args: argparse.Namespace, sections) -> None:
         tracker.log_metrics({"mean_accuracy": scores["mean_accuracy"], "min_accuracy": scores["min_accuracy"]})
         save_figure(heatmap(rows, f"bridge NIAH: {args.bridge}"), args.figure)
 
-    run_training("bridge-niah", __name__, args, sections, cfg.train, setup, inputs=[], tags={"bridge": args.bridge},
-                 finish=finish, outputs=[args.table, args.items, args.scores])
-    print(f"bridge-niah {args.bridge}: mean {scores['mean_accuracy']}, by length {scores['by_length']}")
+    run_training("lia-mtr-bridge-niah", __name__, args, sections, cfg.train, setup, inputs=[],
+                 tags={"bridge": args.bridge}, finish=finish, outputs=[args.table, args.items, args.scores])
+    print(f"lia-mtr-bridge-niah {args.bridge}: mean {scores['mean_accuracy']}, by length {scores['by_length']}")

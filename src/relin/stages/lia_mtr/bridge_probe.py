@@ -1,4 +1,4 @@
-"""``relin bridge-probe``: the paper's probes of the trained LIA-MTR bridges on the evaluation images: the
+"""``relin lia-mtr-bridge-probe``: the paper's probes of the trained LIA-MTR bridges on the evaluation images: the
 write gate's mean and standard deviation over every visual token (paper: 0.5053 and 0.0444), the scale
 mixer's mean weight per scale (per image too, for intervals; a scale under 1% of the weight is flagged unused)
 and the fixed decays' half-lives (paper: 1.94 to 138.28 steps).
@@ -20,8 +20,8 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", nargs="+", required=True, metavar="NAME=DIR",
-                        help="LIA-MTR VLM directories (relin bridge-instruct), lia_mtr first")
-    parser.add_argument("--features", required=True, help="features directory (relin clip-features)")
+                        help="LIA-MTR VLM directories (relin lia-mtr-bridge-instruct), lia_mtr first")
+    parser.add_argument("--features", required=True, help="features directory (relin lia-mtr-clip-features)")
     parser.add_argument("--metrics", required=True, help="probe JSON to write")
     parser.add_argument("--figure", required=True, help="figure (PNG) to write")
 
@@ -65,7 +65,8 @@ def run(args: argparse.Namespace, sections) -> None:
         raise InputError(f"--model: expected lia_mtr=DIR first, got {next(iter(models))}")
     features = load_features(args.features)["mme"]
     probes = {}
-    with stage_run("bridge-probe", {}, inputs=[*models.values(), args.features], outputs=[args.metrics]) as tracker:
+    with stage_run("lia-mtr-bridge-probe", {}, inputs=[*models.values(), args.features],
+                   outputs=[args.metrics]) as tracker:
         for name, path in models.items():
             mixer = BridgeVLM.from_pretrained(path).bridge.mixer
             if not isinstance(mixer, MTRBridge):
@@ -90,5 +91,5 @@ def run(args: argparse.Namespace, sections) -> None:
     right.legend(fontsize=6)
     fig.tight_layout()
     save_figure(fig, args.figure)
-    print(f"bridge-probe: gate {out['gate_mean']} ± {out['gate_std']}, half-lives {out['half_lives']}, mixer "
+    print(f"lia-mtr-bridge-probe: gate {out['gate_mean']} ± {out['gate_std']}, half-lives {out['half_lives']}, mixer "
           + "; ".join(f"{n} {p['mixer_mean']}" for n, p in probes.items()))

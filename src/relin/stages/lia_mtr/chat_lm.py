@@ -1,4 +1,4 @@
-"""``relin chat-lm``: the chat LLM the bridges feed. Default: a tiny ``Qwen2ForCausalLM`` trained on the
+"""``relin lia-mtr-chat-lm``: the chat LLM the bridges feed. Default: a tiny ``Qwen2ForCausalLM`` trained on the
 scenes' text alone, captions and conversations whose image is replaced by its caption, so that, like an
 instruct LLM, it already answers in the chat format from a description; with ``lia_mtr.llm.pretrained`` or
 ``checkpoint`` (a checkpoints row, its directory passed as ``--checkpoint``): that checkpoint and its tokenizer
@@ -17,7 +17,7 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--data", required=True, help="lia-mtr-synth-vision directory")
     add_checkpoint_argument(parser, "lia_mtr.llm")
     add_output_arguments(parser)
 
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace, sections) -> None:
             raise InputError(f"lia_mtr.llm: {reference} has no chat template (expected a chat model, e.g. "
                              f"Qwen/Qwen2.5-3B-Instruct)")
         image_id = add_image_token(llm, tokenizer)
-        with stage_run("chat-lm", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
+        with stage_run("lia-mtr-chat-lm", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
             tracker.set_tags({"relin.pretrained": reference})
             write_outputs(args, llm, tokenizer, [], {"steps": 0, "pretrained": reference,
                                                      "image_token_id": image_id}, tracker)
@@ -84,4 +84,4 @@ def run(args: argparse.Namespace, sections) -> None:
         return Setup(build_llm(cfg, tokenizer, seed=cfg.train.seed), tokenizer, build_objective(cfg.objective),
                      batches)
 
-    run_training("chat-lm", __name__, args, sections, cfg.train, setup, inputs=[args.data])
+    run_training("lia-mtr-chat-lm", __name__, args, sections, cfg.train, setup, inputs=[args.data])

@@ -1,4 +1,4 @@
-"""``relin llava-data --out DIR``: LLaVA-format JSON for both phases, their images and the MME release folders,
+"""``relin lia-mtr-llava-data --out DIR``: LLaVA-format JSON for both phases, their images and the MME release folders,
 written in the ``synth_vision`` layout (:mod:`relin.data.vision.artifact`; what is read: :mod:`relin.data.vision.llava`)
 with the chat LLM's tokenizer, atomically."""
 from __future__ import annotations
@@ -28,12 +28,12 @@ def run(args: argparse.Namespace, sections) -> None:
     if not llm.pretrained:
         raise InputError("lia_mtr.llm.pretrained: empty; LLaVA data is read by a pretrained chat LLM's tokenizer")
     tokenizer = load_tokenizer(llm.pretrained)
-    with stage_run("llava-data", sections.raw, inputs=[cfg.align_json, cfg.instruct_json, cfg.image_folder,
+    with stage_run("lia-mtr-llava-data", sections.raw, inputs=[cfg.align_json, cfg.instruct_json, cfg.image_folder,
                                                        cfg.mme_folder], outputs=[args.out]) as tracker:
         data = import_llava(cfg)
         with atomic_dir(args.out) as tmp:
             stats = write_synth_vision(tmp, data, tokenizer)
         tracker.log_metrics({k: v for k, v in stats.items() if isinstance(v, int)})
-        print(f"llava-data: {len(data['train']['captions'])} phase-1 and {len(data['train']['conversations'])} "
+        print(f"lia-mtr-llava-data: {len(data['train']['captions'])} phase-1 and {len(data['train']['conversations'])} "
               f"phase-2 samples over {stats['train_images']} images, {len(data['mme']['questions'])} MME questions "
               f"on {stats['mme_images']} images -> {args.out}")

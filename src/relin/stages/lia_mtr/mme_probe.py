@@ -1,6 +1,7 @@
-"""``relin mme-probe``: the per-patch linear probe of the MME-style categories (:mod:`relin.eval.patch_probe`): for
-each category, the accuracy of the best single patch position (chosen on a held-out split of the training images,
-scored on another), beside the control (the background tint, which every patch shows). It reads two features:
+"""``relin lia-mtr-mme-probe``: the per-patch linear probe of the MME-style categories
+(:mod:`relin.eval.patch_probe`): for each category, the accuracy of the best single patch position (chosen on a
+held-out split of the training images, scored on another), beside the control (the background tint, which every
+patch shows). It reads two features:
 
 - ``tasks``: each patch's pixels, what decides whether the *category* needs the whole image (a precondition of
   every Table I verdict, shown per category in the report);
@@ -20,8 +21,8 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--features", required=True, help="features directory (relin clip-features)")
-    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--features", required=True, help="features directory (relin lia-mtr-clip-features)")
+    parser.add_argument("--data", required=True, help="lia-mtr-synth-vision directory")
     parser.add_argument("--metrics", required=True, help="metrics JSON to write")
 
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace, sections) -> None:
     rows += control_rows(data.train["scenes"], len(BACKGROUNDS))
     images = data.images()["train"].numpy()
     side = patch_side(images, features)
-    with stage_run("mme-probe", {}, inputs=[args.features, args.data], outputs=[args.metrics]) as tracker:
+    with stage_run("lia-mtr-mme-probe", {}, inputs=[args.features, args.data], outputs=[args.metrics]) as tracker:
         pixels = probe_categories(pixel_patches(images, side), rows)
         tower = probe_categories(features, rows)
         atomic_write_json(args.metrics, {"probe": "per-patch linear (bilinear in the question's words)",
@@ -50,7 +51,7 @@ def run(args: argparse.Namespace, sections) -> None:
         tracker.log_metrics({**{f"{task}_accuracy": r["accuracy"] for task, r in pixels.items()},
                              **{f"tower_{task}_accuracy": r["accuracy"] for task, r in tower.items()}})
     for name, results in (("pixels", pixels), ("tower", tower)):
-        print(f"mme-probe ({name}): " + ", ".join(f"{task} {r['accuracy']:.2f}" for task, r in results.items())
+        print(f"lia-mtr-mme-probe ({name}): " + ", ".join(f"{task} {r['accuracy']:.2f}" for task, r in results.items())
               + f" (control: {CONTROL})")
 
 

@@ -1,4 +1,4 @@
-"""``relin synth-vision --out DIR``: the drawn scenes of the LIA-MTR reproduction (captions, conversations,
+"""``relin lia-mtr-synth-vision --out DIR``: the drawn scenes of the LIA-MTR reproduction (captions, conversations,
 the MME-style set) and the chat tokenizer, atomically (layout: :mod:`relin.data.vision.artifact`)."""
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...tracking import stage_run
 
     cfg = sections.get("lia_mtr.data")
-    with stage_run("synth-vision", {"lia_mtr.data": as_dict(cfg)}, outputs=[args.out]) as tracker:
+    with stage_run("lia-mtr-synth-vision", {"lia_mtr.data": as_dict(cfg)}, outputs=[args.out]) as tracker:
         data, tokenizer = generate(cfg), build_chat_tokenizer(vocabulary())
         with atomic_dir(args.out) as tmp:
             stats = write_synth_vision(tmp, data, tokenizer)
         tracker.log_metrics({k: v for k, v in stats.items() if isinstance(v, int)})
-        print(f"synth-vision: {stats['train_images']} training images ({stats['distinct_captions']} distinct "
+        print(f"lia-mtr-synth-vision: {stats['train_images']} training images ({stats['distinct_captions']} distinct "
               f"captions), {stats['mme_images']} MME-style images -> {args.out}")

@@ -1,4 +1,4 @@
-"""``relin vision-tower``: the CLIP tower. Default: a tiny ``CLIPModel`` trained contrastively on the scenes'
+"""``relin lia-mtr-vision-tower``: the CLIP tower. Default: a tiny ``CLIPModel`` trained contrastively on the scenes'
 image-caption pairs (``clip`` objective); with ``lia_mtr.tower.pretrained`` or ``checkpoint`` (a checkpoints row,
 its directory passed as ``--checkpoint``): that checkpoint, saved as is with its image processor."""
 from __future__ import annotations
@@ -15,7 +15,7 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", required=True, help="synth-vision directory")
+    parser.add_argument("--data", required=True, help="lia-mtr-synth-vision directory")
     add_checkpoint_argument(parser, "lia_mtr.tower")
     add_output_arguments(parser)
 
@@ -35,9 +35,9 @@ def run(args: argparse.Namespace, sections) -> None:
     if reference:
         from ...tracking import stage_run
 
-        with stage_run("vision-tower", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
+        with stage_run("lia-mtr-vision-tower", sections.raw, inputs=[args.data], outputs=[args.out]) as tracker:
             tracker.set_tags({"relin.pretrained": reference})
-            # The checkpoint's own image processor travels with it: clip-features prepares pixels with it.
+            # The checkpoint's own image processor travels with it: lia-mtr-clip-features prepares pixels with it.
             write_outputs(args, load_vision_tower(reference), load_image_processor(reference), [],
                           {"steps": 0, "pretrained": reference}, tracker)
         return
@@ -59,4 +59,4 @@ def run(args: argparse.Namespace, sections) -> None:
                              max_len=text["input_ids"].shape[1], rank=env.rank, world_size=env.world_size)
         return Setup(model, tokenizer, build_objective("clip"), batches)
 
-    run_training("vision-tower", __name__, args, sections, cfg.train, setup, inputs=[args.data])
+    run_training("lia-mtr-vision-tower", __name__, args, sections, cfg.train, setup, inputs=[args.data])

@@ -1,9 +1,9 @@
-"""``relin vlm-photos --tower DIR --features DIR --model PHASE=DIR ...``: the real photos installed packages ship
-(:mod:`relin.data.vision.photos`) described by one bridge's VLM after each phase, greedy, a qualitative look at
+"""``relin lia-mtr-vlm-photos --tower DIR --features DIR --model PHASE=DIR ...``: the real photos installed packages
+ship (:mod:`relin.data.vision.photos`) described by one bridge's VLM after each phase, greedy, a qualitative look at
 what the bridge carries from a real image to the LLM (the scenes are drawn; these are not).
 
 Each photo goes through the tower with its own image processor (shortest side to the tower's size, centre crop) and
-the feature layer ``clip-features`` cached (its ``features.json``); the VLM is asked :data:`PROMPT` in its chat
+the feature layer ``lia-mtr-clip-features`` cached (its ``features.json``); the VLM is asked :data:`PROMPT` in its chat
 format. Writes ``OUT/photos.json`` (per photo: package, file, what it shows, each phase's answer; the packages left
 out) and ``OUT/photos.md``, the same as a table.
 """
@@ -22,8 +22,8 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tower", required=True, help="vision tower directory (relin vision-tower)")
-    parser.add_argument("--features", required=True, help="features directory (relin clip-features): its layer")
+    parser.add_argument("--tower", required=True, help="vision tower directory (relin lia-mtr-vision-tower)")
+    parser.add_argument("--features", required=True, help="features directory (relin lia-mtr-clip-features): its layer")
     parser.add_argument("--model", nargs="+", required=True, metavar="PHASE=DIR", help="VLM directory per phase")
     parser.add_argument("--out", required=True, help="directory to write photos.json and photos.md into")
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, sections) -> None:
                               select_layer)
     questions = [{"question": PROMPT, "index": i} for i in range(len(photos))]
     rows = [{"name": p.name, "package": p.package, "file": p.path, "description": p.description} for p, _ in photos]
-    with stage_run("vlm-photos", sections.raw, inputs=[args.tower, args.features, *models.values()],
+    with stage_run("lia-mtr-vlm-photos", sections.raw, inputs=[args.tower, args.features, *models.values()],
                    outputs=[args.out]) as tracker:
         for phase, path in models.items():
             answers = phase_answers(path, questions, features, cfg.batch_size, max_new_tokens=ANSWER_TOKENS)
@@ -90,4 +90,4 @@ def run(args: argparse.Namespace, sections) -> None:
                                                          "left_out": missing}, indent=2) + "\n")
             (tmp / "photos.md").write_text(table(rows, list(models), missing))
         tracker.log_metrics({"photos": len(rows)})
-    print(f"vlm-photos: {len(rows)} photos described after {', '.join(models)} -> {args.out}")
+    print(f"lia-mtr-vlm-photos: {len(rows)} photos described after {', '.join(models)} -> {args.out}")

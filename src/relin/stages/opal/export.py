@@ -1,5 +1,5 @@
-"""``relin export``: a saved OPAL hybrid -> a ``qwen3_5_text`` checkpoint (``Qwen3_5ForCausalLM``) with its tokenizer,
-which stock transformers, vLLM and SGLang load without relin (:mod:`relin.models.export.qwen3_5`).
+"""``relin opal-export``: a saved OPAL hybrid -> a ``qwen3_5_text`` checkpoint (``Qwen3_5ForCausalLM``) with its
+tokenizer, which stock transformers, vLLM and SGLang load without relin (:mod:`relin.models.export.qwen3_5`).
 
 Refuses, in one line naming each, a hybrid whose options have no counterpart. Before writing, the exported model's
 logits are checked against the hybrid's on random token rows (fp32, ``--tolerance``); ``export.json`` records the
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace, sections) -> None:
     from ...tracking import stage_run
     from .._training import log_model, write_model
 
-    with stage_run("export", sections.raw, inputs=[args.model], outputs=[args.out, args.record]) as tracker:
+    with stage_run("opal-export", sections.raw, inputs=[args.model], outputs=[args.out, args.record]) as tracker:
         model = load_saved(args.model).to("cpu", torch.float32).eval()
         exported = to_qwen3_5(model)
         ids = torch.randint(0, model.config.vocab_size, (CHECK_ROWS, CHECK_LENGTH),

@@ -1,4 +1,4 @@
-"""``relin hybrid-speed``: decode memory and throughput of a hybrid against its teacher as the context
+"""``relin opal-hybrid-speed``: decode memory and throughput of a hybrid against its teacher as the context
 grows (OPAL Fig. 4). For each context length: prefill a batch of random prompts, then time greedy
 decoding one token at a time through each model's cache. Memory is what the cache holds after the
 prefill (attention keys/values; recurrent and conv states), so it is exact; throughput measures this
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, sections) -> None:
     # On the GPU, bf16 weights as a served model holds them (fp32 on the CPU).
     device = compute_device()
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    with stage_run("hybrid-speed", sections.raw, inputs=[args.teacher, args.hybrid],
+    with stage_run("opal-hybrid-speed", sections.raw, inputs=[args.teacher, args.hybrid],
                    outputs=[args.out, args.table]) as tracker:
         rows = []
         for name, path in (("teacher", args.teacher), ("hybrid", args.hybrid)):

@@ -1,4 +1,4 @@
-"""``relin lm-eval --model DIR --name NAME``: the paper's benchmarks (GSM8K, MATH-500, commonsense) on one
+"""``relin opal-lm-eval --model DIR --name NAME``: the paper's benchmarks (GSM8K, MATH-500, commonsense) on one
 causal LM through lm-evaluation-harness's Hugging Face model class (:mod:`relin.eval.harness`).
 
 Writes ``--out`` (JSON): per task its metrics (e.g. ``exact_match``, ``acc``, ``acc_norm``), the examples scored
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, sections) -> None:
         raise ConfigError("opal.lm_eval.tasks: empty; expected lm-evaluation-harness task names")
     model = load_saved(args.model).eval().to(compute_device())
     tokenizer = load_tokenizer(args.model)
-    with tracking.stage_run("lm-eval", {"opal.lm_eval": as_dict(cfg), "name": args.name}, inputs=[args.model],
+    with tracking.stage_run("opal-lm-eval", {"opal.lm_eval": as_dict(cfg), "name": args.name}, inputs=[args.model],
                             outputs=[args.out]) as tracker:
         tracker.set_tags({"relin.model_name": args.name})
         summary = run_tasks(harness_lm(model, tokenizer, cfg.batch_size, cfg.max_length), cfg.tasks,
