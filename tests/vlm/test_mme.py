@@ -97,7 +97,8 @@ def test_every_training_scene_carries_a_true_and_a_false_question_of_each_catego
     answered yes and one answered no, and the yes questions name the scene's own attributes (the rules and the
     caption reader: tests/vlm/test_synth_categories.py)."""
     from relin.config.lia_mtr import SynthVisionConfig
-    from relin.data.vision.synth import CATEGORIES, COUNT_WORDS, Scene, end_colour, generate
+    from relin.data.vision.phrasing import COUNT_WORDS
+    from relin.data.vision.synth import CATEGORIES, Scene, end_colour, generate
 
     train = generate(SynthVisionConfig(train_images=30, mme_images_per_category=1))["train"]
     for scene, qa in zip(train["scenes"], train["qa"]):

@@ -56,3 +56,10 @@ def test_the_pretrained_overlays_lia_mtr_dag_builds(tmp_path):
         "align=results/lia_mtr/align/lia_mtr/model", "instruct=results/lia_mtr/instruct/lia_mtr/model"]
     llm_cfg = json.loads(_option(llm, "--config"))["lia_mtr.llm"]
     assert llm_cfg["checkpoint"] == "smollm2" and not llm_cfg["pretrained"]
+    (data,) = commands["lia-mtr-synth-vision"]
+    assert json.loads(_option(data, "--config"))["lia_mtr.data"]["phrasing"] == "plain", \
+        "SmolLM2 reads the captions and questions in English sentences, not the tiny LLM's terse words"
+    (manifest,) = [job["inputs"] for job in jobs if job["command"][:1] == ["report-manifest"]
+                   and _option(job["command"], "--paper") == "lia_mtr"]
+    assert "results/lia_mtr/photos" in manifest, "the report reads the photos the VLM described"
+    assert "results/lia_mtr/tower/model" in manifest, "and what the tower is"

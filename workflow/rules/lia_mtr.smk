@@ -408,7 +408,6 @@ rule lia_mtr:
     """LIA-MTR alone (`snakemake --cores 2 lia_mtr`): every bridge through both phases and MME, the text-only
     reference, the bridge NIAH, memory against N, the gate probe, and LIA-MTR's report."""
     input:
+        # with a checkpoint tower (the pretrained overlay) the manifest lists the photos the VLM described
         manifest_paths(paper_files("lia_mtr", lambda path: lookup(config, path))),
         "results/report-lia_mtr",
-        # the photos, where the tower is a checkpoints row that reads them (the pretrained overlay)
-        *(["results/lia_mtr/photos"] if config["lia_mtr"]["tower"].get("checkpoint") else []),

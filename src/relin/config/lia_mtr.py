@@ -36,6 +36,10 @@ class SynthVisionConfig:
     train_images: int = option(3000, "images for captions (phase 1) and conversations (phase 2)", minimum=1)
     mme_images_per_category: int = option(30, "images of the MME-style set per category (two yes/no questions "
                                                "each)", minimum=1)
+    phrasing: Literal["terse", "plain"] = option(
+        "terse", "how captions, questions and answers are worded (relin.data.vision.phrasing): terse (one word per "
+                 "colour-shape pair, for the chat LLM trained here) or plain English sentences (for a pretrained "
+                 "chat LLM read zero-shot)")
 
     def validate(self, prefix: str) -> None:
         side = max(4, self.image_size * 3 // 16)      # relin.data.vision.synth.object_size

@@ -5,6 +5,7 @@ in the chat format; answers are written and scored in the official layout (:mod:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -40,9 +41,10 @@ def answer_with_images(model, tokenizer, questions: list[dict], features: torch.
 
 
 def answer_from_captions(llm, tokenizer, questions: list[dict], captions: list[str], batch_size: int,
-                         max_new_tokens: int = ANSWER_TOKENS) -> list[str]:
+                         user_turn: Callable[[str, str], str], max_new_tokens: int = ANSWER_TOKENS) -> list[str]:
     """Greedy answers of the chat LLM given each question's image as its caption in text (``captions[index]``),
-    in the format the chat LLM was trained on (``"<caption> . <question>"`` as the user turn)."""
+    ``user_turn(caption, question)`` the user's message (the data's phrasing: what the tiny chat LLM was trained
+    on)."""
     from ..models.generation import generate
     from ..models.vlm.chat import encode_prompt
     from ..train.sources import pad_rows
@@ -52,7 +54,7 @@ def answer_from_captions(llm, tokenizer, questions: list[dict], captions: list[s
     llm.eval()
     for lo in progress(range(0, len(questions), batch_size), desc="mme text"):
         chunk = questions[lo:lo + batch_size]
-        rows = [encode_prompt(tokenizer, [{"role": "user", "content": f"{captions[q['index']]} . {q['question']}"}])
+        rows = [encode_prompt(tokenizer, [{"role": "user", "content": user_turn(captions[q["index"]], q["question"])}])
                 for q in chunk]
         batch = pad_rows(rows, rows, tokenizer.pad_token_id, left=True)
         out = generate(llm, batch["input_ids"].to(device), max_new_tokens,

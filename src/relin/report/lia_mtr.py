@@ -3,12 +3,14 @@ behind each, what one patch's features decide, what the caption decides), the Ta
 both readings of the state and the ablations, after phase 1 and phase 2 on the MME-style set, beside the
 text-only reference: the chat LLM answering from the caption), the bridge-isolated NIAH heatmaps with each
 bridge's training loss and its accuracy by depth (Fig. 2), the state's norm against N (Theorem 2), Lemma 2 under
-each reading, memory against N, and the write-gate and mixer probe.
+each reading, memory against N, the write-gate and mixer probe, and (with a tower that reads photos) real
+photos described by the VLM after each phase.
 
 Inputs are the stages' files as LIA-MTR's report manifest names them: per bridge its MME ``metrics.json`` and
 ``items.csv``, each question as ``lia-mtr-eval-mme`` scored it (``text_reference`` is the LLM from captions), the
 per-patch probe, per NIAH bridge its ``metrics.json`` (with the state's norm per length), ``items.csv`` and
-``history.csv``, the memory table and metrics (with Lemma 2's checks) and the probe.
+``history.csv``, the memory table and metrics (with Lemma 2's checks), the probe and, with a checkpoint tower, the
+tower's directory (its ``config.json`` says what it is) and ``relin lia-mtr-vlm-photos``'s output.
 
 The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`, the claims rows of
 :data:`relin.config.lia_mtr.CLAIMS`, judged by :mod:`.judge` on what :class:`.lia_scores.LiaScores` measures; this
@@ -65,9 +67,10 @@ class LiaSettings:
 def read_inputs(files: dict) -> dict:
     """The LIA-MTR stage outputs a report manifest lists (:func:`relin.manifest.lia_mtr_files`), read by
     kind: ``mme`` ({model: metrics}), ``answers`` ({model: {phase: {task: [ScoredAnswer]}}}), ``niah_metrics``,
-    ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``memory_metrics``, ``probe``, ``patch_probe``."""
+    ``niah_items`` ({bridge: rows}), ``niah_history``, ``memory``, ``memory_metrics``, ``probe``, ``patch_probe``,
+    ``tower`` (its ``config.json``) and ``photos`` (``photos.json``)."""
     out: dict = {"mme": {}, "answers": {}, "niah_metrics": {}, "niah_items": {}, "niah_history": {}, "memory": [],
-                 "memory_metrics": {}, "probe": None, "patch_probe": None}
+                 "memory_metrics": {}, "probe": None, "patch_probe": None, "tower": None, "photos": None}
     for entry in files.get("mme", []):
         out["mme"][entry["name"]] = json.loads(Path(entry["metrics"]).read_text())
         out["answers"][entry["name"]] = read_items_file(entry["items"])
@@ -86,6 +89,9 @@ def read_inputs(files: dict) -> dict:
     for key in ("probe", "patch_probe", "memory_metrics"):
         if files.get(key):
             out[key] = json.loads(Path(files[key]).read_text())
+    for key, file in (("tower", "config.json"), ("photos", "photos.json")):
+        if files.get(key):
+            out[key] = json.loads((Path(files[key]) / file).read_text())
     return out
 
 
@@ -247,7 +253,25 @@ def mixer_claims(probe: dict, mme: MMEScores | None = None, s: LiaSettings | Non
     return out
 
 
-def table1(mme: MMEScores, metrics: dict) -> Table:
+def tower_note(tower: dict | None) -> str:
+    """What Table I's note says of a loaded tower (``tower``: its ``config.json``): a tower other than CLIP is a
+    stand-in for the paper's, which was trained to align images with text; a tower trained here says nothing."""
+    if not tower or tower.get("model_type", "").startswith("clip"):
+        return ""
+    kind = {"dinov2": "DINOv2"}.get(tower.get("model_type"), tower.get("model_type", "unknown"))
+    size = f" (width {tower['hidden_size']}, patch {tower['patch_size']})" if "patch_size" in tower else ""
+    return (f" The tower is {kind}{size}, not CLIP: trained without text, so nothing aligns its features with "
+            f"words; a stand-in for the paper's CLIP-ViT-L/14, whose phase 1 starts from features already aligned "
+            f"with text.")
+
+
+def reference_note(metrics: dict) -> str:
+    """How the caption reference's captions were worded (``relin.data.vision.phrasing``), where it says."""
+    phrasing = metrics.get(TEXT, {}).get("phrasing")
+    return f" The caption reference reads the {phrasing} captions (lia_mtr.data.phrasing)." if phrasing else ""
+
+
+def table1(mme: MMEScores, metrics: dict, tower: dict | None = None) -> Table:
     rows = []
     if (TEXT, "text") in mme:
         rows.append(["LLM from captions (text-only reference)", "–", "–", mme.accuracy(TEXT, "text").text(".1f", 100),
@@ -276,7 +300,23 @@ def table1(mme: MMEScores, metrics: dict) -> Table:
                       "between objects in different patches: " + "; ".join(f"{c}: {RULES[c]}" for c in CATEGORIES)
                       + ". Chance: accuracy 50%, acc+ 25% for a coin, 0% for a constant answer; 'yes %' is the share "
                         "of yes answers (50% for a model that reads the question). Paper rows: real MME with "
-                        "CLIP-ViT-L/14 and Qwen2.5-3B.")
+                        "CLIP-ViT-L/14 and Qwen2.5-3B." + reference_note(metrics) + tower_note(tower))
+
+
+def photos_table(photos: dict) -> Table:
+    """Real photos (``relin lia-mtr-vlm-photos``'s ``photos.json``) and what the VLM wrote of each after every phase."""
+    phases = photos["phases"]
+    labels = {"align": "after phase 1 (align)", "instruct": "after phase 2 (instruct)"}
+    left_out = "; ".join(photos.get("left_out") or [])
+    return Table(title="LIA-MTR on real photos: what the VLM (lia_mtr, first seed) writes after each phase",
+                 columns=["photo", "what it shows", *(labels.get(p, p) for p in phases)],
+                 rows=[[p["name"], p["description"], *(p[phase] or "(nothing)" for phase in phases)]
+                       for p in photos["photos"]],
+                 note=f"Asked \"{photos['prompt']}\", greedy. A qualitative look, not a score: the bridges trained "
+                      f"only on drawn scenes, so a description of a photo shows what the bridge carries from an image "
+                      f"it never saw the like of, and phase 2 what the conversations changed."
+                      + (f" Left out: {left_out}." if left_out else ""),
+                 collapsed=True)
 
 
 def panels(count: int, size: tuple[float, float]) -> tuple[Figure, np.ndarray]:
@@ -498,7 +538,9 @@ def lia_mtr_section(files: dict, s: LiaSettings, figure_dir: Path,
     if categories is not None:
         blocks.append(categories)
     if mme is not None:
-        blocks.append(table1(mme, data["mme"]))
+        blocks.append(table1(mme, data["mme"], data["tower"]))
+    if data["photos"]:
+        blocks.append(photos_table(data["photos"]))
     if data["niah_items"]:
         chance = next(iter(data["niah_metrics"].values()), {}).get("chance", 0.0)
         shown = {b: data["niah_items"][b] for b in first_replicas(list(data["niah_items"]))}

@@ -1,10 +1,10 @@
 """The ``synth_vision`` artifact and the cached features, written by their stages and read by the others.
 
 ``synth_vision/``: ``images.safetensors`` (``train``, ``mme``: uint8 ``[N, H, W, 3]``), ``train.json``
-(scenes, captions, conversations), ``mme.json`` (scenes, questions with the index of their image),
+(scenes, captions, conversations), ``mme.json`` (scenes, captions, questions with the index of their image),
 ``mme_questions/<subtask>.txt`` (the official ``img\\tquestion\\tgt`` layout), ``tokenizer/`` (the chat
-tokenizer) and ``stats.json``. ``features/``: ``features.safetensors`` (``train``, ``mme``: fp32
-``[N, P, d_vision]``) and ``features.json`` (shapes, layer).
+tokenizer) and ``stats.json`` (counts, the text's phrasing). ``features/``: ``features.safetensors`` (``train``,
+``mme``: fp32 ``[N, P, d_vision]``) and ``features.json`` (shapes, layer).
 """
 from __future__ import annotations
 
@@ -33,7 +33,9 @@ def write_synth_vision(tmp: Path, data: dict, tokenizer) -> dict:
     for task, lines in by_task.items():
         (tmp / "mme_questions" / f"{task}.txt").write_text("".join(lines))
     tokenizer.save_pretrained(str(tmp / "tokenizer"))
-    stats = {"train_images": len(data["train"]["images"]), "mme_images": len(data["mme"]["scenes"]),
+    # the drawn scenes' phrasing (relin.data.vision.phrasing); LLaVA's real text has none
+    stats = {"phrasing": data.get("phrasing"), "train_images": len(data["train"]["images"]),
+             "mme_images": len(data["mme"]["scenes"]),
              "mme_questions": {task: len(lines) for task, lines in by_task.items()},
              "distinct_captions": len(set(data["train"]["captions"])), "vocab_size": len(tokenizer)}
     atomic_write_json(tmp / "stats.json", stats)
@@ -70,6 +72,17 @@ class VisionData:
     def load(cls, path: str | Path) -> "VisionData":
         path = Path(path)
         return cls(path, _read_json(path / "train.json"), _read_json(path / "mme.json"))
+
+    @property
+    def phrasing(self):
+        """How the text is worded (:mod:`relin.data.vision.phrasing`), as ``stats.json`` records it."""
+        from .phrasing import get_phrasing
+
+        name = _read_json(self.path / "stats.json").get("phrasing")
+        if name is None:
+            raise InputError(f"{self.path / 'stats.json'}: no phrasing (expected drawn scenes' text from relin "
+                             f"synth-vision; regenerate it)")
+        return get_phrasing(name)
 
     def images(self) -> dict:
         return load_tensors(self.path / "images.safetensors", "lia-mtr-synth-vision images")

@@ -16,12 +16,13 @@ arch). The five categories keep MME's names; the synthetic rule behind each (:da
   position finds; the false question names the colour of the nearest object of another colour.
 - scene: "is this an arch scene": the layout, the heights of all the objects in their left-to-right order.
 
-From its attributes come a caption (phase 1) that states every fact a question asks (objects left to right with
-the third each sits in, the count of each shape, the layout), a conversation (phase 2: an open question and a
-yes/no question), the yes/no pairs of every category about it (``qa``: what the chat LLM learns to answer from
-the caption in text) and, for the MME-style set, two yes/no questions of one category, one true and one false as
-MME pairs them, in an order drawn per image (a model that answers by position in the pair scores chance). Each
-question's words are drawn alike for its true and false form, so the question alone decides nothing.
+From its attributes come, worded by a phrasing (:mod:`relin.data.vision.phrasing`: terse for the tiny chat LLM, plain
+English for a pretrained one), a caption (phase 1) that states every fact a question asks (objects left to right with
+the third each sits in, the count of each shape, the layout), a conversation (phase 2: an open question and a yes/no
+question), the yes/no pairs of every category about it (``qa``: what the chat LLM learns to answer from the caption in
+text) and, for the MME-style set, two yes/no questions of one category, one true and one false as MME pairs them, in
+an order drawn per image (a model that answers by position in the pair scores chance). Each question's words are drawn
+alike for its true and false form, so the question alone decides nothing.
 """
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ import zlib
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from .phrasing import get_phrasing
 
 COLOURS = {"red": (220, 30, 30), "blue": (30, 60, 230), "yellow": (240, 220, 20), "purple": (150, 40, 180)}
 SHAPES = ("square", "circle", "triangle")
@@ -38,12 +41,10 @@ ENDS = ("leftmost", "rightmost")
 RELATIONS = ("left", "right")
 # Background tints (no question asks about them; one patch decides them: the per-patch probe's control).
 BACKGROUNDS = ((200, 200, 200), (70, 70, 80), (185, 215, 185), (185, 200, 230))
-COUNT_WORDS = ("zero", "one", "two", "three", "four")
 MAX_COUNT = 3
 # Pixels of vertical jitter a level row keeps (each object ±1).
 LEVEL = 2
 CATEGORIES = ("existence", "count", "position", "color", "scene")
-PROMPT_SUFFIX = "answer yes or no ."
 # The synthetic rule behind each of MME's category names (the report's Table I note and docs/papers/lia_mtr.md).
 RULES = {
     "existence": "is there a <colour><shape>: some object has both; the false question names a colour and a shape "
@@ -191,18 +192,12 @@ def draw(scene: Scene, size: int, rng: np.random.Generator) -> np.ndarray:
     return np.clip(image, 0, 255).astype(np.uint8)
 
 
-def _plural(count: int, word: str) -> str:
-    return word if count == 1 else word + "s"
-
-
-def caption(s: Scene) -> str:
-    """Every fact a question asks, tersely (a tiny LLM finds a fact sooner in a short caption): the layout, the
-    objects left to right each with its third, the count of each shape present, e.g. ``rising scene redcircle left
-    bluesquare middle yellowcircle right two circles one square``."""
-    things = " ".join(f"{t.name} {s.third(t)}" for t in s.objects)
-    counts = " ".join(f"{COUNT_WORDS[s.count(shape)]} {_plural(s.count(shape), shape)}" for shape in SHAPES
-                      if s.count(shape))
-    return f"{s.layout} scene {things} {counts}"
+def caption(s: Scene, phrasing: str = "terse") -> str:
+    """Every fact a question asks: the layout, the objects left to right each with its third, the colour at each
+    end, the count of each shape present, in ``phrasing``'s words (the terse one, e.g. ``rising scene redcircle
+    left bluesquare middle yellowcircle right two circles one square``: a tiny LLM finds a fact sooner in a short
+    caption)."""
+    return get_phrasing(phrasing).caption(s)
 
 
 # --- the rules: each category's answer from the scene's objects -------------------------------------------------
@@ -246,73 +241,63 @@ def _absent_pairs(s: Scene) -> list[tuple[str, str]]:
     return [(c, sh) for c in colours for sh in shapes if not exists(s, c, sh)]
 
 
-def yes_no_pair(s: Scene, category: str, rng: np.random.Generator) -> list[tuple[str, str]]:
-    """Two ``(question, answer)`` of ``category`` about ``s``: the true one (yes), then a false one (no)."""
-    def ask(text: str) -> str:
-        return f"{text} ? {PROMPT_SUFFIX}"
-
+def yes_no_pair(s: Scene, category: str, rng: np.random.Generator,
+                phrasing: str = "terse") -> list[tuple[str, str]]:
+    """Two ``(question, answer)`` of ``category`` about ``s``: the true one (yes), then a false one (no), in
+    ``phrasing``'s words (the draws do not depend on it)."""
+    words = get_phrasing(phrasing)
     if category == "existence":
         true = s.objects[int(rng.integers(0, len(s.objects)))]
         pairs = _absent_pairs(s)
         colour, shape = pairs[int(rng.integers(0, len(pairs)))]
-        return [(ask(f"is there a {true.name}"), "yes"), (ask(f"is there a {colour}{shape}"), "no")]
+        return [(words.exists(true.colour, true.shape), "yes"), (words.exists(colour, shape), "no")]
     if category == "count":
         k = s.count(s.focus)
         wrong = int(rng.choice([n for n in range(1, MAX_COUNT + 1) if n != k]))
-        return [(ask(f"are there {COUNT_WORDS[k]} {_plural(k, s.focus)}"), "yes"),
-                (ask(f"are there {COUNT_WORDS[wrong]} {_plural(wrong, s.focus)}"), "no")]
+        return [(words.count(k, s.focus), "yes"), (words.count(wrong, s.focus), "no")]
     if category == "position":
         lefts = [t for t in s.objects if s.third(t) == "left"]
         rights = [t for t in s.objects if s.third(t) == "right"]
         a, b = lefts[int(rng.integers(0, len(lefts)))], rights[int(rng.integers(0, len(rights)))]
         if rng.integers(0, 2):      # "right of" as often as "left of": the relation word decides nothing
-            return [(ask(f"is the {b.name} right of the {a.name}"), "yes"),
-                    (ask(f"is the {a.name} right of the {b.name}"), "no")]
-        return [(ask(f"is the {a.name} left of the {b.name}"), "yes"),
-                (ask(f"is the {b.name} left of the {a.name}"), "no")]
+            return [(words.relation(b, "right", a), "yes"), (words.relation(a, "right", b), "no")]
+        return [(words.relation(a, "left", b), "yes"), (words.relation(b, "left", a), "no")]
     if category == "color":
         end = ENDS[int(rng.integers(0, 2))]
         colour = end_colour(s, end)
         inward = sorted(s.objects, key=lambda t: t.x, reverse=end == "rightmost")
         # the nearest object of another colour: where one patch sees either colour says least about the answer
         wrong = next(t.colour for t in inward if t.colour != colour)
-        return [(ask(f"is the {end} object {colour}"), "yes"), (ask(f"is the {end} object {wrong}"), "no")]
+        return [(words.end_colour(end, colour), "yes"), (words.end_colour(end, wrong), "no")]
     if category == "scene":
         wrong = [layout for layout in LAYOUTS if layout != s.layout]
-        return [(ask(f"is this a {s.layout} scene"), "yes"),
-                (ask(f"is this a {wrong[int(rng.integers(0, len(wrong)))]} scene"), "no")]
+        return [(words.layout(s.layout), "yes"), (words.layout(wrong[int(rng.integers(0, len(wrong)))]), "no")]
     raise ValueError(f"category: expected one of {', '.join(CATEGORIES)}, got {category!r}")
 
 
-def open_questions(s: Scene, rng: np.random.Generator) -> list[tuple[str, str]]:
+def open_questions(s: Scene, rng: np.random.Generator, phrasing: str = "terse") -> list[tuple[str, str]]:
     """One open question per fact the yes/no categories compare: the layout (scene), the count of the focus
     shape (count), the colour of an end object (color), the third a named object sits in (position), the object
     at an end (existence's colour-shape pairs)."""
     end = ENDS[int(rng.integers(0, 2))]
-    thing = s.objects[0] if end == "leftmost" else s.objects[-1]
     named = s.objects[int(rng.integers(0, len(s.objects)))]
-    k = s.count(s.focus)
-    return [("what scene is this ?", f"a {s.layout} scene ."),
-            (f"how many {s.focus}s are there ?", f"{COUNT_WORDS[k]} ."),
-            (f"what colour is the {end} object ?", f"{thing.colour} ."),
-            (f"where is the {named.name} ?", f"at {s.third(named)} ."),
-            (f"what is the {end} object ?", f"a {thing.name} .")]
+    return get_phrasing(phrasing).open_questions(s, end, named)
 
 
-def open_question(s: Scene, rng: np.random.Generator) -> tuple[str, str]:
-    questions = open_questions(s, rng)
+def open_question(s: Scene, rng: np.random.Generator, phrasing: str = "terse") -> tuple[str, str]:
+    questions = open_questions(s, rng, phrasing)
     return questions[int(rng.integers(0, len(questions)))]
 
 
-def conversation(s: Scene, rng: np.random.Generator) -> list[dict[str, str]]:
+def conversation(s: Scene, rng: np.random.Generator, phrasing: str = "terse") -> list[dict[str, str]]:
     """Phase 2: an open question and one of an MME-category yes/no pair (either answer), in either order.
 
     The order is drawn because MME asks its yes/no question as the first turn, right after the image: a
     set whose yes/no questions all come second leaves that prompt out of the training distribution.
     """
-    question, answer = open_question(s, rng)
+    question, answer = open_question(s, rng, phrasing)
     category = str(rng.choice(CATEGORIES))
-    yn_question, yn_answer = yes_no_pair(s, category, rng)[int(rng.integers(0, 2))]
+    yn_question, yn_answer = yes_no_pair(s, category, rng, phrasing)[int(rng.integers(0, 2))]
     turns = [(question, answer), (yn_question, yn_answer)]
     if rng.integers(0, 2):
         turns.reverse()
@@ -320,30 +305,29 @@ def conversation(s: Scene, rng: np.random.Generator) -> list[dict[str, str]]:
                                                       {"role": "assistant", "content": a})]
 
 
-def vocabulary() -> list[str]:
-    """Every word the captions, questions and answers use."""
-    words = ["a", "scene", "at", "and", "the", "is", "there", "are", "this", "what", "where",
-             "how", "many", "colour", "object", "of", "answer", "yes", "or", "no", "user", "assistant", "system"]
-    words += [*COLOURS, *SHAPES, *(s + "s" for s in SHAPES), *LAYOUTS, *THIRDS, *ENDS, *COUNT_WORDS,
-              *(colour + shape for colour in COLOURS for shape in SHAPES)]
-    return list(dict.fromkeys(words))
+def vocabulary(phrasing: str = "terse") -> list[str]:
+    """Every word the captions, questions and answers in ``phrasing`` use."""
+    return get_phrasing(phrasing).words()
 
 
 def generate(cfg) -> dict:
     """Images and text of every split from :class:`~relin.config.lia_mtr.SynthVisionConfig`.
 
     Returns ``{"train": {"images": [N, H, W, 3] uint8, "scenes", "captions", "conversations", "qa", "open"},
-    "mme": {"images", "scenes", "questions": [{"task", "image", "question", "answer"}]}}``.
+    "mme": {"images", "scenes", "captions", "questions": [{"task", "image", "question", "answer"}]},
+    "phrasing": name}``, the text worded by ``cfg.phrasing`` (the images and every draw do not depend on it).
     """
+    words = cfg.phrasing
     rng = _rng(cfg.seed, "train")
     scenes = [random_scene(rng, cfg.max_objects, cfg.image_size) for _ in range(cfg.train_images)]
     images = np.stack([draw(s, cfg.image_size, rng) for s in scenes])
-    train = {"images": images, "scenes": [asdict(s) for s in scenes], "captions": [caption(s) for s in scenes],
-             "conversations": [conversation(s, rng) for s in scenes]}
+    train = {"images": images, "scenes": [asdict(s) for s in scenes],
+             "captions": [caption(s, words) for s in scenes],
+             "conversations": [conversation(s, rng, words) for s in scenes]}
     qa_rng = _rng(cfg.seed, "qa")
     train["qa"] = [[{"task": category, "question": q, "answer": a} for category in CATEGORIES
-                    for q, a in yes_no_pair(s, category, qa_rng)] for s in scenes]
-    train["open"] = [[{"question": q, "answer": a} for q, a in open_questions(s, qa_rng)] for s in scenes]
+                    for q, a in yes_no_pair(s, category, qa_rng, words)] for s in scenes]
+    train["open"] = [[{"question": q, "answer": a} for q, a in open_questions(s, qa_rng, words)] for s in scenes]
     rng = _rng(cfg.seed, "mme")
     mme_scenes, mme_images, questions = [], [], []
     for category in CATEGORIES:
@@ -352,9 +336,11 @@ def generate(cfg) -> dict:
             name = f"{category}_{i:04d}.png"
             mme_scenes.append(asdict(s))
             mme_images.append(draw(s, cfg.image_size, rng))
-            pair = yes_no_pair(s, category, rng)
+            pair = yes_no_pair(s, category, rng, words)
             if rng.integers(0, 2):
                 pair.reverse()
             questions += [{"task": category, "image": name, "index": len(mme_images) - 1, "question": q, "answer": a}
                           for q, a in pair]
-    return {"train": train, "mme": {"images": np.stack(mme_images), "scenes": mme_scenes, "questions": questions}}
+    mme_captions = [caption(Scene.from_dict(s), words) for s in mme_scenes]
+    return {"train": train, "mme": {"images": np.stack(mme_images), "scenes": mme_scenes, "captions": mme_captions,
+                                    "questions": questions}, "phrasing": words}

@@ -30,10 +30,11 @@ def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
     from ...models.vlm.chat import encode_chat
 
     ids, labels = [], []
+    user_turn = data.phrasing.user_turn
     none = [[]] * len(data.train["captions"])
     for caption, qa, open_ in zip(data.train["captions"], data.train.get("qa", none), data.train.get("open", none)):
         for item in (*qa, *open_):
-            row, lab = encode_chat(tokenizer, [{"role": "user", "content": f"{caption} . {item['question']}"},
+            row, lab = encode_chat(tokenizer, [{"role": "user", "content": user_turn(caption, item["question"])},
                                                {"role": "assistant", "content": item["answer"]}])
             ids.append(row)
             labels.append(lab)
@@ -41,7 +42,7 @@ def text_rows(data, tokenizer) -> tuple[list[list[int]], list[list[int]]]:
         row = tokenizer(caption)["input_ids"] + [tokenizer.eos_token_id]
         ids.append(row)
         labels.append(row)
-        messages = [dict(turns[0], content=f"{caption} . {turns[0]['content']}"), *turns[1:]]
+        messages = [dict(turns[0], content=user_turn(caption, turns[0]["content"])), *turns[1:]]
         row, lab = encode_chat(tokenizer, messages)
         ids.append(row)
         labels.append(lab)

@@ -25,7 +25,7 @@ def run(args: argparse.Namespace, sections) -> None:
 
     cfg = sections.get("lia_mtr.data")
     with stage_run("lia-mtr-synth-vision", {"lia_mtr.data": as_dict(cfg)}, outputs=[args.out]) as tracker:
-        data, tokenizer = generate(cfg), build_chat_tokenizer(vocabulary())
+        data, tokenizer = generate(cfg), build_chat_tokenizer(vocabulary(cfg.phrasing))
         with atomic_dir(args.out) as tmp:
             stats = write_synth_vision(tmp, data, tokenizer)
         tracker.log_metrics({k: v for k, v in stats.items() if isinstance(v, int)})
