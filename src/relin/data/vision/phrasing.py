@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .attributes import COLOURS, ENDS, LAYOUTS, SHAPES, THIRDS
+
 if TYPE_CHECKING:
     from .synth import Scene, Thing
 
@@ -38,7 +40,6 @@ class Terse:
 
     def caption(self, s: "Scene") -> str:
         """The layout, the objects left to right each with its third, the count of each shape present."""
-        from .synth import SHAPES
 
         things = " ".join(f"{self.thing(t)} {s.third(t)}" for t in s.objects)
         counts = " ".join(f"{COUNT_WORDS[s.count(shape)]} {plural(s.count(shape), shape)}" for shape in SHAPES
@@ -78,7 +79,6 @@ class Terse:
 
     def words(self) -> list[str]:
         """Every word the captions, questions and answers use (the word tokenizer's vocabulary)."""
-        from .synth import COLOURS, ENDS, LAYOUTS, SHAPES, THIRDS
 
         words = ["a", "scene", "at", "and", "the", "is", "there", "are", "this", "what", "where",
                  "how", "many", "colour", "object", "of", "answer", "yes", "or", "no", "user", "assistant", "system"]
@@ -111,7 +111,6 @@ class Plain:
         return f"{t.colour} {t.shape}"
 
     def caption(self, s: "Scene") -> str:
-        from .synth import SHAPES
 
         things = [f"a {self.thing(t)} {PLAIN_THIRDS[s.third(t)]}" for t in s.objects]
         order = ", ".join(things[:-1]) + f" and {things[-1]}"
@@ -156,7 +155,6 @@ class Plain:
         return f"The image: {caption} {question}"
 
     def words(self) -> list[str]:
-        from .synth import COLOURS, ENDS, LAYOUTS, SHAPES, THIRDS
 
         words = ["This", "this", "is", "Is", "a", "A", "an", "An", "scene", "From", "to", "the", "The", "and",
                  "object", "There", "there", "are", "Are", "Answer", "yes", "or", "no", "of", "What", "How", "many",

@@ -31,13 +31,9 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from .attributes import COLOURS, ENDS, LAYOUTS, SHAPES, THIRDS
 from .phrasing import get_phrasing
 
-COLOURS = {"red": (220, 30, 30), "blue": (30, 60, 230), "yellow": (240, 220, 20), "purple": (150, 40, 180)}
-SHAPES = ("square", "circle", "triangle")
-LAYOUTS = ("row", "rising", "falling", "arch")
-THIRDS = ("left", "middle", "right")
-ENDS = ("leftmost", "rightmost")
 RELATIONS = ("left", "right")
 # Background tints (no question asks about them; one patch decides them: the per-patch probe's control).
 BACKGROUNDS = ((200, 200, 200), (70, 70, 80), (185, 215, 185), (185, 200, 230))
