@@ -83,8 +83,8 @@ class ScoredAnswer:
 def scored_items(phase: str, by_task: dict[str, list[MMEAnswer]]) -> list[dict]:
     """Each answer of one phase as the official tool scores it, rows of :data:`ITEM_COLUMNS`."""
     return [{"phase": phase, "task": task, "image": a.image, "question": a.question, "gt": a.gt.lower(),
-             "answer": parse_answer(a.pred), "correct": int(parse_answer(a.pred) == a.gt.lower())}
-            for task, answers in by_task.items() for a in answers]
+             "answer": answer, "correct": int(answer == a.gt.lower())}
+            for task, answers in by_task.items() for a in answers for answer in (parse_answer(a.pred),)]
 
 
 def read_items_file(path: str | Path) -> dict[str, dict[str, list[ScoredAnswer]]]:

@@ -51,8 +51,7 @@ def _tasks(scores: ItemScores) -> list[str]:
 
 
 def _tokens(train: dict[str, NamedJson], model: str) -> float:
-    record = train.get(name(model))
-    return float(record.data.get("budget", {}).get("forward_tokens", 0)) if record else 0.0
+    return float(budget_of(train, name(model)).get("forward_tokens", 0))
 
 
 def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None,

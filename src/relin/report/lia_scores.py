@@ -13,13 +13,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..config.lia_mtr import BRIDGES, MEMORY_MIN_N
+from ..data.vision.synth import CATEGORIES
 from ..eval.mme import ScoredAnswer
 from . import paper_figures as pf
 from . import verdicts as vd
 from .judge import Measured
 from .lm_scores import first_replicas, replicas
 
-CATEGORIES = ("existence", "count", "position", "color", "scene")
 TEXT = "text_reference"
 MME_CHANCE = 0.5
 # Theorem 2: the paper's slowest half-life (steps), when a bridge's NIAH metrics do not give its own.

@@ -225,7 +225,7 @@ def horizon_reached(histories: dict[str, NamedRows], train: dict[str, NamedJson]
     """The longest horizon stage 3 rolled out to: exact from its budget's per-step horizons (``train_metrics.json``),
     else the largest logged one (an interval's mean)."""
     model = model or name("onpolicy")
-    horizons = ((train or {}).get(model).data.get("budget", {}).get("horizons") if model in (train or {}) else None)
+    horizons = budget_of(train or {}, model).get("horizons")
     if horizons:
         return float(max(horizons))
     rows = histories.get(model)
@@ -368,7 +368,7 @@ def rollouts_table(histories: dict[str, NamedRows], train: dict[str, NamedJson])
     rows = []
     for run in runs:
         logged = histories[run].rows
-        horizons = train[run].data.get("budget", {}).get("horizons", []) if run in train else []
+        horizons = budget_of(train, run).get("horizons", [])
         top = horizon_reached(histories, train, run)
         at_top = sum(1 for h in horizons if h >= top) if horizons else None
         means, longest = _finite(logged, "rollout_len_mean"), _finite(logged, "rollout_len_max")
@@ -388,7 +388,7 @@ def rollouts_table(histories: dict[str, NamedRows], train: dict[str, NamedJson])
 
 def row_lengths_table(train: dict[str, NamedJson]) -> Table | None:
     """Stages 2A and 2B: how many rows (and tokens) of each length, by power-of-two bin, each drew over its run."""
-    found = {m: train[name(m)].data.get("budget", {}).get("row_lengths") for m in LENGTH_STAGES if name(m) in train}
+    found = {m: budget_of(train, name(m)).get("row_lengths") for m in LENGTH_STAGES}
     found = {m: h for m, h in found.items() if h}
     if not found:
         return None

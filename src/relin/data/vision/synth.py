@@ -325,18 +325,18 @@ def generate(cfg) -> dict:
                     for q, a in yes_no_pair(s, category, qa_rng, words)] for s in scenes]
     train["open"] = [[{"question": q, "answer": a} for q, a in open_questions(s, qa_rng, words)] for s in scenes]
     rng = _rng(cfg.seed, "mme")
-    mme_scenes, mme_images, questions = [], [], []
+    mme_scenes, mme_images, mme_captions, questions = [], [], [], []
     for category in CATEGORIES:
         for i in range(cfg.mme_images_per_category):
             s = random_scene(rng, cfg.max_objects, cfg.image_size)
             name = f"{category}_{i:04d}.png"
             mme_scenes.append(asdict(s))
+            mme_captions.append(caption(s, words))
             mme_images.append(draw(s, cfg.image_size, rng))
             pair = yes_no_pair(s, category, rng, words)
             if rng.integers(0, 2):
                 pair.reverse()
             questions += [{"task": category, "image": name, "index": len(mme_images) - 1, "question": q, "answer": a}
                           for q, a in pair]
-    mme_captions = [caption(Scene.from_dict(s), words) for s in mme_scenes]
     return {"train": train, "mme": {"images": np.stack(mme_images), "scenes": mme_scenes, "captions": mme_captions,
                                     "questions": questions}, "phrasing": words}
