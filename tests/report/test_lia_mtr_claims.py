@@ -4,6 +4,7 @@ Theorem 2 on the NIAH states, Lemma 2 under each reading and the mixer's unused 
 import numpy as np
 import pytest
 
+from relin.config.lia_mtr import READINGS
 from relin.eval.mme import ScoredAnswer
 from relin.report import lia_mtr as lm
 from relin.report import verdicts as vd
@@ -52,6 +53,11 @@ def judged(mme_scores: lm.MMEScores | None = None, patch_probe: dict | None = No
     return lm.claims(inputs, mme_scores, settings())
 
 
+def probe_claims(probe_json: dict | None, mme_scores: lm.MMEScores | None) -> list[vd.Claim]:
+    """The write-gate and scale-mixer rows judged on this probe output and these MME scores."""
+    return [c for c in judged(mme_scores, probe=probe_json) if "write gate" in c.claim or "scale mixer" in c.claim]
+
+
 def by_claim(claims, text: str) -> vd.Claim:
     (claim,) = [c for c in claims if text in c.claim]
     return claim
@@ -62,7 +68,7 @@ def test_a_category_one_patch_decides_makes_its_claims_not_testable_naming_it():
                   "mlp2x_gelu": {}})
     claims = judged(scores, probe({**{c: 0.5 for c in CATS}, "scene": 0.8}))
     assert {c.claim for c in claims} >= {f"After phase 1 LIA-MTR beats the MLP on existence ({r})"
-                                         for r in lm.READINGS.values()}, "every claim for both readings"
+                                         for r in READINGS.values()}, "every claim for both readings"
     scene = by_claim(claims, "on scene (diagonal")
     assert scene.verdict.outcome == vd.NOT_TESTABLE and "needs the whole image" in scene.verdict.reason
     assert "scene 0.80" in scene.verdict.reason and "caption" not in scene.verdict.reason
@@ -194,17 +200,19 @@ def test_a_scale_the_mixer_leaves_under_one_percent_is_flagged():
                               "lia_mtr_head_matrix": {"mixer_per_image": used.tolist(), "half_lives": lives,
                                                       "mixer_mean": list(used[0]), "gate_mean": 0.5, "gate_std": 0.1}}}
     learned = mme({"lia_mtr": dict.fromkeys(CATS, 0.9), "lia_mtr_head_matrix": dict.fromkeys(CATS, 0.9)}, seeds=1)
-    claims = lm.mixer_claims(probe_json, learned, settings())
-    diagonal, head = (by_claim(claims, reading) for reading in ("diagonal", "head_matrix"))
+    claims = probe_claims(probe_json, learned)
+    diagonal, head = (by_claim(claims, f"mixer keeps weight on every timescale (each ≥ 0.25 of its uniform share; "
+                                        f"{reading}") for reading in ("diagonal", "head_matrix"))
     assert diagonal.verdict.outcome == vd.CONTRADICTED and "t½ 31, t½ 138.28" in diagonal.verdict.reason
     assert head.verdict.outcome == vd.REPRODUCED
     flags = {row[0]: row[-1] for row in lm.probe_table(probe_json).rows}
     assert flags == {"lia_mtr": "t½ 31, t½ 138.28", "lia_mtr_head_matrix": "none"}
     at_chance = mme({"lia_mtr": {}, "lia_mtr_head_matrix": {}}, seeds=1)
-    unlearned = by_claim(lm.mixer_claims(probe_json, at_chance, settings()), "head_matrix")
+    unlearned = by_claim(probe_claims(probe_json, at_chance), "mixer keeps weight on every timescale (each ≥ 0.25 of "
+                                                              "its uniform share; head_matrix")
     assert unlearned.verdict.outcome == vd.NOT_TESTABLE and "after phase 2" in unlearned.verdict.reason
     uniform = {**probe_json["bridges"]["lia_mtr"], "mixer_per_image": [[0.25] * 4] * images}
-    still = by_claim(lm.mixer_claims({"bridges": {"lia_mtr": uniform}}, learned, settings()), "diagonal")
+    still = by_claim(probe_claims({**probe_json, "bridges": {"lia_mtr": uniform}}, learned), "mixer keeps weight")
     assert still.verdict.outcome == vd.NOT_TESTABLE and "largest move from its uniform" in still.verdict.reason
 
 
@@ -214,15 +222,15 @@ def test_the_gate_claim_reads_a_bridge_that_learned_and_a_gate_that_matters():
            "mixer_per_image": [[0.5, 0.5]] * images}
     probe_json = {**one, "bridges": {"lia_mtr": one}}
     learned = mme({"lia_mtr": dict.fromkeys(CATS, 0.9), "lia_mtr_no_gate": {}}, seeds=1)
-    gate = by_claim(lm.probe_claims(probe_json, learned, settings()), "write gate")
+    gate = by_claim(probe_claims(probe_json, learned), "write gate")
     assert gate.verdict.outcome == vd.NOT_TESTABLE, "the no-gate ablation at chance has not learned"
     both = mme({"lia_mtr": dict.fromkeys(CATS, 0.9), "lia_mtr_no_gate": dict.fromkeys(CATS, 0.65)}, seeds=1)
-    assert by_claim(lm.probe_claims(probe_json, both, settings()), "write gate").verdict.outcome == vd.REPRODUCED
+    assert by_claim(probe_claims(probe_json, both), "write gate").verdict.outcome == vd.REPRODUCED
     same = mme({"lia_mtr": dict.fromkeys(CATS, 0.9), "lia_mtr_no_gate": dict.fromkeys(CATS, 0.9)}, seeds=1)
-    verdict = by_claim(lm.probe_claims(probe_json, same, settings()), "write gate").verdict
+    verdict = by_claim(probe_claims(probe_json, same), "write gate").verdict
     assert verdict.outcome == vd.CONTRADICTED and "removing the gate changes nothing" in verdict.reason
     shut = {**one, "gate_per_image": [0.02] * images}
-    verdict = by_claim(lm.probe_claims({**shut, "bridges": {"lia_mtr": shut}}, both, settings()), "write gate").verdict
+    verdict = by_claim(probe_claims({**shut, "bridges": {"lia_mtr": shut}}, both), "write gate").verdict
     assert verdict.outcome == vd.CONTRADICTED and "outside [0.1, 0.9]" in verdict.reason
 
 
@@ -336,7 +344,7 @@ def test_the_section_renders_from_stage_files(tmp_path):
     assert "| coffee | a cup | a row scene . | a cup of coffee |" in photos.markdown()
     assert {p.name for p in (tmp_path / "figures").iterdir()} == {"lia_mtr_niah.png", "lia_mtr_niah_depth.png",
                                                                   "lia_mtr_memory.png"}
-    for reading in lm.READINGS.values():
+    for reading in READINGS.values():
         assert sum(reading in c.claim for c in claims) >= 6, reading
     assert {c.claim.split(":")[0] for c in claims} >= {"Lemma 2", "Theorem 2"}
 
@@ -344,12 +352,12 @@ def test_the_section_renders_from_stage_files(tmp_path):
 def test_a_config_without_table_1_bridges_keeps_their_claims_as_not_testable():
     """``lia_mtr.bridges: []`` runs no Table I chain: its eight claims, the gate and the two mixer readings stay in
     the tally, each not testable for want of a trained bridge; with the chain run they are judged on its scores."""
-    unread = [*judged(), *lm.probe_claims(None, None, settings())]
-    assert len(unread) == 4 * len(lm.READINGS) + 1 + len(lm.READINGS)
+    unread = judged()
+    assert len(unread) == 4 * len(READINGS) + 1 + len(READINGS)
     assert all(c.verdict.outcome == vd.NOT_TESTABLE and "Table I's bridges trained" in c.verdict.reason
                for c in unread)
     scores = lm.MMEScores({"lia_mtr": {"instruct": answers(dict.fromkeys(CATS, 0.5))}}, 50)
-    assert lm.probe_claims(None, scores, settings()) == []
+    assert probe_claims(None, scores) == [], "the probe runs with Table I's chain: without it, its claims are not shown"
 
 
 def _manifest(bridges, tower_checkpoint=""):

@@ -78,8 +78,7 @@ def shown(probe: dict | None, scores) -> list[dict]:
     """The gate and mixer claims of the LIA-MTR section on these outputs, every field the report shows."""
     data = {"niah_metrics": {}, "niah_items": {}, "memory": [], "memory_metrics": {}, "patch_probe": None,
             "probe": probe}
-    found = [*lm.claims(data, scores, lm.LiaSettings(0.8, 200)), *lm.probe_claims(probe, scores,
-                                                                                 lm.LiaSettings(0.8, 200))]
+    found = lm.claims(data, scores, lm.LiaSettings(0.8, 200))
     return [{"claim": c.claim, "source": c.source, "ours": c.ours, "verdict": str(c.verdict),
              "preconditions": [str(p) for p in c.preconditions], "kind": c.kind, "seeds": c.seeds,
              "margin": None if c.margin is None else [c.margin.value, c.margin.reason]}

@@ -8,9 +8,11 @@ keeps, a figure quoted from the seed). Adding a claim, or a precondition to a cl
 Texts are ``str.format`` templates: ``claim`` and ``source`` may name ``threshold`` and the section's facts;
 ``ours`` and ``contradicted`` also name ``a`` and ``b`` (each arm's metric with its interval), ``difference``
 (favoured minus other), ``used`` (the families the metric was taken over), the facts the first arm's metric reports
-(e.g. the largest N of a memory fit) and, for ``every``, ``worst`` (the lowest part's metric), ``worst_part`` (its
-name), ``reached`` (the parts whose interval clears the threshold) and ``parts`` (how many). A row whose arms are not
-all scored, or whose texts or preconditions name a fact neither the section nor the metric supplied, is not shown.
+(e.g. the largest N of a memory fit), for ``every``, ``worst`` (the lowest part's metric), ``worst_part`` (its
+name), ``reached`` (the parts whose interval clears the threshold), ``parts`` (how many) and ``below`` (the names of
+those whose interval lies below it), and for ``all``, ``compared`` (each comparison clause's ``shown`` text). A row
+whose arms are not all scored, or whose texts or preconditions name a fact neither the section nor the metric
+supplied, is not shown.
 """
 from __future__ import annotations
 
@@ -22,17 +24,21 @@ Kind = Literal["claim", "check", "beyond"]
 # at_least / at_most: the first arm's metric against ``threshold``; beats: the favoured arm's minus the other's against
 # the claim's margin (paired items, seeds paired by index); within: that difference inside ± the margin (or
 # ± ``threshold`` where the row names no margin); every: each part of the arm's metric (a NIAH cell) at least
-# ``threshold``.
-Test = Literal["at_least", "at_most", "beats", "within", "every"]
+# ``threshold``; all: every clause of the row's ``clauses`` holds (a compound claim: reproduced when each does,
+# contradicted when one fails, naming each that fails).
+Test = Literal["at_least", "at_most", "beats", "within", "every", "all"]
 # recovery: a ratio of averages over the families the teacher masters, in %; perplexity_share: teacher / student
 # perplexity on the same passages, in %. LIA-MTR's (relin.report.lia_scores): niah_accuracy (a bridge's NIAH accuracy
 # over the cells ``over`` names: all, trained, earliest, latest past training; per cell for ``every``), mme_accuracy
 # (MME-style accuracy over ``over`` = "<phase>/<category>" or "<phase>"), memory_exponent (the slope of log peak
 # memory on log N, ``over`` = the MHA implementation or "-"), state_bound (Theorem 2's largest ratio to the bound),
-# constant_input_growth (Lemma 2: the output's growth exponent on a constant input).
+# constant_input_growth (Lemma 2: the output's growth exponent on a constant input), write_gate (the bridge's write
+# gate over the evaluation images: its mean, with the quantities ``mean`` and ``std``, the token-wise standard
+# deviation), mixer (the scale mixer's mean weight per scale, one part per half-life, with the quantity ``move``: the
+# largest mean move from the uniform 1/S, and the fact ``scales``).
 Metric = Literal["recovery", "perplexity_share", "niah_accuracy", "mme_accuracy", "memory_exponent", "state_bound",
-                 "constant_input_growth"]
-ARMS = {"at_least": 1, "at_most": 1, "beats": 2, "within": 2, "every": 1}
+                 "constant_input_growth", "write_gate", "mixer"]
+ARMS = {"at_least": 1, "at_most": 1, "beats": 2, "within": 2, "every": 1, "all": 1}
 
 
 @dataclass(frozen=True)
@@ -92,11 +98,23 @@ class Learned:
 
 @dataclass(frozen=True)
 class AboveChance:
-    """The arm at index ``arm`` lies above the metric's chance by the margin (``who`` a template over the facts):
-    :func:`relin.report.preconditions.above_chance`."""
+    """An arm lies above chance by a margin (``who`` a template over the facts):
+    :func:`relin.report.preconditions.above_chance`.
 
-    arm: int
+    ``arm``: the index of one of the row's arms, read on the row's metric (its ``quantity``, a named estimate the
+    metric reports, where given), or a chain row read on ``metric`` over ``over``. ``chance``: the metric's chance
+    unless given. ``margin``: the row's margin (none given), a key of ``report.margins`` (a margin in questions as a
+    share of what ``over`` reads), or a number in the estimate's unit. A chain row with nothing scored reads as exactly
+    at chance, unless ``required`` is false: then the precondition is left out."""
+
+    arm: int | str
     who: str
+    metric: Metric | None = None
+    over: str = ""
+    quantity: str = ""
+    chance: float | None = None
+    margin: str | float | None = None
+    required: bool = True
 
 
 @dataclass(frozen=True)
@@ -137,6 +155,37 @@ Precondition = Union[Competent, Moved, EnoughSeeds, Headroom, Reached, Different
 
 
 @dataclass(frozen=True)
+class Inside:
+    """A clause of an ``all`` test: the first arm's quantity ``quantity`` (a named estimate its metric reports) lies in
+    [``low``, ``high``]: holds when its interval lies inside, fails when it lies wholly outside. ``contradicted``: the
+    reason it gives when it fails (a template over the facts)."""
+
+    quantity: str
+    low: float = float("-inf")
+    high: float = float("inf")
+    contradicted: str = ""
+
+
+@dataclass(frozen=True)
+class Apart:
+    """A clause of an ``all`` test: two chain rows differ on ``metric`` over ``over`` (``arms[0]`` minus ``arms[1]``,
+    paired) by more than the margin ``margin`` (a key of ``report.margins``) either way: holds when the difference's
+    interval lies beyond ± the margin, fails when it lies inside. ``shown``: the difference in our text (a template
+    over ``difference``), ``unscored``: the precondition that fails while either row has nothing scored."""
+
+    arms: tuple[str, str]
+    metric: Metric
+    over: str
+    margin: str
+    contradicted: str
+    shown: str
+    unscored: str
+
+
+Clause = Union[Inside, Apart]
+
+
+@dataclass(frozen=True)
 class ClaimRow:
     """One claim of a paper's table."""
 
@@ -172,21 +221,38 @@ class ClaimRow:
     """The reason of a contradiction in the claim's words (a template), in place of the test's own."""
     part: str = "part"
     """What an ``every`` test's parts are called in its verdict (a cell)."""
+    threshold_over: str = ""
+    """A fact the threshold is divided by (the mixer's ``scales``: a share of the uniform 1/S); empty: none."""
+    clauses: tuple[Clause, ...] = ()
+    """``all``: the clauses that must all hold, in the order a contradiction names the failed ones."""
+    inconclusive: str = ""
+    """The reason of an inconclusive verdict in the claim's words (a template), in place of the test's own."""
+    unscored: tuple[Precondition, ...] = ()
+    """The preconditions that say why the first arm has nothing scored (e.g. its chain did not run), shown in place of
+    the others while it has none; empty: the others, as far as they apply."""
 
-    def templates(self) -> list[str]:
-        texts = [self.claim, self.source, self.ours, self.contradicted, *self.names]
+    def templates(self, unscored: bool = False) -> list[str]:
+        if unscored:
+            return [self.claim, self.source]
+        texts = [self.claim, self.source, self.ours, self.contradicted, self.inconclusive, *self.names]
         texts += [p.shown for p in self.preconditions if isinstance(p, Different)]
         texts += [p.what for p in self.preconditions if isinstance(p, Learned)]
+        texts += [p.who for p in self.preconditions if isinstance(p, AboveChance)]
+        texts += [c.contradicted for c in self.clauses]
         return texts
 
-    def facts(self) -> set[str]:
-        """The facts the row names: in its texts, and as the values its preconditions compare."""
-        own = {"a", "b", "difference", "used", "threshold", "worst", "worst_part", "reached", "parts"}
-        named = {field.split(".")[0].split("[")[0] for text in self.templates()
+    def facts(self, unscored: bool = False) -> set[str]:
+        """The facts the row names: in its texts, and as the values its preconditions compare (``unscored``: those
+        shown while the first arm has nothing scored: the claim, its source and the ``unscored`` preconditions)."""
+        own = {"a", "b", "difference", "used", "threshold", "worst", "worst_part", "reached", "parts", "below",
+               "compared"}
+        named = {field.split(".")[0].split("[")[0] for text in self.templates(unscored)
                  for _, field, _, _ in string.Formatter().parse(text) if field}
-        for p in self.preconditions:
+        for p in (self.unscored if unscored else self.preconditions):
             named |= ({p.value} if isinstance(p, (Reached, Exact)) else {p.a, p.b} if isinstance(p, Different)
                       else set())
+        if self.threshold_over and not unscored:
+            named.add(self.threshold_over)
         return named - own
 
     def part_of(self, index: int) -> str:
@@ -214,9 +280,16 @@ def check_claims(paper: str, chain: Mapping[str, Any], claims: Claims) -> None:
         if len(row.over) not in (0, 1, len(row.arms)) or not 0 <= row.favoured < len(row.arms):
             raise ValueError(f"{where}: over names one part or one per arm ({len(row.arms)}), and favoured an arm; "
                              f"got over {row.over!r}, favoured {row.favoured}")
-        for p in row.preconditions:
-            parent = p.parent if isinstance(p, Moved) else p.arm if isinstance(p, Learned) else None
-            if parent is not None and parent not in chain:
-                raise ValueError(f"{where}: {parent!r} is not a row of the table")
-            if isinstance(p, AboveChance) and not 0 <= p.arm < len(row.arms):
+        if (row.test == "all") != bool(row.clauses):
+            raise ValueError(f"{where}: an all test names its clauses, and only an all test does; got test {row.test} "
+                             f"with {len(row.clauses)} clause(s)")
+        named = [arm for c in row.clauses if isinstance(c, Apart) for arm in c.arms]
+        for p in (*row.preconditions, *row.unscored):
+            parent = (p.parent if isinstance(p, Moved) else p.arm if isinstance(p, Learned)
+                      else p.arm if isinstance(p, AboveChance) and isinstance(p.arm, str) else None)
+            if parent is not None:
+                named.append(parent)
+            if isinstance(p, AboveChance) and isinstance(p.arm, int) and not 0 <= p.arm < len(row.arms):
                 raise ValueError(f"{where}: above-chance arm {p.arm} is not an index of its arms")
+        if unknown := [arm for arm in named if arm not in chain]:
+            raise ValueError(f"{where}: {unknown[0]!r} is not a row of the table")

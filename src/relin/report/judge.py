@@ -36,13 +36,15 @@ class Context:
 class Measured:
     """One arm's metric: its estimate (``None`` when nothing it reads was scored), its text, the families it was taken
     over (every family for a metric that reads none), its parts (an ``every`` test's, by name; the estimate is then
-    the lowest) and the facts it reports for the row's texts and preconditions."""
+    the lowest), the facts it reports for the row's texts and preconditions, and the named estimates an ``all`` test's
+    clauses and the preconditions read (``quantities``)."""
 
     estimate: vd.Estimate | None
     text: str
     used: tuple[str, ...] = ()
     parts: Mapping[str, vd.Estimate] = field(default_factory=dict)
     facts: Mapping[str, Any] = field(default_factory=dict)
+    quantities: Mapping[str, vd.Estimate] = field(default_factory=dict)
 
 
 def _recovery(ctx: Context, model: str, families: Sequence[str], part: str) -> Measured:
@@ -90,7 +92,9 @@ METRICS = {"recovery": MetricSpec(_recovery, _in_scores), "perplexity_share": Me
            "mme_accuracy": MetricSpec(_paper_measure("mme_accuracy"), scale=100.0, fraction=True, per_question=True),
            "memory_exponent": MetricSpec(_paper_measure("memory_exponent"), seeded=False),
            "state_bound": MetricSpec(_paper_measure("state_bound"), seeded=False),
-           "constant_input_growth": MetricSpec(_paper_measure("constant_input_growth"), seeded=False)}
+           "constant_input_growth": MetricSpec(_paper_measure("constant_input_growth"), seeded=False),
+           "write_gate": MetricSpec(_paper_measure("write_gate"), seeded=False),
+           "mixer": MetricSpec(_paper_measure("mixer"), seeded=False)}
 
 
 @dataclass(frozen=True)
@@ -153,15 +157,14 @@ def _precondition(ctx: Context, row: rows.ClaimRow, p: rows.Precondition, arms: 
         return pc.learned(model, p.what.format(**facts), found.estimate, ctx.mastery, found.text)
     if first.estimate is None:
         return None
+    if isinstance(p, rows.AboveChance):
+        return _above_chance(ctx, row, p, arms, families, margin, facts)
     if isinstance(p, rows.Competent):
         return pc.competent(p.label, ctx.scores.competence(ctx.name(p.reference), row.metric, first.used),
                             p.threshold or ctx.mastery)
     if isinstance(p, rows.Bounded):
         values = ctx.scores.quantity(p.quantity, arms.models[0], first.used)
         return None if values is None else pc.within(p.what, values, p.low, p.high, p.fmt)
-    if isinstance(p, rows.AboveChance):
-        return pc.above_chance(p.who.format(**facts), arms.measured[p.arm].estimate, ctx.scores.chance(row.metric),
-                               margin.value / spec.scale)
     if isinstance(p, rows.EnoughSeeds):
         return pc.enough_seeds(arms.by_model(), ctx.pre.min_seeds)
     if isinstance(p, rows.Headroom):
@@ -178,6 +181,77 @@ def _precondition(ctx: Context, row: rows.ClaimRow, p: rows.Precondition, arms: 
     raise TypeError(f"claim {row.claim!r}: unknown precondition {p!r}")
 
 
+def _measured(ctx: Context, metric: str, arm: str, families: Sequence[str], part: str) -> vd.Estimate | None:
+    """The chain row ``arm``'s ``metric`` over ``part``; ``None`` when nothing it reads was scored."""
+    spec, model = METRICS[metric], ctx.name(arm)
+    return spec.measure(ctx, model, families, part).estimate if spec.scored(ctx, metric, model, part) else None
+
+
+def _above_chance(ctx: Context, row: rows.ClaimRow, p: rows.AboveChance, arms: Arms, families: Sequence[str],
+                  margin: vd.Margin | None, facts: Mapping[str, Any]) -> vd.Precondition | None:
+    """``p`` as measured: one of the row's arms (or a named quantity of its metric), or a chain row on its metric."""
+    metric = p.metric or row.metric
+    spec = METRICS[metric]
+    chance = ctx.scores.chance(metric) if p.chance is None else p.chance
+    if isinstance(p.arm, int):
+        found = arms.measured[p.arm]
+        estimate = found.quantities[p.quantity] if p.quantity else found.estimate
+    else:
+        estimate = _measured(ctx, metric, p.arm, families, p.over)
+        if estimate is None:
+            return pc.above_chance(p.who.format(**facts), vd.Estimate.exact(chance), chance, 0.0) if p.required \
+                else None
+    if isinstance(p.margin, (int, float)):
+        return pc.above_chance(p.who.format(**facts), estimate, chance, float(p.margin))
+    if isinstance(p.margin, str):
+        margin = ctx.margins[p.margin]
+        if spec.per_question:
+            margin = ctx.scores.margin(metric, p.over, margin)
+    return pc.above_chance(p.who.format(**facts), estimate, chance, margin.value / spec.scale)
+
+
+def _apart(ctx: Context, clause: rows.Apart, families: Sequence[str]) -> tuple[vd.Estimate, vd.Margin] | None:
+    """An :class:`~relin.config.claims.Apart` clause's difference (in the metric's points) and margin; ``None`` while
+    either row has nothing scored."""
+    spec = METRICS[clause.metric]
+    a, b = (_measured(ctx, clause.metric, arm, families, clause.over) for arm in clause.arms)
+    if a is None or b is None:
+        return None
+    margin = ctx.margins[clause.margin]
+    if spec.per_question:
+        margin = ctx.scores.margin(clause.metric, clause.over, margin)
+    return (a - b if spec.scale == 1.0 else (a - b) * spec.scale), margin
+
+
+def _clause(clause: rows.Clause, first: Measured, compared: tuple[vd.Estimate, vd.Margin] | None,
+            texts: Mapping[str, Any]) -> vd.Verdict:
+    """One clause of an ``all`` test: holds (reproduced), fails (contradicted, with its reason) or neither."""
+    if isinstance(clause, rows.Inside):
+        estimate = first.quantities[clause.quantity]
+        holds = clause.low <= estimate.low and estimate.high <= clause.high
+        fails = estimate.high < clause.low or estimate.low > clause.high
+    else:
+        difference, margin = compared
+        m = margin.value
+        holds = difference.low > m or difference.high < -m
+        fails = -m <= difference.low and difference.high <= m
+    if holds:
+        return vd.Verdict(vd.REPRODUCED)
+    if fails:
+        return vd.Verdict(vd.CONTRADICTED, clause.contradicted.format(**texts))
+    return vd.inconclusive()
+
+
+def _all(verdicts: Sequence[vd.Verdict]) -> vd.Verdict:
+    """Every clause holds: reproduced; one fails: contradicted, naming each that fails; else inconclusive."""
+    failed = [v.reason for v in verdicts if v.outcome == vd.CONTRADICTED]
+    if failed:
+        return vd.Verdict(vd.CONTRADICTED, "; ".join(failed))
+    if all(v.outcome == vd.REPRODUCED for v in verdicts):
+        return vd.Verdict(vd.REPRODUCED)
+    return vd.inconclusive()
+
+
 def _every(verdicts: Sequence[vd.Verdict], threshold: float, part: str) -> vd.Verdict:
     """Each part at least ``threshold`` (``verdicts``: each part's :func:`~.verdicts.at_least`): contradicted when some
     part's interval lies below it, reproduced when every part's lies above, else inconclusive."""
@@ -189,9 +263,10 @@ def _every(verdicts: Sequence[vd.Verdict], threshold: float, part: str) -> vd.Ve
     return vd.inconclusive(f"some {part}s' intervals contain {threshold:g}")
 
 
-def _decide(row: rows.ClaimRow, arms: Arms, margin: vd.Margin | None, facts: Mapping[str, Any]
-            ) -> tuple[str, Callable[[], vd.Verdict]]:
-    """Our text and the row's test, on arms that were scored."""
+def _decide(row: rows.ClaimRow, arms: Arms, margin: vd.Margin | None, facts: Mapping[str, Any],
+            compared: Mapping[int, tuple[vd.Estimate, vd.Margin] | None]) -> tuple[str, Callable[[], vd.Verdict]]:
+    """Our text and the row's test, on arms that were scored (``compared``: each Apart clause's difference, by
+    index)."""
     spec, first = METRICS[row.metric], arms.first
     texts = dict(facts, a=first.text, used=", ".join(first.used))
     if row.test in ("beats", "within"):
@@ -203,10 +278,18 @@ def _decide(row: rows.ClaimRow, arms: Arms, margin: vd.Margin | None, facts: Map
         else:
             test = partial(vd.within, difference, margin or vd.Margin(row.threshold, ""))
     elif row.test == "every":
-        verdicts = [vd.at_least(e, row.threshold) for e in first.parts.values()]
+        threshold = facts["threshold"]
+        verdicts = [vd.at_least(e, threshold) for e in first.parts.values()]
         texts.update(worst=first.text, worst_part=min(first.parts, key=lambda k: first.parts[k].value),
-                     reached=sum(v.outcome == vd.REPRODUCED for v in verdicts), parts=len(verdicts))
-        test = partial(_every, verdicts, row.threshold, row.part)
+                     reached=sum(v.outcome == vd.REPRODUCED for v in verdicts), parts=len(verdicts),
+                     below=", ".join(k for k, v in zip(first.parts, verdicts) if v.outcome == vd.CONTRADICTED))
+        test = partial(_every, verdicts, threshold, row.part)
+    elif row.test == "all":
+        shown = {i: row.clauses[i].shown.format(difference=found[0].text(METRICS[row.clauses[i].metric].difference))
+                 for i, found in compared.items() if found is not None}
+        texts.update(compared="".join(shown.values()))
+        def test() -> vd.Verdict:
+            return _all([_clause(c, first, compared.get(i), texts) for i, c in enumerate(row.clauses)])
     else:
         test = partial(vd.at_least if row.test == "at_least" else vd.at_most, first.estimate, row.threshold)
 
@@ -214,6 +297,8 @@ def _decide(row: rows.ClaimRow, arms: Arms, margin: vd.Margin | None, facts: Map
         verdict = test()
         if row.contradicted and verdict.outcome == vd.CONTRADICTED:
             return vd.Verdict(vd.CONTRADICTED, row.contradicted.format(**texts))
+        if row.inconclusive and verdict.outcome == vd.INCONCLUSIVE:
+            return vd.inconclusive(row.inconclusive.format(**texts))
         return verdict
 
     return row.ours.format(**texts), decide
@@ -228,20 +313,26 @@ def judge(row: rows.ClaimRow, ctx: Context) -> vd.Claim | None:
         return None
     families = ctx.families[row.families]
     measured = [spec.measure(ctx, m, families, part) for m, part in zip(models, parts)]
-    facts = {**ctx.facts, **measured[0].facts, "threshold": row.threshold}
-    if not row.facts() <= set(facts):
+    facts = {**ctx.facts, **measured[0].facts}
+    facts["threshold"] = row.threshold / facts[row.threshold_over] if row.threshold_over in facts else row.threshold
+    unscored = measured[0].estimate is None and bool(row.unscored)
+    if not row.facts(unscored) <= set(facts):
         return None
     arms = Arms(models, list(row.labels or models), measured, row.favoured)
     margin = ctx.margins[row.margin] if row.margin else None
     if margin is not None and spec.per_question:
         margin = ctx.scores.margin(row.metric, parts[0], margin)
-    pre = tuple(built for p in row.preconditions
+    compared = {} if unscored else {i: _apart(ctx, c, families) for i, c in enumerate(row.clauses)
+                                    if isinstance(c, rows.Apart)}
+    pre = tuple(built for p in (row.unscored if unscored else row.preconditions)
                 if (built := _precondition(ctx, row, p, arms, families, margin, facts)) is not None)
+    if arms.first.estimate is not None:
+        pre += tuple(pc.items(row.clauses[i].unscored, {}, 1) for i, found in compared.items() if found is None)
     claim, source = row.claim.format(**facts), row.source.format(**facts)
     if arms.first.estimate is None:
         verdict = vd.judged(pre, lambda: vd.Verdict(vd.NOT_TESTABLE, f"{models[0]}: nothing scored"))
         return vd.Claim(ctx.paper, claim, source, arms.first.text, verdict, pre, kind=row.kind, margin=margin)
-    ours, decide = _decide(row, arms, margin, facts)
+    ours, decide = _decide(row, arms, margin, facts, compared)
     seeds = min(a.estimate.seeds for a in measured) if spec.seeded else None
     return vd.Claim(ctx.paper, claim, source, ours, vd.judged(pre, decide), pre, kind=row.kind, seeds=seeds,
                     margin=margin)

@@ -14,8 +14,7 @@ tower's directory (its ``config.json`` says what it is) and ``relin lia-mtr-vlm-
 
 The bridges and their labels are rows of :data:`relin.config.lia_mtr.BRIDGES`, the claims rows of
 :data:`relin.config.lia_mtr.CLAIMS`, judged by :mod:`.judge` on what :class:`.lia_scores.LiaScores` measures; this
-section supplies the facts their texts quote. The gate and mixer claims, which read the probe's activations per image
-with compound tests, are built here (intervals over evaluation images).
+section supplies the facts their texts quote.
 """
 from __future__ import annotations
 
@@ -29,16 +28,15 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ..config import lia_mtr as lia_table
-from ..config.lia_mtr import BRIDGES, PROBE_MAX, READINGS, REFERENCE_MIN, RETRIEVES, TABLE1_RUN
+from ..config.lia_mtr import BRIDGES, PROBE_MAX, REFERENCE_MIN, RETRIEVES
 from ..config.report import PreconditionsConfig
 from ..data.vision.synth import RULES
 from ..eval.mme import read_items_file
 from . import paper_figures as pf
-from . import preconditions as pc
 from . import verdicts as vd
 from .figures import DPI, colours, grid, legend_outside
 from .judge import Context, judge_all
-from .lia_scores import CATEGORIES, MME_CHANCE, TEXT, LiaScores, MMEScores, norm_growth, probe_accuracy
+from .lia_scores import CATEGORIES, TEXT, LiaScores, MMEScores, norm_growth, probe_accuracy
 from .lm_scores import first_replicas, replicas
 from .margins import default_margins
 from .page import FigureRef, Section
@@ -52,8 +50,6 @@ PAPER_TABLE1 = {("align", "accuracy"): pf.LIA_PHASE1_OVERALL, ("align", "existen
 MME_ROLES = {name: row.label for name, row in BRIDGES.items()}
 # A scale whose mean mixer weight is below this carries (almost) nothing (relin.stages.lia_mtr.bridge_probe).
 UNUSED_SCALE = 0.01
-# The gate and mixer claims read bridges of Table I: not run there, they are not testable here.
-NOT_RUN = pc.reached(TABLE1_RUN.what, 0, TABLE1_RUN.needed)
 
 
 @dataclass(frozen=True)
@@ -136,121 +132,6 @@ def category_table(mme: MMEScores | None, patch_probe: dict | None) -> Table | N
                       f"reference: the chat LLM answering the MME-style set from each image's caption, which states "
                       f"what the questions ask; it must reach ≥ {REFERENCE_MIN:.0%}. The probe on pixels and the "
                       f"reference are preconditions of every Table I verdict.")
-
-
-def bridge_learned(mme: MMEScores | None, s: LiaSettings, bridge: str) -> vd.Precondition:
-    """The trained bridge the probe reads answers the MME-style set after phase 2 above chance by the margin (one
-    question of the set): a gate or mixer of a bridge that learned nothing is its initialisation's."""
-    if mme is None or (bridge, "instruct") not in mme:
-        return pc.above_chance(f"{bridge} after phase 2 (MME-style accuracy)", vd.Estimate.exact(MME_CHANCE),
-                               MME_CHANCE, 0.0)
-    margin = s.margins["lia_mtr.mme"].value / mme.questions()
-    return pc.above_chance(f"{bridge} after phase 2 (MME-style accuracy)", mme.accuracy(bridge, "instruct"),
-                           MME_CHANCE, margin)
-
-
-# The write gate "prevented total saturation of the recurrent state while avoiding gradient starvation" (seed 000):
-# restated, its mean over evaluation tokens lies in GATE_BAND (neither ≈ 1 nor ≈ 0), it varies over tokens by at least
-# GATE_SPREAD (token-wise, not a constant; a quarter of the paper's 0.0444), and removing it changes what the bridge
-# answers by more than the MME margin.
-GATE_BAND, GATE_SPREAD = (0.1, 0.9), 0.01
-
-
-def probe_claims(probe: dict | None, mme: MMEScores | None = None, s: LiaSettings | None = None) -> list[vd.Claim]:
-    """The gate claim as the paper infers it, on the LIA-MTR bridge after phase 2, judged only when that bridge
-    learned; then the mixer claims (:func:`mixer_claims`)."""
-    quoted = pf.LIA_GATE
-    claim = (f"The write gate is neither saturated nor starved (mean in [{GATE_BAND[0]:g}, {GATE_BAND[1]:g}], token "
-             f"std ≥ {GATE_SPREAD:g}) and removing it changes the answers")
-    paper = f"mean {quoted.values[0]}, std {quoted.values[1]} (the gate probe)"
-    if not probe or "gate_per_image" not in probe:
-        if mme is not None:
-            return []
-        unread = [vd.Claim("LIA-MTR", mixer_claim(reading), mixer_paper(), "not run",
-                           vd.judged((NOT_RUN,), lambda: vd.inconclusive("not run")), (NOT_RUN,))
-                  for reading in READINGS.values()]
-        return [vd.Claim("LIA-MTR", claim, paper, "not run", vd.judged((NOT_RUN,), lambda: vd.inconclusive("")),
-                         (NOT_RUN,)), *unread]
-    s = s or LiaSettings(0.8, 2000)
-    gates = np.array(probe["gate_per_image"])
-    mean = vd.Resampler(["image"] * len(gates)).mean(gates)
-    pre = [bridge_learned(mme, s, "lia_mtr")]
-    ablation = "lia_mtr_no_gate"
-    margin = s.margins["lia_mtr.mme"]
-    if mme is not None and (ablation, "instruct") in mme and ("lia_mtr", "instruct") in mme:
-        pre.append(bridge_learned(mme, s, ablation))
-        difference = (mme.accuracy("lia_mtr", "instruct") - mme.accuracy(ablation, "instruct")) * 100
-        step = 100 * margin.value / mme.questions()
-    else:
-        difference, step = None, 0.0
-        pre.append(pc.items("the no-gate ablation scored after phase 2", {}, 1))
-
-    def decide() -> vd.Verdict:
-        low, high = GATE_BAND
-        inside = low <= mean.low and mean.high <= high
-        outside = mean.high < low or mean.low > high
-        differs = difference.low > step or difference.high < -step
-        same = -step <= difference.low and difference.high <= step
-        if inside and probe["gate_std"] >= GATE_SPREAD and differs:
-            return vd.Verdict(vd.REPRODUCED)
-        if outside or probe["gate_std"] < GATE_SPREAD or same:
-            return vd.Verdict(vd.CONTRADICTED, "; ".join(
-                [*([f"the mean lies outside [{low:g}, {high:g}]"] if outside else []),
-                 *([f"token std {probe['gate_std']:.3g} < {GATE_SPREAD:g}"] if probe["gate_std"] < GATE_SPREAD
-                   else []), *(["removing the gate changes nothing beyond the margin"] if same else [])]))
-        return vd.inconclusive("the mean's interval or the ablation's difference straddles its bound")
-
-    text = (f"mean {mean.text('.3f')} (token std {probe['gate_std']:.3f})"
-            + (f"; with the gate minus without {difference.text('+.1f')} points" if difference is not None else ""))
-    return [vd.Claim("LIA-MTR", claim, paper, text, vd.judged(pre, decide), tuple(pre)), *mixer_claims(probe, mme, s)]
-
-
-# The mixer "had the requisite bandwidth" for every half-life (seed 000): judged on a mixer that moved from its
-# near-uniform start (some scale's mean weight at least MIXER_MOVED from 1/S), reproduced when every scale keeps at
-# least a quarter of its uniform share (MIXER_FLOOR × 1/S), contradicted when one falls below it.
-MIXER_MOVED, MIXER_FLOOR = 0.02, 0.25
-
-
-def mixer_claim(reading: str) -> str:
-    return f"The scale mixer keeps weight on every timescale (each ≥ {MIXER_FLOOR:g} of its uniform share; {reading})"
-
-
-def mixer_paper() -> str:
-    quoted = pf.LIA_HALF_LIVES
-    return f"half-lives {quoted.values[2]} to {quoted.values[3]} used simultaneously"
-
-
-def mixer_claims(probe: dict, mme: MMEScores | None = None, s: LiaSettings | None = None) -> list[vd.Claim]:
-    """Per reading: the trained mixer keeps weight on every scale, judged only on a bridge that learned and a mixer
-    that moved from its uniform start, over evaluation images."""
-    out = []
-    s = s or LiaSettings(0.8, 2000)
-    for bridge, reading in READINGS.items():
-        found = (probe.get("bridges") or {}).get(bridge)
-        if not found or "mixer_per_image" not in found:
-            continue
-        weights = np.array(found["mixer_per_image"])                     # [images, S]
-        scales = weights.shape[1]
-        resampler = vd.Resampler(["image"] * len(weights))
-        per_scale = [resampler.mean(weights[:, i]) for i in range(scales)]
-        shift = max((resampler.mean(np.abs(weights[:, i] - 1 / scales)) for i in range(scales)), key=lambda e: e.value)
-        floor = MIXER_FLOOR / scales
-        lives = found["half_lives"]
-        pre = (pc.reached("scales", scales, 2), bridge_learned(mme, s, bridge),
-               pc.above_chance("the mixer's largest move from its uniform 1/S", shift, 0.0, MIXER_MOVED))
-
-        def decide(per_scale=per_scale, lives=lives, floor=floor) -> vd.Verdict:
-            unused = [f"t½ {lives[i]:g}" for i, e in enumerate(per_scale) if e.high < floor]
-            if unused:
-                return vd.Verdict(vd.CONTRADICTED, f"below {floor:.3g}: {', '.join(unused)}")
-            if all(e.low >= floor for e in per_scale):
-                return vd.Verdict(vd.REPRODUCED)
-            return vd.inconclusive(f"some scale's interval contains {floor:.3g}")
-
-        out.append(vd.Claim("LIA-MTR", mixer_claim(reading), mixer_paper(),
-                            " / ".join(e.text(".3f") for e in per_scale) + " (t½ " + " / ".join(f"{x:g}" for x in lives)
-                            + ")", vd.judged(pre, decide), pre))
-    return out
 
 
 def tower_note(tower: dict | None) -> str:
@@ -512,7 +393,10 @@ def probe_table(probe: dict) -> Table:
 def context(scores: LiaScores, s: LiaSettings) -> Context:
     """What LIA-MTR's claim rows read beyond the scores: the quoted figures, and the mastery a probe must reach."""
     quoted = pf.LIA_MEMORY
+    gate, lives = pf.LIA_GATE, pf.LIA_HALF_LIVES
     facts = {**scores.facts(), "mastery": s.mastery, "niah_paper": pf.LIA_NIAH.text(),
+             "gate_paper": f"mean {gate.values[0]}, std {gate.values[1]} (the gate probe)",
+             "mixer_paper": f"half-lives {lives.values[2]} to {lives.values[3]} used simultaneously",
              "table1": {f"{phase}_{key}": f"{quote.text(' vs ')} (LIA-MTR vs MLP, {quote.where.split(',')[0]})"
                         for (phase, key), quote in PAPER_TABLE1.items()},
              "paper_memory": f"{quoted.values[3]} GB at N = {quoted.values[2]}; MHA out of memory at N = "
@@ -532,7 +416,7 @@ def lia_mtr_section(files: dict, s: LiaSettings, figure_dir: Path,
         return None
     data = read_inputs(files)
     mme = MMEScores(data["answers"], s.resamples) if data["answers"] else None
-    found = [*claims(data, mme, s), *probe_claims(data["probe"], mme, s)]
+    found = claims(data, mme, s)
     blocks: list = [*vd.verdict_tables(found, "LIA-MTR")]
     categories = category_table(mme, data["patch_probe"])
     if categories is not None:

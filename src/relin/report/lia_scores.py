@@ -3,7 +3,8 @@ metric of a bridge over a part of its experiment, with its interval, and the qua
 
 Intervals: MME over images (stratified by subtask; a pair's two answers stay together, as acc+ needs), the bridge NIAH
 over test sequences (stratified by cell), the memory exponent from its least-squares fit (t distribution, n - 2
-degrees of freedom); Theorem 2's ratio and Lemma 2's exponents are exact (no sampling noise).
+degrees of freedom), the write gate and the mixer's weights over evaluation images (the probe's per-image means);
+Theorem 2's ratio, Lemma 2's exponents and the gate's token-wise spread are exact (no sampling noise).
 """
 from __future__ import annotations
 
@@ -214,6 +215,43 @@ class LiaScores:
         return Measured(vd.Estimate.exact(ratio), f"{ratio:.3f}", facts={
             "longest": lengths[-1], "growth": f"{norm_growth(state):.2f}", "half_lives": round(lengths[-1] / life, 1)})
 
+    # The probe (relin lia-mtr-bridge-probe) on the trained bridges after phase 2, read only when it ran; while Table
+    # I's chain did not run, its claims show that (the rows' unscored preconditions).
+    def _probe(self, bridge: str) -> dict | None:
+        probe = self.data.get("probe")
+        if not probe or "gate_per_image" not in probe:
+            return None
+        return (probe.get("bridges") or {}).get(bridge) or (probe if bridge == "lia_mtr" else None)
+
+    def _probe_scored(self, bridge: str, key: str) -> bool:
+        probe = self.data.get("probe")
+        if not probe or "gate_per_image" not in probe:
+            return self.mme is None
+        return key in (self._probe(bridge) or {})
+
+    def _gate_measure(self, bridge: str) -> Measured:
+        found = self._probe(bridge)
+        if found is None:
+            return Measured(None, "not run")
+        gates = np.array(found["gate_per_image"])
+        mean = vd.Resampler(["image"] * len(gates)).mean(gates)
+        return Measured(mean, mean.text(".3f"), facts={"std": found["gate_std"]},
+                        quantities={"mean": mean, "std": vd.Estimate.exact(found["gate_std"])})
+
+    def _mixer_measure(self, bridge: str) -> Measured:
+        found = self._probe(bridge)
+        if found is None:
+            return Measured(None, "not run")
+        weights = np.array(found["mixer_per_image"])                     # [images, S]
+        scales, lives = weights.shape[1], found["half_lives"]
+        resampler = vd.Resampler(["image"] * len(weights))
+        per_scale = [resampler.mean(weights[:, i]) for i in range(scales)]
+        move = max((resampler.mean(np.abs(weights[:, i] - 1 / scales)) for i in range(scales)), key=lambda e: e.value)
+        text = " / ".join(e.text(".3f") for e in per_scale) + " (t½ " + " / ".join(f"{x:g}" for x in lives) + ")"
+        return Measured(min(per_scale, key=lambda e: e.value), text,
+                        parts={f"t½ {life:g}": e for life, e in zip(lives, per_scale)}, facts={"scales": scales},
+                        quantities={"move": move})
+
     def _lemma2(self) -> dict:
         found = self.data["memory_metrics"].get("lemma2") or {}
         return found if "constant_input_growth" in found else {}
@@ -247,6 +285,8 @@ class LiaScores:
             return bool(self._state(bridge))
         if metric == "constant_input_growth":
             return bool(self._lemma2()) and (bridge == "linear_attn" or BRIDGES[bridge].mixer == "mtr")
+        if metric in ("write_gate", "mixer"):
+            return self._probe_scored(bridge, "gate_per_image" if metric == "write_gate" else "mixer_per_image")
         raise KeyError(f"LIA-MTR measures no metric {metric!r}")
 
     def measure(self, metric: str, bridge: str, part: str) -> Measured:
@@ -260,6 +300,10 @@ class LiaScores:
             return self._state_measure(bridge)
         if metric == "constant_input_growth":
             return self._growth_measure(bridge)
+        if metric == "write_gate":
+            return self._gate_measure(bridge)
+        if metric == "mixer":
+            return self._mixer_measure(bridge)
         raise KeyError(f"LIA-MTR measures no metric {metric!r}")
 
     def chance(self, metric: str) -> float:
