@@ -7,12 +7,12 @@ import pytest
 
 from relin.config import lia_mtr as lia_table
 from relin.config import opal as opal_table
-from relin.config.claims import ClaimRow, EnoughSeeds, Headroom, Learned, check_claims
+from relin.config.claims import AboveChance, Apart, ClaimRow, EnoughSeeds, Headroom, Inside, Learned, check_claims
 from relin.report.build import claims_overview
 from relin.report.lm_scores import ItemScores
 from relin.report.opal import claims, opal_section
 from relin.report.page import render_markdown
-from relin.report.verdicts import NOT_TESTABLE, REPRODUCED
+from relin.report.verdicts import CONTRADICTED, NOT_TESTABLE, REPRODUCED
 
 from .test_opal_verdicts import LAYERS, SETTINGS, STRONG, _arm, _items
 
@@ -83,6 +83,74 @@ def test_a_lia_mtr_claim_row_added_to_the_table_stands_in_the_report(monkeypatch
     assert next(c for c in listed if c.claim == LIA_NEW.claim).verdict.outcome == NOT_TESTABLE
 
 
+GATE_NEW = ClaimRow("The head_matrix reading's write gate stays in [0.3, 0.7] and removing it changes the answers",
+                    "a compound LIA-MTR row added by a test", ("lia_mtr_head_matrix",), "write_gate", "all",
+                    clauses=(Inside("mean", 0.3, 0.7, contradicted="the mean lies outside [0.3, 0.7]"),
+                             Apart(("lia_mtr_head_matrix", "lia_mtr_no_gate"), "mme_accuracy", "instruct",
+                                   "lia_mtr.mme", contradicted="removing the gate changes nothing",
+                                   shown="; minus the ablation {difference} points", unscored="the ablation scored")),
+                    ours="gate {a}{compared}",
+                    preconditions=(AboveChance("lia_mtr_head_matrix", "lia_mtr_head_matrix after phase 2",
+                                               metric="mme_accuracy", over="instruct", margin="lia_mtr.mme"),))
+
+
+def _mme_files(root, accuracy: dict[str, float]) -> list[dict]:
+    """Each bridge's MME outputs as lia-mtr-eval-mme writes them: 20 images a category, a share ``accuracy`` of them
+    answered right (both questions) after each phase, the others wrong."""
+    from relin.eval.mme import ITEM_COLUMNS, MMEAnswer, scored_items
+    from relin.io import atomic_write_csv
+    from relin.report.lia_mtr import CATEGORIES, PHASES
+
+    entries = []
+    for bridge, share in accuracy.items():
+        folder = root / bridge
+        folder.mkdir(parents=True)
+        items = [row for phase in PHASES for row in scored_items(phase, {
+            task: [MMEAnswer(f"{task}_{i}", "q", gt, gt if i < share * 20 else {"yes": "no", "no": "yes"}[gt])
+                   for i in range(20) for gt in ("yes", "no")] for task in CATEGORIES})]
+        atomic_write_csv(folder / "items.csv", items, ITEM_COLUMNS)
+        (folder / "metrics.json").write_text(json.dumps({p: {"perception": 300.0} for p in PHASES}))
+        entries.append({"name": bridge, "metrics": str(folder / "metrics.json"), "items": str(folder / "items.csv")})
+    return entries
+
+
+def _probe_file(root, gates: list[float]) -> str:
+    """probe.json as lia-mtr-bridge-probe writes it, both readings' gates per image ``gates``."""
+    one = {"gate_per_image": gates, "gate_mean": sum(gates) / len(gates), "gate_std": 0.1, "half_lives": [2.0, 100.0],
+           "mixer_mean": [0.5, 0.5], "mixer_per_image": [[0.5, 0.5]] * len(gates)}
+    (root / "probe.json").write_text(json.dumps({**one, "bridges": {"lia_mtr": one, "lia_mtr_head_matrix": one}}))
+    return str(root / "probe.json")
+
+
+def test_a_compound_lia_mtr_claim_row_added_to_the_table_stands_in_the_report(monkeypatch, tmp_path):
+    """A gate-like row (an ``all`` test: a band on the gate's mean and an ablation that changes the answers), added to
+    the table and nothing else, is judged on the section's inputs and stands in the report with its preconditions."""
+    from relin.report.lia_mtr import LiaSettings, lia_mtr_section
+
+    monkeypatch.setattr(lia_table, "CLAIMS", (*lia_table.CLAIMS, GATE_NEW))
+    mme = _mme_files(tmp_path / "mme", {"lia_mtr_head_matrix": 0.9, "lia_mtr_no_gate": 0.6})
+    (tmp_path / "figures").mkdir()
+    settings = LiaSettings(mastery=0.8, resamples=300)
+    files = {"mme": mme, "probe": _probe_file(tmp_path, [0.45, 0.5, 0.55] * 10)}
+    section, listed = lia_mtr_section(files, settings, tmp_path / "figures", "figures")
+    claim = next(c for c in listed if c.claim == GATE_NEW.claim)
+    assert claim.verdict.outcome == REPRODUCED, claim.verdict
+    assert claim.ours.startswith("gate 0.500 [") and "; minus the ablation +30.0 [" in claim.ours, claim.ours
+    page = render_markdown("R", [claims_overview(listed), section], [])
+    row = next(line for line in page.splitlines() if GATE_NEW.claim in line)
+    assert "a compound LIA-MTR row added by a test" in row and REPRODUCED in row
+    assert "lia_mtr_head_matrix after phase 2 above chance 0.5" in row
+    # a gate outside the band fails its clause; without the ablation the row is not testable, naming why
+    shut = {**files, "probe": _probe_file(tmp_path, [0.9] * 30)}
+    verdict = next(c for c in lia_mtr_section(shut, settings, tmp_path / "figures", "figures")[1]
+                   if c.claim == GATE_NEW.claim).verdict
+    assert verdict.outcome == CONTRADICTED and verdict.reason == "the mean lies outside [0.3, 0.7]"
+    alone = {**files, "mme": mme[:1]}
+    verdict = next(c for c in lia_mtr_section(alone, settings, tmp_path / "figures", "figures")[1]
+                   if c.claim == GATE_NEW.claim).verdict
+    assert verdict.outcome == NOT_TESTABLE and "the ablation scored" in verdict.reason
+
+
 def test_a_row_naming_no_row_of_the_table_is_refused():
     with pytest.raises(ValueError, match="'offpolicy_huge' is not a row of the table"):
         check_claims("opal", opal_table.CHAIN, [ClaimRow("x", "y", ("offpolicy_huge", "align"), "recovery", "beats",
@@ -92,6 +160,11 @@ def test_a_row_naming_no_row_of_the_table_is_refused():
     with pytest.raises(ValueError, match="'lia_mtr_huge' is not a row of the table"):
         check_claims("lia_mtr", lia_table.BRIDGES, [ClaimRow("x", "y", ("lia_mtr",), "niah_accuracy", "every",
                                                              preconditions=(Learned("lia_mtr_huge", "", ""),))])
+    with pytest.raises(ValueError, match="'lia_mtr_huge' is not a row of the table"):
+        check_claims("lia_mtr", lia_table.BRIDGES, [ClaimRow("x", "y", ("lia_mtr",), "write_gate", "all", clauses=(
+            Apart(("lia_mtr", "lia_mtr_huge"), "mme_accuracy", "instruct", "lia_mtr.mme", "", "", ""),))])
+    with pytest.raises(ValueError, match="an all test names its clauses"):
+        check_claims("lia_mtr", lia_table.BRIDGES, [ClaimRow("x", "y", ("lia_mtr",), "write_gate", "all")])
     with pytest.raises(ValueError, match="over names one part or one per arm"):
         check_claims("lia_mtr", lia_table.BRIDGES, [ClaimRow("x", "y", ("lia_mtr", "mha"), "niah_accuracy", "within",
                                                              threshold=1.0, over=("a", "b", "c"))])
@@ -106,5 +179,8 @@ def test_every_row_names_a_margin_and_thresholds_of_the_report_config(paper):
 
     for row in import_module(f"relin.config.{paper}").CLAIMS:
         assert not row.margin or row.margin in MARGINS, row
+        assert all(c.margin in MARGINS for c in row.clauses if isinstance(c, Apart)), row
+        assert all(p.margin in MARGINS for p in row.preconditions if isinstance(p, AboveChance)
+                   and isinstance(p.margin, str)), row
         assert all(not isinstance(p.needed, str) or p.needed in PreconditionsConfig.__dataclass_fields__
                    for p in row.preconditions if isinstance(p, Reached)), row
