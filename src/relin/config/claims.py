@@ -35,9 +35,10 @@ Test = Literal["at_least", "at_most", "beats", "within", "every", "all"]
 # constant_input_growth (Lemma 2: the output's growth exponent on a constant input), write_gate (the bridge's write
 # gate over the evaluation images: its mean, with the quantities ``mean`` and ``std``, the token-wise standard
 # deviation), mixer (the scale mixer's mean weight per scale, one part per half-life, with the quantity ``move``: the
-# largest mean move from the uniform 1/S, and the fact ``scales``).
+# largest mean move from the uniform 1/S, and the fact ``scales``). Any paper's: figure (an exact figure the paper's
+# section reads from a stage's own file, ``over`` its name: the initialisation's logit gap, the decode cache's share).
 Metric = Literal["recovery", "perplexity_share", "niah_accuracy", "mme_accuracy", "memory_exponent", "state_bound",
-                 "constant_input_growth", "write_gate", "mixer"]
+                 "constant_input_growth", "write_gate", "mixer", "figure"]
 ARMS = {"at_least": 1, "at_most": 1, "beats": 2, "within": 2, "every": 1, "all": 1}
 
 

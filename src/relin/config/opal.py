@@ -180,6 +180,9 @@ _TABLE3 = (Competent(threshold=TABLE3_TEACHER, over="all"), Moved(PARENT, who="s
 # facts: the horizon stage 3 reached, Table 3's quoted figures (paper_<arm>, where_<arm>), and, with the conversion's
 # layer record, the layers each selection keeps.
 CLAIMS: Claims = (
+    ClaimRow("The hybrid's decode cache is at most half the teacher's (context {longest})", "Fig. 4", ("onpolicy",),
+             "figure", "at_most", kind="check", threshold=50, over=("cache_share",),
+             ours="{a} of the teacher's (measured, exact)"),
     ClaimRow("On-policy beats off-policy on dataset text at a matched budget",
              "{paper_onpolicy} vs {paper_offpolicy_matched} (Table 3, MATH-500 at 400M tokens: "
              "{where_offpolicy_matched})", ("onpolicy", "offpolicy_matched"), "recovery", "beats",

@@ -25,13 +25,11 @@ from .budgets import PaperBudget, Stated, budget_of
 from .budgets import budget_table as paper_budget_table
 from .figures import DPI, accuracy_by_length_figure, colours, grid, legend_outside, title
 from .inputs import NamedJson, NamedRows
-from .judge import Context, judge_all
+from .judge import Context, Measured, judge_all
 from .lm_scores import ItemScores, excluded_note
 from .margins import default_margins
 from .page import FigureRef, Section
 from .table import Table
-
-EXACT = 1e-4
 
 
 @dataclass(frozen=True)
@@ -56,20 +54,18 @@ def _tokens(train: dict[str, NamedJson], model: str) -> float:
 
 def claims(scores: ItemScores, s: HedgeMambaSettings, init: dict[str, Any] | None,
            train: dict[str, NamedJson] | None = None) -> list[vd.Claim]:
-    """HedgeMamba's verdicts: the exactness of the initialisation, then the rows of
-    :data:`relin.config.hedgemamba.CLAIMS`."""
-    out, paper = [], "HedgeMamba"
+    """HedgeMamba's verdicts: the rows of :data:`relin.config.hedgemamba.CLAIMS`, the initialisation's logit gap
+    (``init``: its ``check.json``) among the figures they read."""
+    figures = {}
     if init is not None:
         gap = vd.Estimate.exact(init["max_abs_logit_diff"])
-        claim = f"The Mamba block initialised from Hedgehog reproduces it (max |Δlogit| ≤ {EXACT:g})"
-        out.append(vd.Claim(paper, claim, "exact by construction (eqs. 7-10)",
-                            f"{gap.value:.1e} at logits up to {init['max_abs_logit']:.1f} (measured, exact)",
-                            vd.at_most(gap, EXACT), kind="check"))
+        figures["init_logit_gap"] = Measured(gap, f"{gap.value:.1e}", facts={"max_logit": init["max_abs_logit"]})
     quoted = pf.HEDGEMAMBA_PERPLEXITY
     facts = {"tokens_finetune": _tokens(train or {}, "finetune"),
              "perplexity_quote": f"{pf.DERIVED['hedgemamba_perplexity']:.1f}% ({quoted.text(' vs ')}; {quoted.where})"}
-    context = Context(paper, scores, s.teacher, s.mastery, name, s.margins, s.pre, {"all": _tasks(scores)}, facts)
-    return out + judge_all(hedgemamba_table.CLAIMS, context)
+    context = Context("HedgeMamba", scores, s.teacher, s.mastery, name, s.margins, s.pre, {"all": _tasks(scores)},
+                      facts, figures)
+    return judge_all(hedgemamba_table.CLAIMS, context)
 
 
 def results_table(scores: ItemScores, s: HedgeMambaSettings) -> Table:

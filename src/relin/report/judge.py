@@ -18,8 +18,8 @@ from .lm_scores import ItemScores
 class Context:
     """What a paper's section gives the judge: the scores (an :class:`ItemScores` of language models, or a paper's own
     that measure its metrics: :class:`relin.report.lia_scores.LiaScores`), the teacher's eval name, how a chain row is
-    named among the evaluations, the families each row's ``families`` names, and the facts its texts and
-    preconditions name."""
+    named among the evaluations, the families each row's ``families`` names, the facts its texts and preconditions
+    name, and the exact figures it read from a stage's own file, by name (the metric ``figure``)."""
 
     paper: str
     scores: ItemScores | Any
@@ -30,6 +30,7 @@ class Context:
     pre: PreconditionsConfig
     families: Mapping[str, Sequence[str]]
     facts: Mapping[str, Any] = field(default_factory=dict)
+    figures: Mapping[str, "Measured"] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,14 @@ def _perplexity_share(ctx: Context, model: str, families: Sequence[str], part: s
 def _paper_measure(metric: str) -> Callable[[Context, str, Sequence[str], str], Measured]:
     """A metric the paper's scores measure themselves (``scores.measure(metric, arm, part)``)."""
     return lambda ctx, model, families, part: ctx.scores.measure(metric, model, part)
+
+
+def _figure(ctx: Context, model: str, families: Sequence[str], part: str) -> Measured:
+    return ctx.figures[part]
+
+
+def _figure_read(ctx: Context, metric: str, model: str, part: str) -> bool:
+    return part in ctx.figures
 
 
 def _in_scores(ctx: Context, metric: str, model: str, part: str) -> bool:
@@ -94,7 +103,8 @@ METRICS = {"recovery": MetricSpec(_recovery, _in_scores), "perplexity_share": Me
            "state_bound": MetricSpec(_paper_measure("state_bound"), seeded=False),
            "constant_input_growth": MetricSpec(_paper_measure("constant_input_growth"), seeded=False),
            "write_gate": MetricSpec(_paper_measure("write_gate"), seeded=False),
-           "mixer": MetricSpec(_paper_measure("mixer"), seeded=False)}
+           "mixer": MetricSpec(_paper_measure("mixer"), seeded=False),
+           "figure": MetricSpec(_figure, _figure_read, seeded=False)}
 
 
 @dataclass(frozen=True)
