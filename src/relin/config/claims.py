@@ -27,7 +27,8 @@ Kind = Literal["claim", "check", "beyond"]
 # ``threshold``; all: every clause of the row's ``clauses`` holds (a compound claim: reproduced when each does,
 # contradicted when one fails, naming each that fails).
 Test = Literal["at_least", "at_most", "beats", "within", "every", "all"]
-# recovery: a ratio of averages over the families the teacher masters, in %; perplexity_share: teacher / student
+# recovery: a ratio of averages over the families the teacher masters, in % (``over``: the items a filter the section
+# names keeps, e.g. the needles beyond SWA's stacked reach); perplexity_share: teacher / student
 # perplexity on the same passages, in %. LIA-MTR's (relin.report.lia_scores): niah_accuracy (a bridge's NIAH accuracy
 # over the cells ``over`` names: all, trained, earliest, latest past training; per cell for ``every``), mme_accuracy
 # (MME-style accuracy over ``over`` = "<phase>/<category>" or "<phase>"), memory_exponent (the slope of log peak
@@ -54,6 +55,9 @@ class Competent:
     over: Literal["used", "all"] = "used"
     reference: str = ""
     label: str = "the teacher"
+    trained_on: str = ""
+    """A fact listing the families the teacher trained on: among those it is scored on, only a win can be read (the
+    paper's teacher meets them zero-shot); empty: none."""
 
 
 @dataclass(frozen=True)
@@ -85,16 +89,31 @@ class Reached:
     value: str
     needed: str | float
     unit: str = ""
+    shown: str = ""
+    """A fact holding the measured value in words, when more than the number (the layers kept, of how many)."""
 
 
 @dataclass(frozen=True)
 class Learned:
-    """The chain row ``arm`` learned its task: its metric over ``over`` at least the mastery, ``what`` a template over
-    the facts (:func:`relin.report.preconditions.learned`)."""
+    """The chain row ``arm`` learned its task: its metric over ``over`` (or over the families ``families`` names) at
+    least the mastery (or ``report.preconditions.<threshold>``), ``what`` a template over the facts, the score shown as
+    ``shown`` (a template over ``a``, the score, and ``used``, the families it kept; empty: the score)
+    (:func:`relin.report.preconditions.learned`)."""
 
     arm: str
     what: str
-    over: str
+    over: str = ""
+    families: str = ""
+    threshold: str = ""
+    shown: str = ""
+
+
+@dataclass(frozen=True)
+class Items:
+    """The run holds items the claim reads: each family of the row's ``families`` that has items keeps at least one
+    under the first arm's ``over`` (``what`` a template over the facts): :func:`relin.report.preconditions.items`."""
+
+    what: str
 
 
 @dataclass(frozen=True)
@@ -152,7 +171,8 @@ class Different:
     shown: str
 
 
-Precondition = Union[Competent, Moved, EnoughSeeds, Headroom, Reached, Different, Learned, AboveChance, Bounded, Exact]
+Precondition = Union[Competent, Moved, EnoughSeeds, Headroom, Reached, Different, Learned, AboveChance, Bounded, Exact,
+                     Items]
 
 
 @dataclass(frozen=True)
@@ -231,6 +251,9 @@ class ClaimRow:
     unscored: tuple[Precondition, ...] = ()
     """The preconditions that say why the first arm has nothing scored (e.g. its chain did not run), shown in place of
     the others while it has none; empty: the others, as far as they apply."""
+    seeded: bool = True
+    """Whether the arms rest on training seeds (false: a model no training made, e.g. SWA, the teacher's weights under
+    windows)."""
 
     def templates(self, unscored: bool = False) -> list[str]:
         if unscored:
@@ -239,6 +262,7 @@ class ClaimRow:
         texts += [p.shown for p in self.preconditions if isinstance(p, Different)]
         texts += [p.what for p in self.preconditions if isinstance(p, Learned)]
         texts += [p.who for p in self.preconditions if isinstance(p, AboveChance)]
+        texts += [p.what for p in self.preconditions if isinstance(p, Items)]
         texts += [c.contradicted for c in self.clauses]
         return texts
 
@@ -252,6 +276,8 @@ class ClaimRow:
         for p in (self.unscored if unscored else self.preconditions):
             named |= ({p.value} if isinstance(p, (Reached, Exact)) else {p.a, p.b} if isinstance(p, Different)
                       else set())
+            named |= {getattr(p, key) for key in ("shown", "trained_on") if isinstance(p, (Reached, Competent))
+                      and getattr(p, key, "")}
         if self.threshold_over and not unscored:
             named.add(self.threshold_over)
         return named - own

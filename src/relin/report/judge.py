@@ -19,7 +19,8 @@ class Context:
     """What a paper's section gives the judge: the scores (an :class:`ItemScores` of language models, or a paper's own
     that measure its metrics: :class:`relin.report.lia_scores.LiaScores`), the teacher's eval name, how a chain row is
     named among the evaluations, the families each row's ``families`` names, the facts its texts and preconditions
-    name, and the exact figures it read from a stage's own file, by name (the metric ``figure``)."""
+    name, the exact figures it read from a stage's own file, by name (the metric ``figure``), and the item filters a
+    row's ``over`` names (of an :class:`ItemScores`' columns)."""
 
     paper: str
     scores: ItemScores | Any
@@ -31,6 +32,11 @@ class Context:
     families: Mapping[str, Sequence[str]]
     facts: Mapping[str, Any] = field(default_factory=dict)
     figures: Mapping[str, "Measured"] = field(default_factory=dict)
+    items: Mapping[str, Callable] = field(default_factory=dict)
+
+    def where(self, part: str) -> Callable | None:
+        """The item filter ``part`` names (none: every item)."""
+        return self.items[part] if part else None
 
 
 @dataclass(frozen=True)
@@ -49,7 +55,7 @@ class Measured:
 
 
 def _recovery(ctx: Context, model: str, families: Sequence[str], part: str) -> Measured:
-    rec = ctx.scores.recovery(model, ctx.teacher, families, ctx.mastery)
+    rec = ctx.scores.recovery(model, ctx.teacher, families, ctx.mastery, ctx.where(part))
     return Measured(rec.estimate, rec.text(), rec.families)
 
 
@@ -150,21 +156,29 @@ def _precondition(ctx: Context, row: rows.ClaimRow, p: rows.Precondition, arms: 
     first, spec = arms.first, METRICS[row.metric]
     if isinstance(p, rows.Competent) and not p.reference:
         over = (first.used or families) if p.over == "used" else families
-        return pc.competent("the teacher", {f: ctx.scores.accuracy(ctx.teacher, f).value for f in over
-                                            if ctx.scores.count(f)}, max(ctx.mastery, p.threshold))
+        where = ctx.where(row.part_of(0)) if row.metric == "recovery" else None
+        return pc.competent("the teacher", {f: ctx.scores.accuracy(ctx.teacher, f, where).value for f in over
+                                            if ctx.scores.count(f, where)}, max(ctx.mastery, p.threshold),
+                            tuple(facts[p.trained_on]) if p.trained_on else ())
+    if isinstance(p, rows.Items):
+        where = ctx.where(row.part_of(0))
+        return pc.items(p.what.format(**facts), {f: ctx.scores.count(f, where) for f in families
+                                                 if ctx.scores.count(f)}, 1)
     if isinstance(p, rows.Reached):
         needed = getattr(ctx.pre, p.needed) if isinstance(p.needed, str) else p.needed
-        return pc.reached(p.what, facts[p.value], needed, p.unit)
+        return pc.reached(p.what, facts[p.value], needed, p.unit, facts[p.shown] if p.shown else "")
     if isinstance(p, rows.Different):
         return pc.different(p.what, facts[p.a], facts[p.b], p.shown.format(**facts))
     if isinstance(p, rows.Exact):
         methods = facts[p.value]
         return pc.exact(p.what, ", ".join(methods) or "none", p.allowed if len(methods) == 1 else ())
     if isinstance(p, rows.Learned):
-        model = ctx.name(p.arm)
-        found = (spec.measure(ctx, model, families, p.over) if spec.scored(ctx, row.metric, model, p.over)
+        model, over = ctx.name(p.arm), ctx.families[p.families] if p.families else families
+        found = (spec.measure(ctx, model, over, p.over) if spec.scored(ctx, row.metric, model, p.over)
                  else Measured(None, ""))
-        return pc.learned(model, p.what.format(**facts), found.estimate, ctx.mastery, found.text)
+        shown = p.shown.format(a=found.text, used=", ".join(found.used)) if p.shown else found.text
+        return pc.learned(model, p.what.format(**facts), found.estimate,
+                          getattr(ctx.pre, p.threshold) if p.threshold else ctx.mastery, shown)
     if first.estimate is None:
         return None
     if isinstance(p, rows.AboveChance):
@@ -343,7 +357,7 @@ def judge(row: rows.ClaimRow, ctx: Context) -> vd.Claim | None:
         verdict = vd.judged(pre, lambda: vd.Verdict(vd.NOT_TESTABLE, f"{models[0]}: nothing scored"))
         return vd.Claim(ctx.paper, claim, source, arms.first.text, verdict, pre, kind=row.kind, margin=margin)
     ours, decide = _decide(row, arms, margin, facts, compared)
-    seeds = min(a.estimate.seeds for a in measured) if spec.seeded else None
+    seeds = min(a.estimate.seeds for a in measured) if spec.seeded and row.seeded else None
     return vd.Claim(ctx.paper, claim, source, ours, vd.judged(pre, decide), pre, kind=row.kind, seeds=seeds,
                     margin=margin)
 

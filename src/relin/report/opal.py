@@ -22,7 +22,6 @@ from ..config.report import PreconditionsConfig
 from ..eval.tasks import TASKS as SCORING
 from ..names import REPLICA_NAME, chain_eval
 from . import paper_figures as pf
-from . import preconditions as pc
 from . import verdicts as vd
 from .budgets import PaperBudget, Stated, budget_of
 from .budgets import budget_table as paper_budget_table
@@ -65,8 +64,6 @@ PAPER_BUDGET = {"align": _STAGE1_BUDGET, "align_kl_guided": _STAGE1_BUDGET,
                 "onpolicy": PaperBudget(Stated(pf.OPAL_TABLE6_STEPS, 3, "K"), Stated(pf.OPAL_TABLE6_TOKENS, 3, "B"),
                                         "Table 6, stage 3", "target_tokens"),
                 "offpolicy_matched": _TABLE3_BUDGET, "offpolicy_teacher": _TABLE3_BUDGET}
-# "Recovers" reads as at least this share of the teacher; "collapses" as at most this share.
-RECOVERS, COLLAPSES = 90.0, 10.0
 # The stages whose drawn row lengths the report shows (2A short, 2B long).
 LENGTH_STAGES = ("offpolicy_short", "offpolicy_long")
 
@@ -119,82 +116,11 @@ def unseen_niah(scores: ItemScores, s: OpalSettings) -> list[str]:
     return [f for f in NIAH_TASKS if f not in trained and scores.count(f)]
 
 
-def learned(scores: ItemScores, s: OpalSettings, model: str) -> vd.Precondition:
-    """The student recovers at least ``pre.learned`` % of the teacher on the families it trains on."""
-    rec = scores.recovery(model, s.teacher, trained_families(scores, s), s.mastery)
-    shown = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "the teacher masters none of them"
-    return pc.learned(model, f"its training tasks (≥ {s.pre.learned:g}% of the teacher)", rec.estimate,
-                      s.pre.learned, shown)
-
-
-def teacher_competent(scores: ItemScores, s: OpalSettings, families, where=None, threshold: float | None = None,
-                      trained_on: tuple[str, ...] = ()) -> vd.Precondition:
-    return pc.competent("the teacher", {f: scores.accuracy(s.teacher, f, where).value for f in families
-                                        if scores.count(f, where)}, s.mastery if threshold is None else threshold,
-                        trained_on)
-
-
-def kept_enough(s: OpalSettings, layers: dict | None) -> vd.Precondition:
-    """Table 4's regime: the hybrid keeps at least ``pre.opal_kept_layers`` attention layers (the paper 9 of 36)."""
-    what = "attention layers the hybrid keeps"
-    if layers is None:
-        return pc.reached(what, 0, s.pre.opal_kept_layers, shown="no layer record")
-    kept = sorted(layers["kept"])
-    return pc.reached(what, len(kept), s.pre.opal_kept_layers,
-                      shown=f"{kept} of {len(layers['conversion_kl'])} ({layers['selection']})")
-
-
-def niah_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Claim:
-    """Table 4: the hybrid after stage 3 recovers the teacher's NIAH retrieval, read on the NIAH families no
-    distillation stage trained on (the paper's students meet NIAH zero-shot), over those the teacher masters. The
-    teacher may have trained on them (its mix's weights): then it is stronger than the paper's zero-shot teacher and
-    only a win can be read."""
-    unseen = unseen_niah(scores, s)
-    rec = scores.recovery(name("onpolicy"), s.teacher, unseen, s.mastery)
-    text = f"{rec.text()} over {', '.join(rec.families)}" if rec.families else "–"
-    pre = (pc.items("NIAH families the students never trained on, with items", {f: scores.count(f) for f in unseen},
-                    1),
-           teacher_competent(scores, s, rec.families or unseen,
-                             trained_on=tuple(f for f in unseen if f in s.teacher_trained)),
-           learned(scores, s, name("onpolicy")), kept_enough(s, layers))
-    figure = (f"{pf.DERIVED['opal_gdn_niah']:.1f}% (Table 4, 32K: GDN "
-              f"{pf.OPAL_TABLE4_GDN.text()} vs teacher {pf.OPAL_TABLE4_TEACHER.text()})")
-    return vd.Claim("OPAL", f"The GDN hybrid after OPAL recovers the teacher's NIAH retrieval (≥ {RECOVERS:g}%)",
-                    figure, text, vd.judged(pre, lambda: vd.at_least(rec.estimate, RECOVERS)), pre,
-                    seeds=rec.estimate.seeds if rec.estimate else None)
-
-
-def swa_claim(scores: ItemScores, s: OpalSettings, layers: dict | None) -> vd.Claim:
-    """Table 4: SWA collapses on NIAH, read on needles beyond what its stacked windows reach (a needle within the
-    reach is visible to SWA, layer by layer). SWA is the teacher's weights under windows, so a teacher trained on the
-    needles made SWA so too: the comparison stays fair."""
-    reach = swa_reach(s, layers)
-    beyond = _outside(reach if reach is not None else math.inf)
-    counts = {f: scores.count(f, beyond) for f in NIAH_TASKS if scores.count(f)}
-    used = [f for f, n in counts.items() if n]
-    rec = scores.recovery(name("swa"), s.teacher, used, s.mastery, beyond)
-    reach_text = ("no layer record" if reach is None else "unbounded: full attention layers kept" if reach == math.inf
-                  else f"{s.swa_window} x {len(layers['conversion_kl'])} = {reach:g} tokens")
-    pre = (pc.items(f"needles beyond SWA's stacked reach ({reach_text})", counts, 1),
-           teacher_competent(scores, s, rec.families or used, beyond))
-    text = f"{rec.text()} of the teacher, needles ≥ {reach:g} tokens back" if rec.estimate and reach else "–"
-    figure = (f"{pf.DERIVED['opal_swa_niah']:.1f}% (Table 4, 32K: SWA"
-              f"({pf.OPAL_SWA_WINDOW.text(', ')}) {pf.OPAL_TABLE4_SWA.text()} vs teacher "
-              f"{pf.OPAL_TABLE4_TEACHER.text()})")
-    return vd.Claim("OPAL", f"SWA collapses on NIAH beyond its reach (≤ {COLLAPSES:g}% of the teacher)", figure, text,
-                    vd.judged(pre, lambda: vd.at_most(rec.estimate, COLLAPSES)), pre)
-
-
 def claims(scores: ItemScores, s: OpalSettings, speed: NamedRows | None,
            histories: dict[str, NamedRows] | None = None,
            train: dict[str, NamedJson] | None = None, layers: dict | None = None) -> list[vd.Claim]:
-    """OPAL's verdicts: the bespoke Table 4 claims, then the rows of :data:`relin.config.opal.CLAIMS`."""
-    out = []
-    if name("onpolicy") in scores:
-        out.append(niah_claim(scores, s, layers))
-    if name("swa") in scores:
-        out.append(swa_claim(scores, s, layers))
-    return out + judge_all(opal_table.CLAIMS, context(scores, s, histories or {}, train or {}, layers, speed))
+    """OPAL's verdicts: the rows of :data:`relin.config.opal.CLAIMS`."""
+    return judge_all(opal_table.CLAIMS, context(scores, s, histories or {}, train or {}, layers, speed))
 
 
 def cache_share(speed: NamedRows | None) -> dict[str, Measured]:
@@ -212,18 +138,32 @@ def cache_share(speed: NamedRows | None) -> dict[str, Measured]:
 
 def context(scores: ItemScores, s: OpalSettings, histories: dict[str, NamedRows], train: dict[str, NamedJson],
             layers: dict | None, speed: NamedRows | None = None) -> Context:
-    """What OPAL's claim rows read beyond the scores: the families Table 3 reads, the horizon stage 3 reached, the
-    quoted Table 3 figures, the layers each selection keeps (with the conversion's layer record) and the decode
-    cache's share."""
-    facts = {"horizon": horizon_reached(histories, train),
+    """What OPAL's claim rows read beyond the scores: the families Table 3 and Table 4 read, the horizon stage 3
+    reached, the quoted Table 3 and 4 figures, the attention layers the hybrid keeps and the layers each selection
+    keeps (with the conversion's layer record), SWA's stacked reach and the needles beyond it, and the decode cache's
+    share."""
+    reach = swa_reach(s, layers)
+    kept = sorted(layers["kept"]) if layers is not None else None
+    facts = {"horizon": horizon_reached(histories, train), "learned": s.pre.learned,
+             "teacher_trained": s.teacher_trained, "reach": math.inf if reach is None else reach,
+             "reach_text": "no layer record" if reach is None else "unbounded: full attention layers kept"
+             if reach == math.inf else f"{s.swa_window} x {len(layers['conversion_kl'])} = {reach:g} tokens",
+             "kept_count": 0 if kept is None else len(kept),
+             "kept_shown": "no layer record" if kept is None
+             else f"{kept} of {len(layers['conversion_kl'])} ({layers['selection']})",
+             "table4_gdn": f"{pf.DERIVED['opal_gdn_niah']:.1f}% (Table 4, 32K: GDN {pf.OPAL_TABLE4_GDN.text()} vs "
+                           f"teacher {pf.OPAL_TABLE4_TEACHER.text()})",
+             "table4_swa": f"{pf.DERIVED['opal_swa_niah']:.1f}% (Table 4, 32K: SWA({pf.OPAL_SWA_WINDOW.text(', ')}) "
+                           f"{pf.OPAL_TABLE4_SWA.text()} vs teacher {pf.OPAL_TABLE4_TEACHER.text()})",
              **{f"paper_{arm}": quote.text() for arm, quote in PAPER_TABLE3.items()},
              **{f"where_{arm}": quote.where.split(", ")[1] for arm, quote in PAPER_TABLE3.items()}}
     if layers is not None:
         facts.update(selection=layers["selection"], kept_layers=sorted(layers["kept"]),
                      kl_layers=kl_guided_layers(layers["conversion_kl"], len(layers["kept"])))
-    return Context("OPAL", scores, s.teacher, s.mastery, name, s.margins, s.pre,
-                   {"table3": table3_families(scores, s), "tasks": TASKS, "all": scores.families()}, facts,
-                   cache_share(speed))
+    families = {"table3": table3_families(scores, s), "tasks": TASKS, "all": scores.families(), "niah": NIAH_TASKS,
+                "niah_unseen": unseen_niah(scores, s), "trained": trained_families(scores, s)}
+    return Context("OPAL", scores, s.teacher, s.mastery, name, s.margins, s.pre, families, facts, cache_share(speed),
+                   {"beyond_reach": _outside(math.inf if reach is None else reach)})
 
 
 def horizon_reached(histories: dict[str, NamedRows], train: dict[str, NamedJson] | None = None,
