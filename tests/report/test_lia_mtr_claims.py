@@ -268,6 +268,7 @@ def test_the_section_renders_from_stage_files(tmp_path):
     figures and one claim per reading."""
     import csv
     import json
+    import zlib
 
     from relin.eval.mme import ITEM_COLUMNS, MMEAnswer, scored_items
     from relin.io import atomic_write_csv
@@ -278,7 +279,7 @@ def test_the_section_renders_from_stage_files(tmp_path):
         root.mkdir(parents=True)
         items = [row for phase in phases for row in scored_items(phase, {
             task: [MMEAnswer(a.image, "q", gt, a.answer) for a, gt in zip(rows, ("yes", "no") * len(rows))]
-            for task, rows in answers(accuracy, seed=hash(name) % 100).items()})]
+            for task, rows in answers(accuracy, seed=zlib.crc32(name.encode()) % 100).items()})]
         atomic_write_csv(root / "items.csv", items, ITEM_COLUMNS)
         (root / "metrics.json").write_text(json.dumps({p: {"perception": 300.0} for p in phases}))
         return {"name": name, "metrics": str(root / "metrics.json"), "items": str(root / "items.csv")}
