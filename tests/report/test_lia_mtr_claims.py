@@ -130,6 +130,37 @@ def test_the_depth_profile_claims_read_early_against_late_needles():
     assert len([c for c in claims if "retrieves at every depth" in c.claim]) == 2, "one per reading"
 
 
+def _profile(far: float, shuffled: bool = False, seeds: int = 3) -> dict:
+    """Ungated linear attention over the grid (16, 256: depths 0, 0.5, 1) and a profile length (1024: depths 0 and
+    1), trained to 64: right everywhere to 256 and on a share ``far`` of 1,024's sequences, the same sequences at
+    both depths (a position-blind state) unless ``shuffled`` (the depths' outcomes drawn apart)."""
+    rng = np.random.default_rng(5)
+    items, metrics = {}, {}
+    for s in range(seeds):
+        name = "linear_attn" if s == 0 else f"linear_attn-s{s}"
+        hits = np.arange(50) < far * 50
+        rows = [{"length": n, "depth": d, "correct": 1} for n in (16, 256) for d in (0.0, 0.5, 1.0) for _ in range(50)]
+        for d in (0.0, 1.0):
+            order = rng.permutation(hits) if shuffled else hits
+            rows += [{"length": 1024, "depth": d, "correct": int(h)} for h in order]
+        items[name] = rows
+        metrics[name] = {"chance": 0.125, "trained_lengths": [64]}
+    return {"niah_items": items, "niah_metrics": metrics, "niah_history": {}}
+
+
+def test_the_linear_attention_depth_profile_is_decided_off_the_ceiling_on_paired_sequences():
+    """A position-blind state scores the same sequence alike at every depth: paired, the earliest and latest depths
+    tie, which contradicts 'the latest beats the earliest'; at the ceiling the headroom fails (not testable); with the
+    depths' outcomes drawn apart the interval holds the margin (inconclusive)."""
+    text = "ungated linear attention loses the early"
+    claim = by_claim(judged(**_profile(0.5)), text)
+    assert claim.verdict.outcome == vd.CONTRADICTED and "a tie" in claim.verdict.reason, claim.verdict
+    assert all(p.holds for p in claim.preconditions)
+    capped = by_claim(judged(**_profile(1.0)), text)
+    assert capped.verdict.outcome == vd.NOT_TESTABLE and "headroom" in capped.verdict.reason
+    assert by_claim(judged(**_profile(0.5, shuffled=True)), text).verdict.outcome == vd.INCONCLUSIVE
+
+
 def test_a_probe_that_did_not_learn_at_its_trained_lengths_leaves_the_niah_claims_not_testable():
     data = niah({"mha": {0.0: 1.0, 1.0: 1.0}, "lia_mtr": {0.0: 0.2, 1.0: 0.3}})
     for row in data["niah_items"]["lia_mtr"]:

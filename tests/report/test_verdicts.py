@@ -260,3 +260,27 @@ def test_a_seed_interval_of_an_accuracy_stays_inside_0_and_1():
     low_seeds = [r.mean(np.r_[np.ones(k), np.zeros(50 - k)]) for k in (0, 0, 17)]
     est = over_seeds(low_seeds)
     assert est.low == 0.0 and est.high <= 1.0, "a t interval over [0, 0, 0.34] would reach below zero"
+
+
+def test_paired_strata_share_their_draws_and_unpaired_ones_do_not():
+    """NIAH cells of one length hold the same sequences at each depth: paired by length, the k-th item of each is
+    drawn together, so a difference between depths is paired; other strata keep their own draws."""
+    strata = [(16, d) for d in (0.0, 1.0) for _ in range(30)] + [(64, d) for d in (0.0, 1.0) for _ in range(30)]
+    paired = Resampler(strata, resamples=40, paired=lambda cell: cell[0])
+    offsets = paired.index - np.arange(len(strata)) // 30 * 30     # each draw's position within its stratum
+    assert (offsets[:, :30] == offsets[:, 30:60]).all() and (offsets[:, 60:90] == offsets[:, 90:]).all()
+    assert not (offsets[:, :30] == offsets[:, 60:90]).all(), "lengths draw apart"
+    plain = Resampler(strata, resamples=40)
+    plain_offsets = plain.index - np.arange(len(strata)) // 30 * 30
+    assert not (plain_offsets[:, :30] == plain_offsets[:, 30:60]).all()
+    assert (plain.index == Resampler(strata, resamples=40, paired=None).index).all()
+    same = np.r_[np.arange(30) % 2, np.arange(30) % 2, np.zeros(60)].astype(float)   # one outcome at both depths
+    first, second = (np.arange(120) < 30), (np.arange(120) >= 30) & (np.arange(120) < 60)
+    assert (paired.mean(same, second).draws == paired.mean(same, first).draws).all(), \
+        "the same items at two depths differ by nothing in any draw"
+    assert (plain.mean(same, second).draws != plain.mean(same, first).draws).any()
+
+
+def test_paired_strata_of_unequal_sizes_are_refused():
+    with pytest.raises(ValueError, match="paired"):
+        Resampler([("a", 0)] * 5 + [("a", 1)] * 4, resamples=10, paired=lambda s: s[0])

@@ -111,3 +111,57 @@ def test_in_the_noise_haystack_the_needle_is_the_one_pair_among_filler_words(dep
         assert (values[:, :-1][filler] == cfg.num_values + 1).all(), "filler carries the no-value slot"
         if depth is not None:
             assert (needle == round(depth * (length - 2))).all()
+
+
+class _Recorder(torch.nn.Module):
+    """A stand-in probe: records each slice of sequences it is given and answers 0."""
+
+    def __init__(self, num_values):
+        super().__init__()
+        self.anchor = torch.nn.Parameter(torch.zeros(1))
+        self.num_values, self.seen = num_values, []
+
+    def forward(self, pairs):
+        self.seen.append(pairs.clone())
+        return torch.zeros(pairs.shape[0], self.num_values)
+
+
+@pytest.mark.parametrize("haystack", ["noise", "distractors"])
+def test_every_depth_of_a_length_holds_the_same_sequences_with_the_needle_moved(haystack):
+    """Depths compare paired: at a length, the k-th sequence of each depth is one haystack, needle and query, the
+    needle at that depth's position; a profile length is scored at the first and last depth only."""
+    from relin.eval import bridge_niah
+
+    cfg = BridgeNIAHConfig(num_values=4, num_keys=3, haystack=haystack, lengths=[16, 40], depths=[0.0, 0.5, 1.0],
+                           profile_lengths=[100], test_examples=bridge_niah.EVAL_BATCH + 5)
+    model = _Recorder(cfg.num_values)
+    rows, items = evaluate_grid(model, cfg, seed=3)
+    assert [(r["length"], r["depth"]) for r in rows] == cfg.cells() == [
+        (16, 0.0), (16, 0.5), (16, 1.0), (40, 0.0), (40, 0.5), (40, 1.0), (100, 0.0), (100, 1.0)]
+    assert all(r["n"] == cfg.test_examples for r in rows) and len(items) == 8 * cfg.test_examples
+    assert max(p.shape[0] for p in model.seen) == bridge_niah.EVAL_BATCH, "a cell runs in slices"
+    sequences = [torch.cat(model.seen[i:i + 2]) for i in range(0, len(model.seen), 2)]
+    for length, depths in ((16, (0.0, 0.5, 1.0)), (40, (0.0, 0.5, 1.0)), (100, (0.0, 1.0))):
+        cells = {d: sequences[cfg.cells().index((length, d))] for d in depths}
+        first = cells[depths[0]]
+        where = {d: round(d * (length - 2)) for d in depths}
+        for d, pairs in cells.items():
+            assert pairs.shape == (cfg.test_examples, length, 2)
+            # the needle at its position (its key; in the distractor haystack it keeps the value of the pair it
+            # replaces), the query equal at every depth
+            needle = first[:, where[depths[0]]]
+            part = slice(None) if haystack == "noise" else slice(0, 1)
+            assert torch.equal(pairs[:, where[d], part], needle[:, part]) and torch.equal(pairs[:, -1], first[:, -1])
+            differ = (pairs != first).any(-1).any(0).nonzero().flatten().tolist()
+            assert set(differ) <= {where[depths[0]], where[d]}, "only the needle moved"
+
+
+def test_profile_lengths_lie_past_the_grid_and_need_two_depths():
+    from relin.config.loader import ConfigError
+
+    BridgeNIAHConfig(lengths=[16, 64], profile_lengths=[256]).validate("niah")
+    with pytest.raises(ConfigError, match="profile_lengths"):
+        BridgeNIAHConfig(lengths=[16, 64], profile_lengths=[64]).validate("niah")
+    with pytest.raises(ConfigError, match="profile_lengths"):
+        BridgeNIAHConfig(lengths=[16, 64], depths=[0.5], profile_lengths=[256]).validate("niah")
+    assert BridgeNIAHConfig(lengths=[16], depths=[0.0, 0.5, 1.0]).cells() == [(16, 0.0), (16, 0.5), (16, 1.0)]

@@ -444,6 +444,8 @@ class BridgeNIAHConfig:
     train_lengths: list[int] = option([32, 64, 128], "sequence lengths trained on")
     lengths: list[int] = option([64, 256, 1024, 2048], "sequence lengths evaluated (the paper: up to 16K)")
     depths: list[float] = option([0.0, 0.25, 0.5, 0.75, 1.0], "needle depths as fractions of the sequence")
+    profile_lengths: list[int] = option([], "lengths past `lengths` tested at the first and last depth only (the depth "
+                                            "profile's two ends), at two fifths of a full row's cost")
     test_examples: int = option(32, "examples per (length, depth)", minimum=1)
     train: TrainConfig = option(default_factory=TrainConfig, help="training of each bridge")
     seeds: list[int] = option([], "training seeds of the models listed in replicated here, in place of the "
@@ -465,6 +467,17 @@ class BridgeNIAHConfig:
         for i, depth in enumerate(self.depths):
             if not 0.0 <= depth <= 1.0:
                 raise ConfigError(f"{prefix}.depths[{i}]: expected a fraction in [0, 1], got {depth}")
+        if self.profile_lengths and (len(self.depths) < 2 or min(self.profile_lengths) <= max(self.lengths)):
+            raise ConfigError(f"{prefix}.profile_lengths: expected lengths past the longest of lengths "
+                              f"({max(self.lengths)}) and at least two depths, got {self.profile_lengths} with depths "
+                              f"{self.depths}")
+
+    def cells(self) -> list[tuple[int, float]]:
+        """The (length, depth) cells scored, in order: every depth at each of ``lengths``, then the first and last
+        depth at each of ``profile_lengths``."""
+        ends = [self.depths[0], self.depths[-1]] if len(self.depths) > 1 else self.depths
+        return ([(n, d) for n in self.lengths for d in self.depths]
+                + [(n, d) for n in self.profile_lengths for d in ends])
 
 
 @dataclass(kw_only=True)

@@ -109,19 +109,29 @@ class NIAHBatches:
         return out
 
 
+# Test sequences a forward holds: a cell's examples run in slices this size (a row of 8,192 tokens through a
+# head_matrix state in one slice of 128 would take several GB).
+EVAL_BATCH = 32
+
+
 @torch.no_grad()
 def evaluate_grid(model: NIAHProbe, cfg, seed: int) -> tuple[list[dict], list[dict]]:
-    """Accuracy per (length, depth) over ``test_examples`` sequences each, and every sequence's outcome
-    (``length, depth, correct``; the same sequences for every bridge, so comparisons pair them)."""
+    """Accuracy per (length, depth) cell (``cfg.cells()``) over ``test_examples`` sequences each, and every
+    sequence's outcome (``length, depth, correct``). The same sequences for every bridge, so comparisons between
+    bridges pair them; and at a length every depth reuses the same haystacks, needles and queries, the needle moved
+    (the k-th item of each depth is one sequence; among distractors the needle keeps the value of the pair it
+    replaces), so comparisons between depths pair them too."""
     model.eval()
     device = model_device(model)
     rows, items = [], []
-    for length in cfg.lengths:
-        for depth in cfg.depths:
-            rng = np.random.default_rng([seed, 2, length, int(depth * 1000)])
-            pairs, targets = niah_batch(rng, cfg, cfg.test_examples, length, depth)
-            correct = (model(pairs.to(device)).argmax(-1).cpu() == targets).tolist()
-            rows.append({"length": length, "depth": depth, "accuracy": round(sum(correct) / len(correct), 4),
-                         "n": len(correct)})
-            items += [{"length": length, "depth": depth, "correct": int(c)} for c in correct]
+    for length, depth in cfg.cells():
+        rng = np.random.default_rng([seed, 2, length])
+        pairs, targets = niah_batch(rng, cfg, cfg.test_examples, length, depth)
+        correct = []
+        for start in range(0, cfg.test_examples, EVAL_BATCH):
+            logits = model(pairs[start:start + EVAL_BATCH].to(device))
+            correct += (logits.argmax(-1).cpu() == targets[start:start + EVAL_BATCH]).tolist()
+        rows.append({"length": length, "depth": depth, "accuracy": round(sum(correct) / len(correct), 4),
+                     "n": len(correct)})
+        items += [{"length": length, "depth": depth, "correct": int(c)} for c in correct]
     return rows, items

@@ -211,6 +211,10 @@ def panels(count: int, size: tuple[float, float]) -> tuple[Figure, np.ndarray]:
     return fig, axes
 
 
+def _cell_mean(hits: list[int]) -> float:
+    return float(np.mean(hits)) if hits else float("nan")
+
+
 def niah_figure(items: dict[str, list[dict]], history: dict[str, list[dict]], chance: float, path: Path) -> Path:
     """Per bridge its accuracy heatmap (depth × length), and every bridge's training loss against ln(values)."""
     bridges = list(items)
@@ -219,7 +223,8 @@ def niah_figure(items: dict[str, list[dict]], history: dict[str, list[dict]], ch
     for ax, bridge in zip(axes, bridges):
         rows = items[bridge]
         lengths, depths = sorted({r["length"] for r in rows}), sorted({r["depth"] for r in rows})
-        accuracy = [[np.mean([r["correct"] for r in rows if r["length"] == n and r["depth"] == d]) for n in lengths]
+        # a profile length scores only the first and last depth: the cells between are blank
+        accuracy = [[_cell_mean([r["correct"] for r in rows if r["length"] == n and r["depth"] == d]) for n in lengths]
                     for d in depths]
         image = ax.imshow(accuracy, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
         ax.set_xticks(range(len(lengths)), [str(n) for n in lengths])

@@ -2,9 +2,10 @@
 metric of a bridge over a part of its experiment, with its interval, and the quantities its preconditions read.
 
 Intervals: MME over images (stratified by subtask; a pair's two answers stay together, as acc+ needs), the bridge NIAH
-over test sequences (stratified by cell), the memory exponent from its least-squares fit (t distribution, n - 2
-degrees of freedom), the write gate and the mixer's weights over evaluation images (the probe's per-image means);
-Theorem 2's ratio, Lemma 2's exponents and the gate's token-wise spread are exact (no sampling noise).
+over test sequences (stratified by cell; the depths of a length share their sequences and their draws), the memory
+exponent from its least-squares fit (t distribution, n - 2 degrees of freedom), the write gate and the mixer's weights
+over evaluation images (the probe's per-image means); Theorem 2's ratio, Lemma 2's exponents and the gate's token-wise
+spread are exact (no sampling noise).
 """
 from __future__ import annotations
 
@@ -129,7 +130,8 @@ class LiaScores:
         cells = [(r["length"], r["depth"]) for r in next(iter(items.values()))]
         correct = {b: np.array([r["correct"] for r in rows], float) for b, rows in items.items()
                    if [(r["length"], r["depth"]) for r in rows] == cells}
-        resampler = vd.Resampler(cells, resamples=self.resamples)
+        # every depth of a length holds the same test sequences, the needle moved (relin.eval.bridge_niah): paired
+        resampler = vd.Resampler(cells, resamples=self.resamples, paired=lambda cell: cell[0])
         past = beyond_training(self.data)
         return {"resampler": resampler, "correct": correct, "groups": replicas(list(correct)),
                 "cells": list(dict.fromkeys(resampler.strata)), "past": past,

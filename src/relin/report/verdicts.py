@@ -253,16 +253,27 @@ class Resampler:
             draws, within every stratum, as many items as it holds, with replacement.
         resamples: number of replicates ``R``.
         seed: the draws' seed, so a report rebuilt from the same outputs shows the same intervals.
+        paired: per stratum a key; strata with the same key hold the same units in the same order (the k-th item of
+            each is one test sequence, e.g. a NIAH haystack with its needle at each depth) and share their draws, so
+            a difference between them is paired. Such strata must hold as many items.
     """
 
-    def __init__(self, strata: Sequence[Hashable], resamples: int = RESAMPLES, seed: int = 0):
+    def __init__(self, strata: Sequence[Hashable], resamples: int = RESAMPLES, seed: int = 0,
+                 paired: Callable[[Hashable], Hashable] | None = None):
         self.strata = list(strata)
         self.n, self.resamples = len(self.strata), resamples
         rng = np.random.default_rng(seed)
         self.index = np.empty((resamples, self.n), dtype=np.int64)
+        shared: dict[Hashable, np.ndarray] = {}
         for label in dict.fromkeys(self.strata):
             where = np.flatnonzero(np.array([s == label for s in self.strata]))
-            self.index[:, where] = where[rng.integers(0, where.size, size=(resamples, where.size))]
+            key = (label,) if paired is None else ("paired", paired(label))
+            if key not in shared:
+                shared[key] = rng.integers(0, where.size, size=(resamples, where.size))
+            elif shared[key].shape[1] != where.size:
+                raise ValueError(f"stratum {label!r}: {where.size} items, but the strata paired with it hold "
+                                 f"{shared[key].shape[1]}")
+            self.index[:, where] = where[shared[key]]
 
     def mask(self, select: Callable[[Hashable], bool] | None = None) -> np.ndarray:
         return np.array([True if select is None else bool(select(s)) for s in self.strata])

@@ -38,8 +38,9 @@ def heatmap(rows: list[dict], title: str):
     from matplotlib.figure import Figure
 
     lengths, depths = sorted({r["length"] for r in rows}), sorted({r["depth"] for r in rows})
-    grid = [[next(r["accuracy"] for r in rows if r["length"] == n and r["depth"] == d) for n in lengths]
-            for d in depths]
+    # a profile length scores only the first and last depth: the cells between are blank
+    grid = [[next((r["accuracy"] for r in rows if r["length"] == n and r["depth"] == d), float("nan"))
+             for n in lengths] for d in depths]
     fig = Figure(figsize=(4, 3))
     ax = fig.add_subplot()
     image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto", origin="lower")
@@ -48,7 +49,9 @@ def heatmap(rows: list[dict], title: str):
     ax.set(xlabel="sequence length", ylabel="needle depth", title=title)
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7, color="w" if value < 0.6 else "k")
+            if value == value:
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                        color="w" if value < 0.6 else "k")
     fig.colorbar(image, ax=ax)
     fig.tight_layout()
     return fig
@@ -100,8 +103,9 @@ def run(args: argparse.Namespace, sections) -> None:
         rows, items = evaluate_grid(model, cfg, TEST_SEED)
         atomic_write_csv(args.table, rows, ["length", "depth", "accuracy", "n"])
         atomic_write_csv(args.items, items, ["length", "depth", "correct"])
-        by_length = {str(n): round(sum(r["accuracy"] for r in rows if r["length"] == n) / len(cfg.depths), 4)
-                     for n in cfg.lengths}
+        by_length = {str(n): round(sum(r["accuracy"] for r in rows if r["length"] == n)
+                                   / sum(r["length"] == n for r in rows), 4)
+                     for n in dict.fromkeys(r["length"] for r in rows)}
         scores.update({"bridge": args.bridge, "mean_accuracy": round(sum(r["accuracy"] for r in rows) / len(rows), 4),
                        "by_length": by_length, "min_accuracy": min(r["accuracy"] for r in rows),
                        "chance": round(1 / cfg.num_values, 6), "trained_lengths": sorted(cfg.train_lengths)})
