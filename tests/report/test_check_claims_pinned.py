@@ -10,6 +10,7 @@ from relin.report import hedgemamba, opal
 from relin.report.inputs import NamedRows
 from relin.report.lm_scores import ItemScores
 
+from .pins import shown_fields
 from .test_hedgemamba_claims import SETTINGS as HEDGEMAMBA
 from .test_hedgemamba_claims import _items as hedgemamba_items
 from .test_opal_verdicts import LAYERS, STRONG
@@ -42,10 +43,8 @@ def shown(paper: str, output) -> list[dict]:
         scores = ItemScores([hedgemamba_items("teacher-gpt_neox", 1.0, 1.8),
                              hedgemamba_items("hedgemamba-finetune", 0.6, 2.0)], resamples=200)
         found = hedgemamba.claims(scores, HEDGEMAMBA, output)
-    return [{"claim": c.claim, "source": c.source, "ours": c.ours, "verdict": str(c.verdict),
-             "preconditions": [str(p) for p in c.preconditions], "kind": c.kind, "seeds": c.seeds,
-             "margin": None if c.margin is None else [c.margin.value, c.margin.reason], "at": i}
-            for i, c in enumerate(found) if "decode cache" in c.claim or "initialised from Hedgehog" in c.claim]
+    return [shown_fields(c, at=i) for i, c in enumerate(found)
+            if "decode cache" in c.claim or "initialised from Hedgehog" in c.claim]
 
 
 @pytest.mark.parametrize("name", list(scenarios()))

@@ -10,6 +10,7 @@ import pytest
 
 from relin.report import lia_mtr as lm
 
+from .pins import shown_fields
 from .test_lia_mtr_claims import CATS, mme
 
 PINNED = Path(__file__).parent / "data" / "lia_probe_claims.json"
@@ -79,10 +80,7 @@ def shown(probe: dict | None, scores) -> list[dict]:
     data = {"niah_metrics": {}, "niah_items": {}, "memory": [], "memory_metrics": {}, "patch_probe": None,
             "probe": probe}
     found = lm.claims(data, scores, lm.LiaSettings(0.8, 200))
-    return [{"claim": c.claim, "source": c.source, "ours": c.ours, "verdict": str(c.verdict),
-             "preconditions": [str(p) for p in c.preconditions], "kind": c.kind, "seeds": c.seeds,
-             "margin": None if c.margin is None else [c.margin.value, c.margin.reason]}
-            for c in found if "write gate" in c.claim or "scale mixer" in c.claim]
+    return [shown_fields(c) for c in found if "write gate" in c.claim or "scale mixer" in c.claim]
 
 
 def record() -> dict:

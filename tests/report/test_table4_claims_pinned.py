@@ -11,6 +11,7 @@ import pytest
 from relin.report import opal
 from relin.report.lm_scores import ItemScores
 
+from .pins import shown_fields
 from .test_opal_verdicts import LAYERS, SETTINGS, STRONG, _items
 
 PINNED = Path(__file__).parent / "data" / "table4_claims.json"
@@ -43,10 +44,8 @@ def shown(settings, layers, models) -> list[dict]:
     scores = ItemScores([_items(name, accuracy, seed=i) for i, (name, accuracy) in enumerate(models.items())],
                         resamples=300)
     found = opal.claims(scores, settings, None, layers=layers)
-    return [{"claim": c.claim, "source": c.source, "ours": c.ours, "verdict": str(c.verdict),
-             "preconditions": [str(p) for p in c.preconditions], "kind": c.kind, "seeds": c.seeds,
-             "margin": None if c.margin is None else [c.margin.value, c.margin.reason], "at": i}
-            for i, c in enumerate(found) if "NIAH retrieval" in c.claim or "SWA collapses" in c.claim]
+    return [shown_fields(c, at=i) for i, c in enumerate(found)
+            if "NIAH retrieval" in c.claim or "SWA collapses" in c.claim]
 
 
 @pytest.mark.parametrize("name", list(scenarios()))
