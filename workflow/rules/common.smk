@@ -100,6 +100,8 @@ TEACHER_MODEL = {paper: f"{names.teacher_dir(config[paper]['teacher'])}/model" f
 TEACHER_EVAL = {paper: names.teacher_eval(config[paper]["teacher"]) for paper in CHAINS}
 EVAL_DATA = {paper: text_data(config[paper]["teacher"]) for paper in CHAINS}
 TRAIN_DATA = {paper: train_data(paper) for paper in CHAINS}
+# The teacher's continuations of OPAL's held-out prompts, generated once for its training stages' KL (opal.smk).
+TEACHER_CONTINUATIONS = "results/opal/teacher_continuations.json"
 
 
 def rows_of(paper, rule):

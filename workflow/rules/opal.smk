@@ -62,12 +62,39 @@ rule opal_align:
         " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
 
+rule opal_teacher_continuations:
+    """OPAL: the teacher's greedy continuations of the held-out prompts of the exact-match families, generated once
+    for every training stage that measures its student's KL to the teacher on them."""
+    input:
+        teacher=TEACHER_MODEL["opal"],
+        data=TRAIN_DATA["opal"],
+    output:
+        TEACHER_CONTINUATIONS,
+    params:
+        cfg=sections(),
+    log:
+        "logs/opal/teacher_continuations.log",
+    benchmark:
+        "results/benchmarks/opal/teacher_continuations.tsv"
+    priority: 10
+    threads: 1
+    conda:
+        "../envs/relin.yaml"
+    resources:
+        mem_mb=3000,
+        gpu=1,
+    shell:
+        "relin opal-teacher-continuations --config {params.cfg:q} --teacher {input.teacher} --data {input.data}"
+        " --out {output} > {log} 2>&1"
+
+
 rule opal_offpolicy:
     """OPAL stage 2A (short context), 2B (long context) and Table 3's two controls at stage 3's budget: logit KD
     on dataset text (matched) or on the teacher's continuations of stage 3's prompts (teacher)."""
     input:
         unpack(chain_inputs("opal")),
         teacher=TEACHER_MODEL["opal"],
+        continuations=TEACHER_CONTINUATIONS,
     output:
         model=directory("results/opal/{model}{rep}/model"),
         history="results/opal/{model}{rep}/history.csv",
@@ -92,6 +119,7 @@ rule opal_offpolicy:
         gpu=GPUS_PER_JOB,
     shell:
         "{params.launch} opal-offpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.start}"
+        " --continuations {input.continuations}"
         " {params.options} --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 
@@ -101,6 +129,7 @@ rule opal_onpolicy:
     input:
         unpack(chain_inputs("opal")),
         teacher=TEACHER_MODEL["opal"],
+        continuations=TEACHER_CONTINUATIONS,
     output:
         model=directory("results/opal/{model}{rep}/model"),
         history="results/opal/{model}{rep}/history.csv",
@@ -125,6 +154,7 @@ rule opal_onpolicy:
         gpu=GPUS_PER_JOB,
     shell:
         "{params.launch} opal-onpolicy --config {params.cfg:q} --teacher {input.teacher} --student {input.start}"
+        " --continuations {input.continuations}"
         " {params.options} --out {output.model} --history {output.history} --metrics {output.metrics}"
         " --checkpoints checkpoints/opal/{wildcards.model}{wildcards.rep} > {log} 2>&1"
 

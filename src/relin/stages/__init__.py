@@ -27,6 +27,8 @@ STAGES: dict[str, tuple[str, str]] = {
     "opal-align": ("relin.stages.opal.align", "OPAL stage 1: align each GDN layer to the teacher's attention"),
     "opal-offpolicy": ("relin.stages.opal.offpolicy", "OPAL stage 2A/2B (and the matched control): logit KD"),
     "opal-onpolicy": ("relin.stages.opal.onpolicy", "OPAL stage 3: on-policy reverse-KL distillation"),
+    "opal-teacher-continuations": ("relin.stages.opal.teacher_continuations",
+                                   "OPAL: the teacher's greedy continuations of the held-out prompts, once"),
     "opal-hybrid-speed": ("relin.stages.opal.hybrid_speed", "decode memory and throughput of a hybrid vs its teacher"),
     "opal-export": ("relin.stages.opal.export",
                     "a saved OPAL hybrid as a qwen3_5_text checkpoint (stock transformers)"),

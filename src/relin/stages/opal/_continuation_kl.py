@@ -5,7 +5,9 @@ trajectory the teacher generates (issue 48), for the families scored by exact ma
 Each prompt of the test split is continued greedily by the teacher for as many tokens as its gold answer and eos,
 cut after the teacher's first eos; teacher and student then read prompt + continuation teacher-forced, and
 KL(p_T ‖ p_S) = Σ_v p_T (log p_T − log p_S) is averaged over every continuation token (its eos included).
-OPAL's training stages write it, per family, into their ``train_metrics.json`` (``teacher_continuation_kl``).
+OPAL's training stages write it, per family, into their ``train_metrics.json`` (``teacher_continuation_kl``); the
+teacher's continuations, the same greedy tokens for every student, are generated once (``relin
+opal-teacher-continuations``) and read by each stage.
 """
 from __future__ import annotations
 
@@ -23,32 +25,59 @@ def exact_families() -> tuple[str, ...]:
     return tuple(task for task, scoring in TASKS.items() if scoring.kind == "exact")
 
 
+def _need_groups(task: str, chosen: list[dict]) -> list[list[int]]:
+    """Indices into ``chosen`` grouped by generation budget (the gold answer's length and eos), shortest first: the
+    batches both the generation and the KL read."""
+    from ...eval.tasks import TASKS
+
+    budgets = [TASKS[task].budget(r) for r in chosen]
+    return [[i for i, b in enumerate(budgets) if b == need] for need in sorted(set(budgets))]
+
+
+def _by_family(rows: list[dict]) -> dict[str, list[dict]]:
+    """The rows of each exact-match family present, in row order."""
+    families = {task: [r for r in rows if r["task"] == task] for task in exact_families()}
+    return {task: chosen for task, chosen in families.items() if chosen}
+
+
 @torch.no_grad()
-def continuation_kl(teacher, student, rows: list[dict], eos_token_id: int, pad_token_id: int,
-                    batch_size: int = 32) -> dict[str, float]:
-    """Per family of ``rows`` scored by exact match: the mean per-token KL(teacher ‖ student) on the teacher's
-    greedy continuations of the rows' prompts (module docstring); families without rows are left out."""
+def teacher_continuations(teacher, rows: list[dict], eos_token_id: int, pad_token_id: int,
+                          batch_size: int = 32) -> dict[str, list[list[int]]]:
+    """Per exact-match family of ``rows``: the teacher's greedy continuation of each row's prompt, in the family's row
+    order, generated for as many tokens as its gold answer and eos and cut after the teacher's first eos. One
+    generation serves every student measured against this teacher (``relin opal-teacher-continuations``)."""
     from ...eval.generation import continuations, greedy_generator
     from ...eval.tasks import TASKS
 
+    out = {}
+    for task, chosen in _by_family(rows).items():
+        generated: list[list[int]] = [[] for _ in chosen]
+        for group in _need_groups(task, chosen):
+            prompts = [list(chosen[i]["input_ids"][:chosen[i]["prompt_len"]]) for i in group]
+            need = TASKS[task].budget(chosen[group[0]])
+            tokens = continuations(greedy_generator(teacher, eos_token_id, pad_token_id), prompts, need,
+                                   batch_size, None)
+            for i, continuation in zip(group, tokens):
+                cut = continuation.index(eos_token_id) + 1 if eos_token_id in continuation else len(continuation)
+                generated[i] = list(continuation[:cut])
+        out[task] = generated
+    return out
+
+
+@torch.no_grad()
+def continuation_kl(teacher, student, rows: list[dict], continued: dict[str, list[list[int]]], pad_token_id: int,
+                    batch_size: int = 32) -> dict[str, float]:
+    """Per family of ``rows`` scored by exact match: the mean per-token KL(teacher ‖ student) on the teacher's
+    greedy continuations ``continued`` of the rows' prompts (:func:`teacher_continuations`; module docstring);
+    families without rows are left out."""
     was_training = student.training
     student.eval()
     device = model_device(student)
     out = {}
-    for task in exact_families():
-        chosen = [r for r in rows if r["task"] == task]
-        if not chosen:
-            continue
+    for task, chosen in _by_family(rows).items():
         total, count = 0.0, 0
-        for need in sorted({TASKS[task].budget(r) for r in chosen}):
-            picked = [r for r in chosen if TASKS[task].budget(r) == need]
-            prompts = [list(r["input_ids"][:r["prompt_len"]]) for r in picked]
-            generated = continuations(greedy_generator(teacher, eos_token_id, pad_token_id), prompts, need,
-                                      batch_size, None)
-            sequences = []
-            for prompt, tokens in zip(prompts, generated):
-                cut = tokens.index(eos_token_id) + 1 if eos_token_id in tokens else len(tokens)
-                sequences.append((prompt, tokens[:cut]))
+        for group in _need_groups(task, chosen):
+            sequences = [(list(chosen[i]["input_ids"][:chosen[i]["prompt_len"]]), continued[task][i]) for i in group]
             for start in range(0, len(sequences), batch_size):
                 kl, n = _kl_sum(teacher, student, sequences[start:start + batch_size], pad_token_id, device)
                 total, count = total + kl, count + n
@@ -89,11 +118,38 @@ def test_rows(data: str | Path) -> list[dict]:
     return split.select(keep).select_columns(["task", "input_ids", "prompt_len", "labels"]).to_list()
 
 
-def measured(teacher, student, data: str | Path, tokenizer) -> dict:
+def prompts_digest(rows: list[dict]) -> str:
+    """sha256 of the exact-match families' prompts of ``rows`` (family, then each prompt's token ids): what a
+    continuations file was generated from."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for task, chosen in _by_family(rows).items():
+        digest.update(task.encode())
+        for r in chosen:
+            digest.update(b"|" + ",".join(map(str, r["input_ids"][:r["prompt_len"]])).encode())
+    return digest.hexdigest()
+
+
+def read_continuations(path: str | Path, rows: list[dict], data: str | Path) -> dict[str, list[list[int]]]:
+    """The continuations of ``path`` (``relin opal-teacher-continuations``); one line naming the file when they were
+    generated from other prompts than ``rows`` (the test split of ``data``)."""
+    from ...errors import InputError
+    from ...io import read_json
+
+    record = read_json(path, "a teacher_continuations.json of relin opal-teacher-continuations")
+    if record.get("prompts_sha256") != prompts_digest(rows):
+        raise InputError(f"{path}: continuations of other prompts than the test split of {data} (expected the "
+                         f"output of relin opal-teacher-continuations --data {data})")
+    return record["families"]
+
+
+def measured(teacher, student, data: str | Path, tokenizer, continuations: str | Path) -> dict:
     """What an OPAL training stage adds to its ``train_metrics.json``: ``{"teacher_continuation_kl": {family: kl}}``
-    on the test split of ``data``, or nothing when it has no exact-match family."""
+    on the test split of ``data``, the teacher's continuations read from ``continuations``, or nothing when the split
+    has no exact-match family."""
     rows = test_rows(data)
     if not rows:
         return {}
-    return {"teacher_continuation_kl": continuation_kl(teacher, student, rows, tokenizer.eos_token_id,
-                                                       tokenizer.pad_token_id)}
+    continued = read_continuations(continuations, rows, data)
+    return {"teacher_continuation_kl": continuation_kl(teacher, student, rows, continued, tokenizer.pad_token_id)}

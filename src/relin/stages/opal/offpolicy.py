@@ -33,6 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--phase", required=True, choices=("short", "long", *CONTROLS))
     parser.add_argument("--budget", help="matched, teacher: stage 3's train_metrics.json (its budget)")
     add_distillation_arguments(parser, student="the previous stage's model directory")
+    parser.add_argument("--continuations", required=True,
+                        help="the teacher's continuations of the held-out prompts (relin opal-teacher-continuations)")
 
 
 def read_budget(path: str | None) -> dict:
@@ -88,11 +90,11 @@ def run(args: argparse.Namespace, sections) -> None:
             batches = RowLengths(batches, train_cfg.steps, train_cfg.grad_accum)
         return Setup(student, data.tokenizer, Distillation(teacher, cfg.divergence), batches)
 
-    inputs = [args.teacher, args.student, args.data, *([args.budget] if args.budget else [])]
+    inputs = [args.teacher, args.student, args.data, args.continuations, *([args.budget] if args.budget else [])]
     def finish(model, tracker) -> dict:
         from ._continuation_kl import measured
 
-        return measured(held["teacher"], model, args.data, held["tokenizer"])
+        return measured(held["teacher"], model, args.data, held["tokenizer"], args.continuations)
 
     run_training("opal-offpolicy", __name__, args, sections, train_cfg, setup, inputs=inputs,
                  tags={"relin.phase": args.phase}, finish=finish)

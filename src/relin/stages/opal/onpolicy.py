@@ -21,6 +21,8 @@ def config_sections(args: argparse.Namespace) -> dict[str, type]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_distillation_arguments(parser, student="stage 2B's model directory")
+    parser.add_argument("--continuations", required=True,
+                        help="the teacher's continuations of the held-out prompts (relin opal-teacher-continuations)")
 
 
 def run(args: argparse.Namespace, sections) -> None:
@@ -47,8 +49,9 @@ def run(args: argparse.Namespace, sections) -> None:
     def finish(model, tracker) -> dict:
         from ._continuation_kl import measured
 
-        return measured(held["teacher"], model, args.data, held["tokenizer"])
+        return measured(held["teacher"], model, args.data, held["tokenizer"], args.continuations)
 
     run_training("opal-onpolicy", __name__, args, sections, cfg.train, setup,
-                 inputs=[args.teacher, args.student, args.data], finish=finish)
+                 inputs=[args.teacher, args.student, args.data, args.continuations],
+                 finish=finish)
 
