@@ -245,9 +245,9 @@ def test_parameter_change_reruns_only_its_chain(smoke_run, tmp_path, change, exp
 
 def test_dvc_repro_reruns_only_the_changed_chain(smoke_run, tmp_path):
     """A parameter of one stage reruns it and, through its changed output, the report; nothing else."""
+    # The copy starts up to date: were it not, `dvc repro` would run more than the three stages asserted below (the
+    # smoke run's own `dvc status` is checked in test_smoke_dag_runs_end_to_end_and_is_then_up_to_date).
     repo = clone_run(smoke_run, tmp_path / "repo")
-    assert "up to date" in run(["dvc", "status"], repo).stdout
-
     params = yaml.safe_load((repo / "params.yaml").read_text())
     params["opal"]["speed"]["batch_size"] += 1  # more rows: more cache bytes in speed.csv
     (repo / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
