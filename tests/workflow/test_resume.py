@@ -138,8 +138,9 @@ def smoke_start(repo: Path) -> int:
 
 NIAH = "results/lia_mtr/niah/lia_mtr"
 # The smoke config trains the bridge NIAH 3 steps; these hold it long enough to be killed after a checkpoint. Only the
-# two bridge_niah jobs and the report read lia_mtr.niah.
-SLOW_NIAH = {"lia_mtr": {"niah": {"train": {"steps": 300, "checkpoint_every": 10, "log_every": 10}}}}
+# bridge_niah jobs (three bridges) and the report read lia_mtr.niah; 100 steps at ~20 ms leave seconds after the first
+# checkpoint for the 0.1 s poll below to kill the run.
+SLOW_NIAH = {"lia_mtr": {"niah": {"train": {"steps": 100, "checkpoint_every": 10, "log_every": 10}}}}
 
 
 def _results(repo: Path) -> dict[str, str]:
