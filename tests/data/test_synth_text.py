@@ -116,6 +116,26 @@ def test_niah_length_too_short_for_the_family_is_a_config_error(small_config):
         build_synth_text(small_config(niah={"lengths": [40], "train_examples": 0}))
 
 
+@pytest.mark.parametrize("kind", ["word", "char"])
+def test_longest_answers_count_from_the_config_as_the_built_tokenizer_does(kind, small_config):
+    """The Snakefile's pre-flight check counts answer tokens without transformers (``word_level_tokenizer``): the
+    count is the one the stage's tokenizer gives, and no transformers (nor torch) is imported for it."""
+    import subprocess
+    import sys
+
+    from relin.data.synth_text import longest_answer_tokens
+    from relin.data.tokenizer import build_tokenizer
+
+    cfg = small_config(tokenizer=kind)
+    counts = longest_answer_tokens(cfg)
+    assert counts and counts == longest_answer_tokens(cfg, build_tokenizer(kind, []))
+    imported = subprocess.run([sys.executable, "-c", "import sys; from relin.config.data import DataConfig; "
+                               "from relin.data.synth_text import longest_answer_tokens; "
+                               "longest_answer_tokens(DataConfig()); print(sorted({'transformers', 'torch'} & "
+                               "set(sys.modules)))"], capture_output=True, text=True, check=True).stdout
+    assert imported.strip() == "[]", imported
+
+
 @pytest.mark.parametrize("family", ["qwen", "pythia"])
 def test_tasks_rendered_with_a_checkpoints_tokenizer_read_as_the_same_text(family, small_config):
     """Every row decodes to its task's text under the checkpoint's tokenizer; rows keep their lengths in tokens

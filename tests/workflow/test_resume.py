@@ -24,6 +24,17 @@ from .conftest import SMOKE, clone_run, kill_tree, overlay, relin_lines, snakema
 pytestmark = pytest.mark.slow
 
 RESUMABLE = {"teacher": {"train": {"steps": 60, "checkpoint_every": 5, "log_every": 5}}}
+TEACHER = "results/teacher/qwen3"
+
+
+@pytest.fixture(scope="module")
+def uninterrupted_teacher(smoke_run, tmp_path_factory) -> bytes:
+    """The weights of the resumable config's teacher trained from step 0 without a kill, on its own copy of the smoke
+    run: what every killed and resumed teacher must equal (training is deterministic on one machine)."""
+    repo = clone_run(smoke_run, tmp_path_factory.mktemp("uninterrupted") / "repo")
+    snakemake(repo, f"{TEACHER}/train_metrics.json", overlays=(overlay(repo.parent / "resumable.yaml", RESUMABLE),))
+    assert read_manifest(repo / TEACHER / "train_metrics.json")["resumed_from"] == 0
+    return (repo / TEACHER / "model/model.safetensors").read_bytes()
 
 
 def _teacher_process(snakemake_pid: int) -> psutil.Process | None:
@@ -63,12 +74,12 @@ def _runs(repo: Path, stage: str) -> list:
 
 
 @pytest.mark.parametrize("killed", ["the stage", "snakemake alone"])
-def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path, killed):
+def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, uninterrupted_teacher, tmp_path, killed):
     """kill -9 of the teacher's stage process (an OOM kill), or of the ``snakemake`` process alone (issue #63: its
     job, the job server and the server's child stopped with it, no orphan training on); the plain rerun resumes
     from the newest checkpoint and gives the bytes of an uninterrupted run."""
     repo = clone_run(smoke_run, tmp_path / "repo")
-    target = "results/teacher/qwen3/train_metrics.json"
+    target = f"{TEACHER}/train_metrics.json"
     change = overlay(tmp_path / "resumable.yaml", RESUMABLE)
     argv = ["snakemake", target, "--cores", "2", "--configfile", SMOKE, str(change)]
     earlier = set((repo / "checkpoints/teacher/qwen3").glob("*"))
@@ -116,10 +127,7 @@ def test_killed_teacher_resumes_from_its_checkpoint(smoke_run, tmp_path, killed)
     assert "RUNNING" not in {r.info.status for r in teacher_runs}
     assert "KILLED" in {r.info.status for r in teacher_runs}, "the killed job's run was closed"
 
-    resumed = (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes()
-    snakemake(repo, target, "--forcerun", "teacher_lm", overlays=(change,))
-    assert read_manifest(repo / target)["resumed_from"] == 0
-    assert (repo / "results/teacher/qwen3/model/model.safetensors").read_bytes() == resumed, \
+    assert (repo / TEACHER / "model/model.safetensors").read_bytes() == uninterrupted_teacher, \
         "a resumed run must equal an uninterrupted one"
 
 
@@ -130,8 +138,9 @@ def smoke_start(repo: Path) -> int:
 
 NIAH = "results/lia_mtr/niah/lia_mtr"
 # The smoke config trains the bridge NIAH 3 steps; these hold it long enough to be killed after a checkpoint. Only the
-# two bridge_niah jobs and the report read lia_mtr.niah.
-SLOW_NIAH = {"lia_mtr": {"niah": {"train": {"steps": 300, "checkpoint_every": 10, "log_every": 10}}}}
+# bridge_niah jobs (three bridges) and the report read lia_mtr.niah; 100 steps at ~20 ms leave seconds after the first
+# checkpoint for the 0.1 s poll below to kill the run.
+SLOW_NIAH = {"lia_mtr": {"niah": {"train": {"steps": 100, "checkpoint_every": 10, "log_every": 10}}}}
 
 
 def _results(repo: Path) -> dict[str, str]:

@@ -19,7 +19,7 @@ from .niah import generate_niah, niah_words
 from .niah_text import generate_niah_text
 from .rows import COLUMNS
 from .text_rows import text_test_rows, text_train_rows
-from .tokenizer import WordEncoder, build_tokenizer
+from .tokenizer import UNK, WordEncoder, build_tokenizer, word_level_tokenizer
 from .walk import generate_walks, walk_words
 
 
@@ -49,13 +49,32 @@ def longest_answer_tokens(cfg: DataConfig, tokenizer=None) -> dict[str, int]:
     # Answers are digits and punctuation, one token each in the word tokenizer as in the project's digit-split BPE
     # (which the config alone cannot build): the word tokenizer counts them before the BPE exists.
     proxy = "word" if cfg.tokenizer == "bpe" else cfg.tokenizer
-    encoder = WordEncoder(tokenizer if tokenizer is not None else build_tokenizer(proxy, []))
+    count = _word_count(word_level_tokenizer(proxy, [])) if tokenizer is None else _encoder_count(tokenizer)
     value = "9" * cfg.niah.value_digits
     niah = {"single": value, "multikey": value, "multiquery": ", ".join([value] * cfg.niah.num_keys), "text": value}
     answers = {f"niah_{family}": niah[family] for family in cfg.niah.families} if "niah" in cfg.tasks else {}
     if "arithmetic" in cfg.tasks:
         answers["arithmetic"] = str(cfg.arithmetic.max_operand * (max(cfg.arithmetic.steps) + 1))
-    return {task: len(encoder.ids(answer)) for task, answer in answers.items()}
+    return {task: count(answer) for task, answer in answers.items()}
+
+
+def _encoder_count(tokenizer):
+    encoder = WordEncoder(tokenizer)
+    return lambda text: len(encoder.ids(text))
+
+
+def _word_count(core):
+    """Tokens of a text under the project's word-level ``core`` (``tokenizers.Tokenizer``), as :class:`WordEncoder`
+    counts them under the ``build_tokenizer`` that wraps it: word by word, without bos (a Metaspace tokenizer marks
+    each word's boundary itself, so no prefix)."""
+    unk = core.token_to_id(UNK)
+
+    def count(text: str) -> int:
+        ids = [i for word in text.split(" ") for i in core.encode(word, add_special_tokens=False).ids]
+        if unk in ids:
+            raise ValueError(f"{text!r}: outside the tokenizer's vocabulary")
+        return len(ids)
+    return count
 
 
 def _rng(seed: int, *stream: object) -> np.random.Generator:

@@ -33,11 +33,19 @@ def build_tokenizer(kind: str, words: Iterable[str], bpe: str | Path | None = No
         words (Iterable[str]): the words the generators emit, without punctuation or digits.
         bpe: the BPE's ``save_pretrained`` folder (``relin bpe-tokenizer``'s ``tokenizer/``), for ``"bpe"``.
     """
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
     if kind == "bpe":
         return _bpe_with_words(bpe, words)
+    return PreTrainedTokenizerFast(tokenizer_object=word_level_tokenizer(kind, words), bos_token=BOS,
+                                   eos_token=EOS, pad_token=PAD, unk_token=UNK, model_max_length=1 << 16)
+
+
+def word_level_tokenizer(kind: str, words: Iterable[str]):
+    """The ``tokenizers.Tokenizer`` that :func:`build_tokenizer` wraps for ``kind`` ``"word"`` or ``"char"``; built
+    with the ``tokenizers`` library alone, so that a caller that only counts tokens (the Snakefile's pre-flight
+    check) does not import transformers and torch."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
 
     vocab = {token: i for i, token in enumerate(SPECIAL_TOKENS)}
     if kind == "word":
@@ -59,8 +67,7 @@ def build_tokenizer(kind: str, words: Iterable[str], bpe: str | Path | None = No
     core.pre_tokenizer = pre
     core.decoder = decoders.Metaspace(prepend_scheme="always", split=split)
     core.post_processor = processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, vocab[BOS])])
-    return PreTrainedTokenizerFast(tokenizer_object=core, bos_token=BOS, eos_token=EOS, pad_token=PAD,
-                                   unk_token=UNK, model_max_length=1 << 16)
+    return core
 
 
 def _bpe_with_words(bpe: str | Path | None, words: Iterable[str]):
