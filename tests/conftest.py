@@ -10,6 +10,10 @@ import torch
 if not torch.cuda.is_available():
     # Must be set before triton is first imported: the kernel tests run through the interpreter.
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from .triton_interpreter import skip_repatching_inside_kernels
+
+    skip_repatching_inside_kernels()
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
