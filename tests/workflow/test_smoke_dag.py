@@ -106,7 +106,7 @@ OPAL_JOBS = {"opal_convert[model=gdn]", "opal_convert[model=swa]", "opal_convert
              "opal_align[model=align]", "opal_align[model=align_kl_guided]", "opal_offpolicy[model=offpolicy_short]",
              "opal_offpolicy[model=offpolicy_long]", "opal_onpolicy[model=onpolicy]",
              "opal_offpolicy[model=offpolicy_matched]", "opal_offpolicy[model=offpolicy_teacher]", "hybrid_speed",
-             "opal_export", "report_manifest[paper=opal]",
+             "opal_export", "report_manifest[paper=opal]", "opal_teacher_continuations",
              *(f"eval_lm[name=opal-{n}]" for n in ("gdn", "swa", "align", "align_kl_guided", "offpolicy_short",
                                                    "offpolicy_long", "onpolicy", "offpolicy_matched",
                                                    "offpolicy_teacher"))}
