@@ -11,11 +11,6 @@ import sys
 from snakemake.utils import validate
 
 from relin import tracking
-from relin._auto import cancel_pending
-
-# This process loads no model: without this, the preflight's tokenizer (transformers) would register relin's
-# model classes, importing torch and transformers' modelling code, seconds at every snakemake start.
-cancel_pending()
 
 from relin.pipeline import recovery
 from relin.config.params import deep_merge, load_layers, read_yaml, typed_overrides

@@ -25,13 +25,17 @@ def exact_families() -> tuple[str, ...]:
     return tuple(task for task, scoring in TASKS.items() if scoring.kind == "exact")
 
 
-def _need_groups(task: str, chosen: list[dict]) -> list[list[int]]:
-    """Indices into ``chosen`` grouped by generation budget (the gold answer's length and eos), shortest first: the
-    batches both the generation and the KL read."""
+def _need_groups(task: str, chosen: list[dict]) -> dict[int, list[int]]:
+    """Indices into ``chosen`` by generation budget (the gold answer's length and eos), shortest first: the batches
+    both the generation and the KL read."""
     from ...eval.tasks import TASKS
 
     budgets = [TASKS[task].budget(r) for r in chosen]
-    return [[i for i, b in enumerate(budgets) if b == need] for need in sorted(set(budgets))]
+    return {need: [i for i, b in enumerate(budgets) if b == need] for need in sorted(set(budgets))}
+
+
+def _prompt(row: dict) -> list[int]:
+    return list(row["input_ids"][:row["prompt_len"]])
 
 
 def _by_family(rows: list[dict]) -> dict[str, list[dict]]:
@@ -47,14 +51,12 @@ def teacher_continuations(teacher, rows: list[dict], eos_token_id: int, pad_toke
     order, generated for as many tokens as its gold answer and eos and cut after the teacher's first eos. One
     generation serves every student measured against this teacher (``relin opal-teacher-continuations``)."""
     from ...eval.generation import continuations, greedy_generator
-    from ...eval.tasks import TASKS
 
     out = {}
     for task, chosen in _by_family(rows).items():
         generated: list[list[int]] = [[] for _ in chosen]
-        for group in _need_groups(task, chosen):
-            prompts = [list(chosen[i]["input_ids"][:chosen[i]["prompt_len"]]) for i in group]
-            need = TASKS[task].budget(chosen[group[0]])
+        for need, group in _need_groups(task, chosen).items():
+            prompts = [_prompt(chosen[i]) for i in group]
             tokens = continuations(greedy_generator(teacher, eos_token_id, pad_token_id), prompts, need,
                                    batch_size, None)
             for i, continuation in zip(group, tokens):
@@ -76,8 +78,8 @@ def continuation_kl(teacher, student, rows: list[dict], continued: dict[str, lis
     out = {}
     for task, chosen in _by_family(rows).items():
         total, count = 0.0, 0
-        for group in _need_groups(task, chosen):
-            sequences = [(list(chosen[i]["input_ids"][:chosen[i]["prompt_len"]]), continued[task][i]) for i in group]
+        for group in _need_groups(task, chosen).values():
+            sequences = [(_prompt(chosen[i]), continued[task][i]) for i in group]
             for start in range(0, len(sequences), batch_size):
                 kl, n = _kl_sum(teacher, student, sequences[start:start + batch_size], pad_token_id, device)
                 total, count = total + kl, count + n
@@ -127,7 +129,7 @@ def prompts_digest(rows: list[dict]) -> str:
     for task, chosen in _by_family(rows).items():
         digest.update(task.encode())
         for r in chosen:
-            digest.update(b"|" + ",".join(map(str, r["input_ids"][:r["prompt_len"]])).encode())
+            digest.update(b"|" + ",".join(map(str, _prompt(r))).encode())
     return digest.hexdigest()
 
 
